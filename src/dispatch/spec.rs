@@ -1,0 +1,330 @@
+//! Specialisations: the kernels a dispatcher chooses from.
+
+use std::any::TypeId;
+use std::fmt;
+use std::sync::Arc;
+
+use super::Out;
+use crate::c64;
+use crate::error::{Error, Result};
+use crate::storage::{Data, Kind, Storage};
+
+/// What a dispatcher returns: a matrix ([`Data`], whose kind is dispatched) or a plain value
+/// (a scalar, a flag, ...), which is not.
+///
+/// Implemented for [`Data`], [`c64`], `f64`, `bool` and `usize`. Implement it (keeping the
+/// defaults) for your own result types to write dispatchers that return them.
+pub trait Output: Send + Sync + Sized + 'static {
+    /// Whether the output kind is dispatched (true only for [`Data`]).
+    const DISPATCHED: bool = false;
+
+    /// A short label for displays, e.g. `"c64"`.
+    fn label() -> &'static str {
+        "value"
+    }
+
+    /// Converts a dispatched output to `kind`; plain values are returned as they are.
+    ///
+    /// # Errors
+    /// [`Error::NoConversion`] if a matrix cannot be converted to `kind`.
+    fn convert_to(self, kind: Kind) -> Result<Self> {
+        let _ = kind;
+        Ok(self)
+    }
+}
+
+impl Output for Data {
+    const DISPATCHED: bool = true;
+
+    fn label() -> &'static str {
+        "Data"
+    }
+
+    fn convert_to(self, kind: Kind) -> Result<Self> {
+        crate::convert::registry().convert(&self, kind)
+    }
+}
+
+macro_rules! plain_output {
+    ($($t:ty => $label:literal),*) => {$(
+        impl Output for $t {
+            fn label() -> &'static str {
+                $label
+            }
+        }
+        impl KernelOutput<$t> for $t {
+            fn storage_type() -> Option<(TypeId, &'static str)> {
+                None
+            }
+            fn into_output(self, _native: Kind) -> $t {
+                self
+            }
+        }
+    )*};
+}
+plain_output!(c64 => "c64", f64 => "f64", bool => "bool", usize => "usize");
+
+/// What a typed kernel may return for a dispatcher with output `R`: a concrete storage type
+/// (wrapped into [`Data`] with its kind) or `R` itself.
+pub trait KernelOutput<R>: Sized + 'static {
+    /// The storage type returned, if it is one; its kind becomes the kernel's native output.
+    fn storage_type() -> Option<(TypeId, &'static str)>;
+    /// Wraps the value; `native` is the kind resolved from `storage_type`.
+    fn into_output(self, native: Kind) -> R;
+}
+
+impl<T: Storage> KernelOutput<Data> for T {
+    fn storage_type() -> Option<(TypeId, &'static str)> {
+        Some((TypeId::of::<T>(), std::any::type_name::<T>()))
+    }
+    #[inline]
+    fn into_output(self, native: Kind) -> Data {
+        Data::with_kind(native, self)
+    }
+}
+
+impl KernelOutput<Data> for Data {
+    fn storage_type() -> Option<(TypeId, &'static str)> {
+        None
+    }
+    fn into_output(self, _native: Kind) -> Data {
+        self
+    }
+}
+
+/// Per-call context handed to erased kernels: the requested output and the kernel's native
+/// output kind (meaningless for plain outputs and generic kernels).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Ctx {
+    pub(crate) out: Out,
+    pub(crate) native: Kind,
+}
+
+/// A type-erased kernel.
+pub(crate) type KernelFn<P, R> = Arc<dyn Fn(&[&Data], &P, Ctx) -> Result<R> + Send + Sync>;
+
+/// A Rust type named by a specialisation, resolved to a kind at registration.
+type TypeKey = (TypeId, &'static str);
+
+/// A kernel for one combination of input types (and output type), or a generic kernel that
+/// accepts any kinds.
+///
+/// Typed constructors take a closure over the concrete types; the dispatcher only calls it
+/// with inputs of exactly those types, converting others first.
+///
+/// ```
+/// use polymat::{Dense, Dispatcher, Out, Specialisation, c64};
+///
+/// // A dispatcher for "double the matrix", with one Dense kernel.
+/// let double = Dispatcher::<()>::builder("double", 1)
+///     .specialisation(Specialisation::unary("double_dense", |a: &Dense, _: &()| {
+///         Ok(Dense::from_fn(a.shape().0, a.shape().1, |i, j| a.get(i, j) * 2.0))
+///     }))
+///     .build()
+///     .unwrap();
+/// let x = polymat::Csr::identity(2).into();
+/// let y = double.call(&[&x], Out::Auto, &()).unwrap(); // Csr converted to Dense first
+/// assert_eq!(y.downcast_ref::<Dense>().unwrap().get(1, 1), c64::new(2.0, 0.0));
+/// ```
+pub struct Specialisation<P, R = Data> {
+    pub(crate) name: String,
+    pub(crate) inputs: Vec<Option<TypeKey>>,
+    pub(crate) output: Option<TypeKey>,
+    pub(crate) kernel: KernelFn<P, R>,
+}
+
+impl<P, R> Clone for Specialisation<P, R> {
+    fn clone(&self) -> Self {
+        Specialisation {
+            name: self.name.clone(),
+            inputs: self.inputs.clone(),
+            output: self.output,
+            kernel: self.kernel.clone(),
+        }
+    }
+}
+
+impl<P, R> fmt::Debug for Specialisation<P, R> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self
+            .inputs
+            .iter()
+            .map(|t| t.map_or("Any", |(_, n)| short(n)))
+            .collect();
+        write!(f, "Specialisation({} [{}]", self.name, names.join(", "))?;
+        if let Some((_, n)) = self.output {
+            write!(f, " -> {}", short(n))?;
+        }
+        f.write_str(")")
+    }
+}
+
+fn short(type_name: &str) -> &str {
+    type_name.rsplit("::").next().unwrap_or(type_name)
+}
+
+fn key<T: 'static>() -> TypeKey {
+    (TypeId::of::<T>(), std::any::type_name::<T>())
+}
+
+impl<P: Send + Sync + 'static, R: Output> Specialisation<P, R> {
+    /// A kernel with no matrix input (a constructor such as `zeros`), returning `O`.
+    pub fn nullary<O: KernelOutput<R>>(
+        name: &str,
+        f: impl Fn(&P) -> Result<O> + Send + Sync + 'static,
+    ) -> Self {
+        Specialisation {
+            name: name.to_owned(),
+            inputs: Vec::new(),
+            output: O::storage_type(),
+            kernel: Arc::new(move |_, p, ctx| Ok(f(p)?.into_output(ctx.native))),
+        }
+    }
+
+    /// A kernel for one input of type `A`.
+    pub fn unary<A: Storage, O: KernelOutput<R>>(
+        name: &str,
+        f: impl Fn(&A, &P) -> Result<O> + Send + Sync + 'static,
+    ) -> Self {
+        let kname = name.to_owned();
+        Specialisation {
+            name: name.to_owned(),
+            inputs: vec![Some(key::<A>())],
+            output: O::storage_type(),
+            kernel: Arc::new(move |args, p, ctx| {
+                let a = args[0].expect_ref::<A>("dispatch", &kname)?;
+                Ok(f(a, p)?.into_output(ctx.native))
+            }),
+        }
+    }
+
+    /// A kernel for inputs of types `A` and `B`.
+    pub fn binary<A: Storage, B: Storage, O: KernelOutput<R>>(
+        name: &str,
+        f: impl Fn(&A, &B, &P) -> Result<O> + Send + Sync + 'static,
+    ) -> Self {
+        let kname = name.to_owned();
+        Specialisation {
+            name: name.to_owned(),
+            inputs: vec![Some(key::<A>()), Some(key::<B>())],
+            output: O::storage_type(),
+            kernel: Arc::new(move |args, p, ctx| {
+                let a = args[0].expect_ref::<A>("dispatch", &kname)?;
+                let b = args[1].expect_ref::<B>("dispatch", &kname)?;
+                Ok(f(a, b, p)?.into_output(ctx.native))
+            }),
+        }
+    }
+
+    /// A kernel for inputs of types `A`, `B` and `C`.
+    pub fn ternary<A: Storage, B: Storage, C: Storage, O: KernelOutput<R>>(
+        name: &str,
+        f: impl Fn(&A, &B, &C, &P) -> Result<O> + Send + Sync + 'static,
+    ) -> Self {
+        let kname = name.to_owned();
+        Specialisation {
+            name: name.to_owned(),
+            inputs: vec![Some(key::<A>()), Some(key::<B>()), Some(key::<C>())],
+            output: O::storage_type(),
+            kernel: Arc::new(move |args, p, ctx| {
+                let a = args[0].expect_ref::<A>("dispatch", &kname)?;
+                let b = args[1].expect_ref::<B>("dispatch", &kname)?;
+                let c = args[2].expect_ref::<C>("dispatch", &kname)?;
+                Ok(f(a, b, c, p)?.into_output(ctx.native))
+            }),
+        }
+    }
+
+    /// A generic kernel: accepts inputs of any kind, unconverted, and gets the requested
+    /// output so that it can pass it on (QuTiP's `Data` specialisations, PyTorch's composite
+    /// kernels). Typically written in terms of other dispatchers.
+    ///
+    /// A generic kernel never causes conversions, so it wins every tuple unless a typed kernel
+    /// is as cheap (see [`Dispatcher`](crate::Dispatcher) for the exact rule). If it returns
+    /// another kind than the one requested, the dispatcher converts the result.
+    ///
+    /// ```
+    /// use polymat::{Data, Dispatcher, Out, Specialisation, c64};
+    ///
+    /// // "a - b" for every pair of kinds, through the add dispatcher.
+    /// let sub = Dispatcher::<()>::builder("my_sub", 2)
+    ///     .specialisation(Specialisation::generic("sub_via_add", 2, |args: &[&Data], out, _: &()| {
+    ///         polymat::ops::ADD.call(args, out, &c64::new(-1.0, 0.0))
+    ///     }))
+    ///     .build()
+    ///     .unwrap();
+    /// let a: Data = polymat::Csr::identity(2).into();
+    /// let z = sub.call(&[&a, &a], Out::Dense, &()).unwrap();
+    /// assert!(polymat::iszero(&z, 0.0).unwrap());
+    /// ```
+    pub fn generic(
+        name: &str,
+        arity: usize,
+        f: impl Fn(&[&Data], Out, &P) -> Result<R> + Send + Sync + 'static,
+    ) -> Self {
+        Specialisation {
+            name: name.to_owned(),
+            inputs: vec![None; arity],
+            output: None,
+            kernel: Arc::new(move |args, p, ctx| f(args, ctx.out, p)),
+        }
+    }
+
+    /// The kernel's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Resolves the types to kinds against a registry snapshot.
+    pub(crate) fn resolve(
+        &self,
+        op: &str,
+        arity: usize,
+        snap: &crate::convert::Snapshot,
+    ) -> Result<Spec<P, R>> {
+        if self.inputs.len() != arity {
+            return Err(Error::InvalidSpecialisation {
+                op: op.to_owned(),
+                name: self.name.clone(),
+                reason: format!(
+                    "it takes {} input(s) but the dispatcher takes {arity}",
+                    self.inputs.len()
+                ),
+            });
+        }
+        let inputs = self
+            .inputs
+            .iter()
+            .map(|t| t.map(|(id, n)| snap.kind_of_type(id, n)).transpose())
+            .collect::<Result<Vec<_>>>()?;
+        let output = self
+            .output
+            .map(|(id, n)| snap.kind_of_type(id, n))
+            .transpose()?;
+        Ok(Spec {
+            name: self.name.clone(),
+            generic: inputs.iter().any(Option::is_none),
+            inputs,
+            output,
+            kernel: self.kernel.clone(),
+        })
+    }
+}
+
+/// A specialisation resolved to kinds.
+pub(crate) struct Spec<P, R> {
+    pub(crate) name: String,
+    /// `None` for an input position that accepts any kind.
+    pub(crate) inputs: Vec<Option<Kind>>,
+    /// The kind a `Data`-returning typed kernel produces.
+    pub(crate) output: Option<Kind>,
+    pub(crate) generic: bool,
+    pub(crate) kernel: KernelFn<P, R>,
+}
+
+impl<P, R> Spec<P, R> {
+    /// Same inputs and output: a later registration replaces an earlier one.
+    pub(crate) fn same_key(&self, other: &Spec<P, R>) -> bool {
+        self.inputs == other.inputs && self.output == other.output
+    }
+}

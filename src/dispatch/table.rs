@@ -1,0 +1,167 @@
+//! The lookup table: for every tuple of input kinds and every output slot, the cheapest
+//! specialisation and the conversions that reach it.
+
+use std::cmp::Ordering;
+use std::sync::Arc;
+
+use super::Out;
+use super::spec::{Ctx, Spec};
+use crate::convert::{Chain, Snapshot};
+use crate::storage::Kind;
+
+/// One resolved cell of the table.
+pub(crate) struct Entry<P, R> {
+    pub(crate) spec: Arc<Spec<P, R>>,
+    /// Conversion of each input, `None` where the input is used as it is.
+    pub(crate) inputs: Box<[Option<Arc<Chain>>]>,
+    /// Conversion of the kernel's output to the requested kind.
+    pub(crate) output: Option<Arc<Chain>>,
+    /// Requested output kind that a generic kernel's result must be checked against.
+    pub(crate) fixup: Option<Kind>,
+    pub(crate) weight: f64,
+    pub(crate) direct: bool,
+    pub(crate) ctx: Ctx,
+}
+
+/// The whole table of one dispatcher, for one registry snapshot.
+pub(crate) struct Table<P, R> {
+    pub(crate) n_kinds: usize,
+    pub(crate) out_slots: usize,
+    pub(crate) entries: Box<[Option<Entry<P, R>>]>,
+}
+
+/// Ordering key of a candidate; smaller is better. See `Dispatcher`'s documentation.
+#[derive(PartialEq)]
+struct Cost {
+    weight: f64,
+    converted_inputs: usize,
+    generic: bool,
+    /// Negated registration order: later registrations win remaining ties.
+    order: std::cmp::Reverse<usize>,
+}
+
+impl PartialOrd for Cost {
+    fn partial_cmp(&self, o: &Cost) -> Option<Ordering> {
+        Some(
+            self.weight
+                .total_cmp(&o.weight)
+                .then(self.converted_inputs.cmp(&o.converted_inputs))
+                .then(self.generic.cmp(&o.generic))
+                .then(self.order.cmp(&o.order)),
+        )
+    }
+}
+
+impl<P, R> Table<P, R> {
+    /// Builds the table. O(K^N · slots · S · N) for K kinds, arity N, S specialisations.
+    pub(crate) fn build(specs: &[Arc<Spec<P, R>>], snap: &Snapshot, arity: usize, dispatched: bool) -> Self {
+        let k = snap.n_kinds();
+        let out_slots = if dispatched { k + 1 } else { 1 };
+        let n_tuples = k.pow(arity as u32);
+        let mut entries = Vec::with_capacity(n_tuples * out_slots);
+        let mut tuple = vec![Kind(0); arity];
+        for t in 0..n_tuples {
+            let mut rest = t;
+            for slot in tuple.iter_mut().rev() {
+                *slot = Kind((rest % k) as u32);
+                rest /= k;
+            }
+            for slot in 0..out_slots {
+                let out = slot.checked_sub(1).map(|o| Kind(o as u32));
+                entries.push(best(specs, snap, &tuple, out, dispatched));
+            }
+        }
+        Table {
+            n_kinds: k,
+            out_slots,
+            entries: entries.into_boxed_slice(),
+        }
+    }
+
+    /// Index of the cell for these input kinds and output, `None` for kinds the table does
+    /// not cover.
+    #[inline]
+    pub(crate) fn index(&self, kinds: impl Iterator<Item = Kind>, out: Option<Kind>) -> Option<usize> {
+        let k = self.n_kinds;
+        let mut idx = 0usize;
+        for kind in kinds {
+            let i = kind.index();
+            if i >= k {
+                return None;
+            }
+            idx = idx * k + i;
+        }
+        let slot = match out {
+            None => 0,
+            Some(o) if o.index() < k && self.out_slots > 1 => o.index() + 1,
+            Some(_) => return None,
+        };
+        Some(idx * self.out_slots + slot)
+    }
+}
+
+fn best<P, R>(
+    specs: &[Arc<Spec<P, R>>],
+    snap: &Snapshot,
+    tuple: &[Kind],
+    out: Option<Kind>,
+    dispatched: bool,
+) -> Option<Entry<P, R>> {
+    let mut best: Option<(Cost, &Arc<Spec<P, R>>)> = None;
+    'specs: for (order, spec) in specs.iter().enumerate() {
+        let mut weight = 0.0;
+        let mut converted_inputs = 0;
+        for (&have, want) in tuple.iter().zip(&spec.inputs) {
+            if let Some(want) = *want {
+                let w = snap.weight(have, want);
+                if w == f64::MAX {
+                    continue 'specs;
+                }
+                weight += w;
+                converted_inputs += usize::from(have != want);
+            }
+        }
+        if let (Some(o), Some(native)) = (out, spec.output) {
+            let w = snap.weight(native, o);
+            if w == f64::MAX {
+                continue;
+            }
+            weight += w;
+        }
+        let cost = Cost {
+            weight,
+            converted_inputs,
+            generic: spec.generic,
+            order: std::cmp::Reverse(order),
+        };
+        if best.as_ref().is_none_or(|(b, _)| cost < *b) {
+            best = Some((cost, spec));
+        }
+    }
+    let (cost, spec) = best?;
+    let inputs: Box<[Option<Arc<Chain>>]> = tuple
+        .iter()
+        .zip(&spec.inputs)
+        .map(|(&have, want)| match *want {
+            Some(w) if w != have => snap.chain(have, w).cloned(),
+            _ => None,
+        })
+        .collect();
+    let output = match (out, spec.output) {
+        (Some(o), Some(native)) if o != native => snap.chain(native, o).cloned(),
+        _ => None,
+    };
+    let fixup = if dispatched && spec.output.is_none() { out } else { None };
+    Some(Entry {
+        direct: inputs.iter().all(Option::is_none) && output.is_none(),
+        ctx: Ctx {
+            out: out.map_or(Out::Auto, Out::from),
+            native: spec.output.unwrap_or(Kind::DENSE),
+        },
+        spec: spec.clone(),
+        inputs,
+        output,
+        fixup,
+        weight: cost.weight,
+    })
+}

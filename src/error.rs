@@ -1,0 +1,194 @@
+//! The crate's single error type.
+
+use thiserror::Error as ThisError;
+
+/// A matrix shape, `(rows, columns)`.
+pub type Shape = (usize, usize);
+
+/// Everything that can go wrong in polymat.
+///
+/// Every variant names what was wrong and with which kinds or shapes, so the message alone is
+/// enough to find the faulty call. New variants may be added in minor releases.
+///
+/// # Examples
+///
+/// ```
+/// use polymat::{Dense, Error, Out};
+///
+/// let a = Dense::zeros(2, 3).into();
+/// let b = Dense::zeros(3, 3).into();
+/// let err = polymat::add(&a, &b, Out::Auto).unwrap_err();
+/// assert!(matches!(err, Error::Shape { .. }));
+/// assert_eq!(
+///     err.to_string(),
+///     "add: incompatible shapes (2, 3) and (3, 3): operands must have the same shape"
+/// );
+/// ```
+#[derive(Debug, Clone, PartialEq, ThisError)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operands of an operation have shapes it cannot combine.
+    #[error("{op}: incompatible shape{} {}: {requirement}", if shapes.len() == 1 { "" } else { "s" }, fmt_shapes(shapes))]
+    Shape {
+        /// The operation.
+        op: String,
+        /// The shapes of the operands, in argument order.
+        shapes: Vec<Shape>,
+        /// What the operation requires.
+        requirement: &'static str,
+    },
+    /// Raw CSR arrays (or triplets) that do not describe a matrix.
+    #[error("invalid CSR data for a {}×{} matrix: {reason}", shape.0, shape.1)]
+    InvalidCsr {
+        /// The shape the arrays were meant to describe.
+        shape: Shape,
+        /// What is wrong with them.
+        reason: String,
+    },
+    /// Dense input that does not describe a matrix (for example ragged rows).
+    #[error("invalid dense data: {reason}")]
+    InvalidDense {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A name that is not the name or alias of any registered storage kind.
+    #[error("unknown storage kind {name:?}; known kinds: {}", known.join(", "))]
+    UnknownKind {
+        /// The name that was given.
+        name: String,
+        /// The names of the registered kinds.
+        known: Vec<String>,
+    },
+    /// A Rust type used as storage before it was registered.
+    #[error("type {type_name} is not a registered storage type; register it with ConversionRegistry::register_type first")]
+    UnregisteredType {
+        /// The Rust type name.
+        type_name: &'static str,
+    },
+    /// A storage type, name or alias registered twice.
+    #[error("cannot register storage kind {name:?}: {reason}")]
+    DuplicateKind {
+        /// The name being registered.
+        name: String,
+        /// What it clashes with.
+        reason: String,
+    },
+    /// A conversion weight that is not finite and positive.
+    #[error("conversion {from} -> {to}: weight must be finite and > 0, got {weight}")]
+    InvalidWeight {
+        /// Source kind.
+        from: String,
+        /// Target kind.
+        to: String,
+        /// The rejected weight.
+        weight: f64,
+    },
+    /// No chain of registered conversions leads from one kind to the other.
+    #[error("no conversion from {from} to {to}")]
+    NoConversion {
+        /// Source kind.
+        from: String,
+        /// Target kind.
+        to: String,
+    },
+    /// A converter returned a value of another kind than it was registered for.
+    #[error("converter {from} -> {to} returned a {got}")]
+    ConverterOutput {
+        /// Source kind.
+        from: String,
+        /// Target kind the converter was registered for.
+        to: String,
+        /// Kind it actually returned.
+        got: String,
+    },
+    /// No specialisation of an operation can serve these input kinds and output.
+    #[error("{op}: no specialisation for inputs ({}) -> {out}", inputs.join(", "))]
+    NoSpecialisation {
+        /// The operation.
+        op: String,
+        /// The input kinds.
+        inputs: Vec<String>,
+        /// The requested output.
+        out: String,
+    },
+    /// A dispatcher was called with the wrong number of inputs.
+    #[error("{op}: expected {expected} input(s), got {got}")]
+    Arity {
+        /// The operation.
+        op: String,
+        /// Inputs it takes.
+        expected: usize,
+        /// Inputs it was given.
+        got: usize,
+    },
+    /// An output kind was requested from an operation whose result is not a matrix.
+    #[error("{op}: returns a scalar, so the output kind cannot be chosen (got {out})")]
+    OutputNotDispatched {
+        /// The operation.
+        op: String,
+        /// The output that was requested.
+        out: String,
+    },
+    /// A specialisation whose arity or types do not fit its dispatcher.
+    #[error("{op}: invalid specialisation {name}: {reason}")]
+    InvalidSpecialisation {
+        /// The operation.
+        op: String,
+        /// The specialisation's name.
+        name: String,
+        /// What does not fit.
+        reason: String,
+    },
+    /// A parameter outside the operation's domain.
+    #[error("{op}: invalid argument: {reason}")]
+    InvalidArgument {
+        /// The operation.
+        op: String,
+        /// What is wrong.
+        reason: String,
+    },
+    /// A kernel received a value of a type other than the one it was registered for.
+    ///
+    /// This indicates a bug in a user-registered kernel or converter, never bad matrix input.
+    #[error("{op}: kernel {kernel} expected a {expected}, got a {got}")]
+    KernelType {
+        /// The operation.
+        op: String,
+        /// The kernel's name.
+        kernel: String,
+        /// The type it expected.
+        expected: &'static str,
+        /// The kind it was given.
+        got: String,
+    },
+}
+
+/// Result type of every fallible polymat function.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn fmt_shapes(shapes: &[Shape]) -> String {
+    shapes
+        .iter()
+        .map(|(r, c)| format!("({r}, {c})"))
+        .collect::<Vec<_>>()
+        .join(" and ")
+}
+
+impl Error {
+    /// Shorthand for [`Error::Shape`].
+    pub(crate) fn shape(op: &str, shapes: &[Shape], requirement: &'static str) -> Self {
+        Error::Shape {
+            op: op.to_owned(),
+            shapes: shapes.to_vec(),
+            requirement,
+        }
+    }
+
+    /// Shorthand for [`Error::InvalidArgument`].
+    pub(crate) fn argument(op: &str, reason: impl Into<String>) -> Self {
+        Error::InvalidArgument {
+            op: op.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}

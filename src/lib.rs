@@ -1,0 +1,79 @@
+//! # polymat
+//!
+//! Matrices in many storage forms — dense ([`Dense`], a column-major `faer::Mat`), sparse
+//! ([`Csr`], an `sprs::CsMat`), and any type you register — behind one API that picks the right
+//! kernel for whatever kinds it is given. It is a multiple-dispatch data layer in the style of
+//! QuTiP 5's `qutip.core.data`.
+//!
+//! ## The pieces
+//!
+//! * [`Data`]: a cheap, shared, type-erased handle to a matrix of any kind.
+//! * [`ConversionRegistry`] ([`registry`]): converters between kinds, each with a weight, and the
+//!   cheapest chain for every pair of kinds. [`to`] converts.
+//! * [`Dispatcher`]: one per operation. It holds *specialisations* (kernels for given input and
+//!   output kinds) and a table that maps every tuple of kinds to the cheapest specialisation plus
+//!   the conversions that reach it.
+//! * [`ops`]: the operations, each a dispatcher (`ops::ADD`, `ops::MATMUL`, ...) with a free
+//!   function ([`add`], [`matmul`], ...).
+//!
+//! ## Example
+//!
+//! ```
+//! use polymat::{Csr, Dense, Kind, Out, c64, ops::MATMUL};
+//!
+//! let one = c64::new(1.0, 0.0);
+//! // σx as a sparse matrix, a state as a dense column.
+//! let sx = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[one, one])?.into();
+//! let psi = Dense::from_rows(&[[one], [c64::new(0.0, 0.0)]])?.into();
+//!
+//! // Csr·Dense has a direct kernel that returns Dense.
+//! let flipped = polymat::matmul(&sx, &psi, Out::Auto)?;
+//! assert_eq!(flipped.kind(), Kind::DENSE);
+//! assert_eq!(flipped.downcast_ref::<Dense>().unwrap().get(1, 0), one);
+//!
+//! // Mixed kinds work everywhere; ask for the output you want.
+//! let sum = polymat::add(&sx, &polymat::identity(2, Out::Dense)?, Out::Csr)?;
+//! assert_eq!(sum.to_string(), "Csr(2×2, nnz=4)");
+//!
+//! // See what the dispatcher does for a pair of kinds.
+//! let h = MATMUL.get(&[Kind::DENSE, Kind::CSR], Out::Dense)?;
+//! assert!(!h.is_direct()); // Dense·Csr converts the Csr operand first
+//! # Ok::<(), polymat::Error>(())
+//! ```
+//!
+//! ## Extending
+//!
+//! * Add a kernel: [`Dispatcher::add_specialisation`] (`examples/custom_specialisation.rs`).
+//! * Add a storage type: implement [`Storage`], then [`ConversionRegistry::register_type`] and
+//!   two conversions; every operation then works on it (`examples/custom_storage.rs`).
+//! * Add an operation: [`Dispatcher::builder`] (`examples/custom_dispatcher.rs`).
+//!
+//! Registrations are atomic and may happen at any time, from any thread: calls in flight keep
+//! using the table they loaded, later calls see the new one.
+
+#![deny(missing_docs)]
+#![forbid(unsafe_op_in_unsafe_fn)]
+
+pub mod convert;
+pub mod dispatch;
+mod engine;
+pub mod error;
+pub mod ops;
+pub mod storage;
+
+pub use convert::{Batch, Conversion, ConversionRegistry, registry, to, to_type};
+pub use dispatch::{
+    CheckFn, Dispatcher, DispatcherBuilder, Explanation, KernelOutput, Out, Output, Resolved,
+    Specialisation,
+};
+pub use error::{Error, Result, Shape};
+pub use ops::{
+    add, add_scaled, adjoint, conj, identity, isequal, iszero, kron, matmul, mul, multiply, neg,
+    pow, sub, trace, transpose, zeros,
+};
+pub use storage::{Csr, Data, Dense, Kind, Storage};
+
+/// The element type: a double-precision complex number (`num_complex::Complex64`, which is
+/// also `faer::c64`).
+#[allow(non_camel_case_types)]
+pub type c64 = num_complex::Complex64;

@@ -1,0 +1,128 @@
+//! Tolerance comparisons: `iszero` and `isequal`.
+
+use std::sync::LazyLock;
+
+use super::{ZERO, check_same_shape, same_shape};
+use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::error::Result;
+use crate::storage::{Csr, Data, Dense};
+
+/// Absolute and relative tolerances: `|a − b| ≤ atol + rtol·|b|` entry by entry.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Tol {
+    /// Absolute tolerance.
+    pub atol: f64,
+    /// Relative tolerance (relative to the second operand).
+    pub rtol: f64,
+}
+
+impl Default for Tol {
+    /// `atol = 1e-12`, `rtol = 1e-7`.
+    fn default() -> Tol {
+        Tol { atol: 1e-12, rtol: 1e-7 }
+    }
+}
+
+/// Whether every entry has modulus ≤ `atol`. Kernels: Dense, Csr.
+pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
+    Dispatcher::builder("iszero", 1)
+        .specialisation(Specialisation::unary("iszero_dense", |a: &Dense, t: &f64| Ok(iszero_dense(a, *t))))
+        .specialisation(Specialisation::unary("iszero_csr", |a: &Csr, t: &f64| Ok(iszero_csr(a, *t))))
+        .build()
+        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+});
+
+/// Whether two matrices are equal within a [`Tol`]. Kernels: Dense, Csr.
+pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
+    Dispatcher::builder("isequal", 2)
+        .check(check_same_shape)
+        .specialisation(Specialisation::binary("isequal_dense", |a: &Dense, b: &Dense, t: &Tol| isequal_dense(a, b, *t)))
+        .specialisation(Specialisation::binary("isequal_csr", |a: &Csr, b: &Csr, t: &Tol| isequal_csr(a, b, *t)))
+        .build()
+        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+});
+
+/// Whether every entry of `a` has modulus ≤ `atol`.
+///
+/// # Errors
+/// Only if no kernel can be reached for `a`'s kind.
+///
+/// ```
+/// use polymat::{Csr, c64};
+/// let tiny = Csr::from_triplets((2, 2), &[0], &[1], &[c64::new(1e-13, 0.0)]).unwrap().into();
+/// assert!(polymat::iszero(&tiny, 1e-12).unwrap());
+/// assert!(!polymat::iszero(&tiny, 0.0).unwrap());
+/// ```
+pub fn iszero(a: &Data, atol: f64) -> Result<bool> {
+    ISZERO.call(&[a], Out::Auto, &atol)
+}
+
+/// Whether `|a − b| ≤ atol + rtol·|b|` for every entry.
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
+///
+/// ```
+/// use polymat::{Csr, Dense};
+/// let a = Csr::identity(3).into();
+/// let b = Dense::identity(3).into();
+/// assert!(polymat::isequal(&a, &b, 1e-12, 0.0).unwrap());
+/// ```
+pub fn isequal(a: &Data, b: &Data, atol: f64, rtol: f64) -> Result<bool> {
+    ISEQUAL.call(&[a, b], Out::Auto, &Tol { atol, rtol })
+}
+
+/// Dense `iszero`. O(mn).
+pub fn iszero_dense(a: &Dense, atol: f64) -> bool {
+    (0..a.shape().1).all(|j| a.col(j).iter().all(|x| x.norm() <= atol))
+}
+
+/// Csr `iszero`. O(nnz).
+pub fn iszero_csr(a: &Csr, atol: f64) -> bool {
+    a.data().iter().all(|x| x.norm() <= atol)
+}
+
+fn close(x: crate::c64, y: crate::c64, t: Tol) -> bool {
+    (x - y).norm() <= t.atol + t.rtol * y.norm()
+}
+
+/// Dense `isequal`. O(mn).
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
+pub fn isequal_dense(a: &Dense, b: &Dense, tol: Tol) -> Result<bool> {
+    same_shape("isequal", a.shape(), b.shape())?;
+    Ok((0..a.shape().1).all(|j| a.col(j).iter().zip(b.col(j)).all(|(x, y)| close(*x, *y, tol))))
+}
+
+/// Csr `isequal`, merging the two patterns. O(nnz(a) + nnz(b)).
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
+pub fn isequal_csr(a: &Csr, b: &Csr, tol: Tol) -> Result<bool> {
+    same_shape("isequal", a.shape(), b.shape())?;
+    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
+    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+    for i in 0..a.shape().0 {
+        let (mut x, mut y) = (pa[i], pb[i]);
+        while x < pa[i + 1] || y < pb[i + 1] {
+            let cx = if x < pa[i + 1] { ia[x] } else { usize::MAX };
+            let cy = if y < pb[i + 1] { ib[y] } else { usize::MAX };
+            let ok = if cx < cy {
+                x += 1;
+                close(da[x - 1], ZERO, tol)
+            } else if cy < cx {
+                y += 1;
+                close(ZERO, db[y - 1], tol)
+            } else {
+                x += 1;
+                y += 1;
+                close(da[x - 1], db[y - 1], tol)
+            };
+            if !ok {
+                return Ok(false);
+            }
+        }
+    }
+    Ok(true)
+}

@@ -1,0 +1,111 @@
+//! The operations: one dispatcher per operation, its kernels, and a free function for each.
+//!
+//! Every dispatcher is a process-wide static (`ADD`, `MATMUL`, ...) that can be inspected with
+//! [`Dispatcher::get`](crate::Dispatcher::get) and extended with
+//! [`Dispatcher::add_specialisation`](crate::Dispatcher::add_specialisation). The kernels are
+//! public too, for callers who already know their storage types.
+//!
+//! | operation | free function | dispatcher | direct kernels |
+//! |---|---|---|---|
+//! | a + s·b | [`add`], [`add_scaled`] | [`ADD`] | Dense+Dense, Csr+Csr, Csr+Dense, Dense+Csr |
+//! | a − b | [`sub`] | [`SUB`] | generic (through `ADD` with s = −1) |
+//! | s·a | [`mul`] | [`MUL`] | Dense, Csr |
+//! | −a | [`neg`] | [`NEG`] | Dense, Csr |
+//! | a·b | [`matmul`] | [`MATMUL`] | Dense·Dense, Csr·Csr, Csr·Dense → Dense |
+//! | a ∘ b | [`multiply`] | [`MULTIPLY`] | Dense∘Dense, Csr∘Csr |
+//! | a ⊗ b | [`kron`] | [`KRON`] | Dense⊗Dense, Csr⊗Csr |
+//! | a†, aᵀ, ā | [`adjoint`], [`transpose`], [`conj`] | [`ADJOINT`], [`TRANSPOSE`], [`CONJ`] | Dense, Csr |
+//! | Tr a | [`trace`] | [`TRACE`] | Dense, Csr |
+//! | aⁿ | [`pow`] | [`POW`] | Dense, Csr |
+//! | a ≈ 0 | [`iszero`] | [`ISZERO`] | Dense, Csr |
+//! | a ≈ b | [`isequal`] | [`ISEQUAL`] | Dense, Csr |
+//! | 0, 1 | [`zeros`], [`identity`] | [`ZEROS`], [`IDENTITY`] | Dense, Csr |
+
+pub mod add;
+pub mod compare;
+pub mod construct;
+pub mod kron;
+pub mod matmul;
+pub mod multiply;
+pub mod pow;
+pub mod scale;
+pub mod trace;
+pub mod transpose;
+
+pub use add::{ADD, SUB, add, add_scaled, sub};
+pub use compare::{ISEQUAL, ISZERO, Tol, isequal, iszero};
+pub use construct::{IDENTITY, ZEROS, identity, zeros};
+pub use kron::{KRON, kron};
+pub use matmul::{MATMUL, matmul};
+pub use multiply::{MULTIPLY, multiply};
+pub use pow::{POW, pow};
+pub use scale::{MUL, NEG, mul, neg};
+pub use trace::{TRACE, trace};
+pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};
+
+use crate::c64;
+use crate::error::{Error, Result};
+use crate::storage::{Csr, Data, Dense};
+
+pub(crate) const ZERO: c64 = c64::new(0.0, 0.0);
+pub(crate) const ONE: c64 = c64::new(1.0, 0.0);
+
+/// Both operands must have the same shape.
+pub(crate) fn same_shape(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
+    if a == b {
+        Ok(())
+    } else {
+        Err(Error::shape(op, &[a, b], "operands must have the same shape"))
+    }
+}
+
+/// The operand must be square.
+pub(crate) fn square(op: &str, a: (usize, usize)) -> Result<()> {
+    if a.0 == a.1 {
+        Ok(())
+    } else {
+        Err(Error::shape(op, &[a], "the operand must be square"))
+    }
+}
+
+/// Dispatcher check: both inputs have the same shape.
+pub(crate) fn check_same_shape<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
+    same_shape(op, args[0].shape(), args[1].shape())
+}
+
+/// Dispatcher check: the only input is square.
+pub(crate) fn check_square<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
+    square(op, args[0].shape())
+}
+
+/// A new Dense whose column `j` is `f(a.col(j), b.col(j), out.col(j))`.
+pub(crate) fn dense_zip(a: &Dense, b: &Dense, f: impl Fn(&[c64], &[c64], &mut [c64])) -> Dense {
+    let (m, n) = a.shape();
+    let mut out = Dense::zeros(m, n);
+    for j in 0..n {
+        f(a.col(j), b.col(j), out.col_mut(j));
+    }
+    out
+}
+
+/// A new Dense with `f` applied to every entry.
+pub(crate) fn dense_map(a: &Dense, f: impl Fn(c64) -> c64) -> Dense {
+    let (m, n) = a.shape();
+    let mut out = Dense::zeros(m, n);
+    for j in 0..n {
+        for (o, x) in out.col_mut(j).iter_mut().zip(a.col(j)) {
+            *o = f(*x);
+        }
+    }
+    out
+}
+
+/// A new Csr with the same structure and `f` applied to every stored value.
+pub(crate) fn csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Csr {
+    Csr::from_parts(
+        a.shape(),
+        a.indptr().to_vec(),
+        a.indices().to_vec(),
+        a.data().iter().map(|&x| f(x)).collect(),
+    )
+}

@@ -1,0 +1,69 @@
+//! Multiplication by a scalar, and negation.
+
+use std::sync::LazyLock;
+
+use super::{ZERO, csr_map, dense_map};
+use crate::c64;
+use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::error::Result;
+use crate::storage::{Csr, Data, Dense};
+
+/// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
+pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
+    Dispatcher::builder("mul", 1)
+        .specialisation(Specialisation::unary("mul_dense", |a: &Dense, s: &c64| Ok(mul_dense(a, *s))))
+        .specialisation(Specialisation::unary("mul_csr", |a: &Csr, s: &c64| Ok(mul_csr(a, *s))))
+        .build()
+        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+});
+
+/// `−a`. Kernels: Dense, Csr.
+pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
+    Dispatcher::builder("neg", 1)
+        .specialisation(Specialisation::unary("neg_dense", |a: &Dense, _: &()| Ok(dense_map(a, |x| -x))))
+        .specialisation(Specialisation::unary("neg_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| -x))))
+        .build()
+        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+});
+
+/// `scalar·a`.
+///
+/// # Errors
+/// Only those of the conversions `out` asks for.
+///
+/// ```
+/// use polymat::{Csr, Out, c64};
+/// let a = polymat::mul(&Csr::identity(2).into(), c64::new(0.0, 2.0), Out::Auto).unwrap();
+/// assert_eq!(a.downcast_ref::<Csr>().unwrap().get(1, 1), c64::new(0.0, 2.0));
+/// ```
+pub fn mul(a: &Data, scalar: c64, out: Out) -> Result<Data> {
+    MUL.call(&[a], out, &scalar)
+}
+
+/// `−a`.
+///
+/// # Errors
+/// Only those of the conversions `out` asks for.
+///
+/// ```
+/// use polymat::{Dense, Out, c64};
+/// let a = polymat::neg(&Dense::identity(2).into(), Out::Auto).unwrap();
+/// assert_eq!(a.downcast_ref::<Dense>().unwrap().get(0, 0), c64::new(-1.0, 0.0));
+/// ```
+pub fn neg(a: &Data, out: Out) -> Result<Data> {
+    NEG.call(&[a], out, &())
+}
+
+/// `s·a` for Dense. O(mn).
+pub fn mul_dense(a: &Dense, s: c64) -> Dense {
+    dense_map(a, |x| s * x)
+}
+
+/// `s·a` for Csr. O(nnz); multiplying by zero gives a matrix with no stored entries.
+pub fn mul_csr(a: &Csr, s: c64) -> Csr {
+    if s == ZERO {
+        let (m, n) = a.shape();
+        return Csr::zeros(m, n);
+    }
+    csr_map(a, |x| s * x)
+}

@@ -1,0 +1,57 @@
+//! The trace.
+
+use std::sync::LazyLock;
+
+use super::{ZERO, check_square, square};
+use crate::c64;
+use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::error::Result;
+use crate::storage::{Csr, Data, Dense};
+
+/// `Tr a` for square `a`, a scalar. Kernels: Dense, Csr.
+pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
+    Dispatcher::builder("trace", 1)
+        .check(check_square)
+        .specialisation(Specialisation::unary("trace_dense", |a: &Dense, _: &()| trace_dense(a)))
+        .specialisation(Specialisation::unary("trace_csr", |a: &Csr, _: &()| trace_csr(a)))
+        .build()
+        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+});
+
+/// The sum of the diagonal.
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
+///
+/// ```
+/// use polymat::{Csr, c64};
+/// assert_eq!(polymat::trace(&Csr::identity(4).into()).unwrap(), c64::new(4.0, 0.0));
+/// assert!(polymat::trace(&Csr::zeros(2, 3).into()).is_err());
+/// ```
+pub fn trace(a: &Data) -> Result<c64> {
+    TRACE.call(&[a], Out::Auto, &())
+}
+
+/// Dense trace. O(n).
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
+pub fn trace_dense(a: &Dense) -> Result<c64> {
+    square("trace", a.shape())?;
+    Ok((0..a.shape().0).map(|i| a.get(i, i)).sum())
+}
+
+/// Csr trace, a binary search per row. O(m log(row length)).
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
+pub fn trace_csr(a: &Csr) -> Result<c64> {
+    square("trace", a.shape())?;
+    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    Ok((0..a.shape().0)
+        .map(|i| match idx[p[i]..p[i + 1]].binary_search(&i) {
+            Ok(k) => val[p[i] + k],
+            Err(_) => ZERO,
+        })
+        .sum())
+}

@@ -1,0 +1,427 @@
+//! Compressed sparse row storage on top of `sprs::CsMat`.
+
+use std::fmt;
+
+use sprs::CsMat;
+
+use super::Storage;
+use crate::c64;
+use crate::error::{Error, Result};
+
+/// A sparse matrix in compressed sparse row form: an [`sprs::CsMat<c64>`].
+///
+/// Invariants, checked by every constructor: CSR storage, row pointers starting at 0 and
+/// non-decreasing, column indices in range and strictly increasing within each row (so no
+/// duplicates). Explicit zeros may be stored.
+///
+/// ```
+/// use polymat::{Csr, c64};
+///
+/// // Unsorted columns are sorted and duplicates summed.
+/// let one = c64::new(1.0, 0.0);
+/// let m = Csr::from_raw((2, 3), vec![0, 3, 3], vec![2, 0, 2], vec![one, one, one]).unwrap();
+/// assert_eq!(m.nnz(), 2);
+/// assert_eq!(m.get(0, 2), c64::new(2.0, 0.0));
+/// assert_eq!(m.to_string(), "Csr(2×3, nnz=2)");
+///
+/// // Bad arrays are an error, never a panic.
+/// assert!(Csr::from_raw((2, 3), vec![0, 1], vec![5], vec![one]).is_err());
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct Csr {
+    mat: CsMat<c64>,
+}
+
+fn invalid(shape: (usize, usize), reason: impl Into<String>) -> Error {
+    Error::InvalidCsr {
+        shape,
+        reason: reason.into(),
+    }
+}
+
+impl Csr {
+    /// Builds from raw CSR arrays, validating them.
+    ///
+    /// Columns within a row may come in any order (they are sorted); duplicate entries in a row
+    /// are summed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCsr`] if `indptr` does not have `rows + 1` entries, does not start at 0,
+    /// decreases or does not end at `indices.len()`; if `indices` and `data` differ in length;
+    /// or if a column index is out of range.
+    ///
+    /// # Cost
+    /// O(nnz) when the columns are already sorted, O(nnz log(row length)) otherwise.
+    pub fn from_raw(
+        shape: (usize, usize),
+        indptr: Vec<usize>,
+        mut indices: Vec<usize>,
+        mut data: Vec<c64>,
+    ) -> Result<Csr> {
+        let (rows, cols) = shape;
+        if indptr.len() != rows + 1 {
+            return Err(invalid(
+                shape,
+                format!("indptr has {} entries, expected {}", indptr.len(), rows + 1),
+            ));
+        }
+        if indices.len() != data.len() {
+            return Err(invalid(
+                shape,
+                format!(
+                    "indices has {} entries but data has {}",
+                    indices.len(),
+                    data.len()
+                ),
+            ));
+        }
+        if indptr[0] != 0 {
+            return Err(invalid(shape, format!("indptr[0] is {}, expected 0", indptr[0])));
+        }
+        if let Some(i) = indptr.windows(2).position(|w| w[1] < w[0]) {
+            return Err(invalid(
+                shape,
+                format!("indptr decreases at row {i}: {} > {}", indptr[i], indptr[i + 1]),
+            ));
+        }
+        if indptr[rows] != indices.len() {
+            return Err(invalid(
+                shape,
+                format!(
+                    "indptr ends at {} but there are {} entries",
+                    indptr[rows],
+                    indices.len()
+                ),
+            ));
+        }
+        if let Some(&c) = indices.iter().find(|&&c| c >= cols) {
+            return Err(invalid(
+                shape,
+                format!("column index {c} is out of range for {cols} columns"),
+            ));
+        }
+        let sorted = (0..rows).all(|i| {
+            indices[indptr[i]..indptr[i + 1]]
+                .windows(2)
+                .all(|w| w[0] < w[1])
+        });
+        if sorted {
+            return Ok(Csr::from_parts(shape, indptr, indices, data));
+        }
+        // Sort each row by column and sum duplicates, compacting in place.
+        let mut new_ptr = Vec::with_capacity(rows + 1);
+        new_ptr.push(0);
+        let mut write = 0;
+        let mut row: Vec<(usize, c64)> = Vec::new();
+        for i in 0..rows {
+            row.clear();
+            row.extend((indptr[i]..indptr[i + 1]).map(|k| (indices[k], data[k])));
+            row.sort_unstable_by_key(|e| e.0);
+            let start = write;
+            for &(c, v) in &row {
+                if write > start && indices[write - 1] == c {
+                    data[write - 1] += v;
+                } else {
+                    indices[write] = c;
+                    data[write] = v;
+                    write += 1;
+                }
+            }
+            new_ptr.push(write);
+        }
+        indices.truncate(write);
+        data.truncate(write);
+        Ok(Csr::from_parts(shape, new_ptr, indices, data))
+    }
+
+    /// Builds from `(row, column, value)` triplets; duplicates are summed.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCsr`] if the three slices differ in length or an index is out of range.
+    pub fn from_triplets(
+        shape: (usize, usize),
+        rows: &[usize],
+        cols: &[usize],
+        values: &[c64],
+    ) -> Result<Csr> {
+        if rows.len() != cols.len() || rows.len() != values.len() {
+            return Err(invalid(
+                shape,
+                format!(
+                    "triplet arrays differ in length: {} rows, {} columns, {} values",
+                    rows.len(),
+                    cols.len(),
+                    values.len()
+                ),
+            ));
+        }
+        if let Some(&r) = rows.iter().find(|&&r| r >= shape.0) {
+            return Err(invalid(
+                shape,
+                format!("row index {r} is out of range for {} rows", shape.0),
+            ));
+        }
+        // Counting sort by row, then from_raw sorts columns and sums duplicates.
+        let mut indptr = vec![0usize; shape.0 + 1];
+        for &r in rows {
+            indptr[r + 1] += 1;
+        }
+        for i in 0..shape.0 {
+            indptr[i + 1] += indptr[i];
+        }
+        let mut next = indptr.clone();
+        let mut indices = vec![0usize; rows.len()];
+        let mut data = vec![c64::new(0.0, 0.0); rows.len()];
+        for k in 0..rows.len() {
+            let slot = &mut next[rows[k]];
+            indices[*slot] = cols[k];
+            data[*slot] = values[k];
+            *slot += 1;
+        }
+        Csr::from_raw(shape, indptr, indices, data)
+    }
+
+    /// A matrix from dense rows, keeping the entries that are not exactly zero.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCsr`] if the rows have different lengths.
+    pub fn from_rows<R: AsRef<[c64]>>(rows: &[R]) -> Result<Csr> {
+        let ncols = rows.first().map_or(0, |r| r.as_ref().len());
+        let shape = (rows.len(), ncols);
+        let mut indptr = Vec::with_capacity(rows.len() + 1);
+        indptr.push(0);
+        let (mut indices, mut data) = (Vec::new(), Vec::new());
+        for (i, r) in rows.iter().enumerate() {
+            let r = r.as_ref();
+            if r.len() != ncols {
+                return Err(invalid(
+                    shape,
+                    format!("row {i} has {} entries but row 0 has {ncols}", r.len()),
+                ));
+            }
+            for (j, &v) in r.iter().enumerate() {
+                if v != c64::new(0.0, 0.0) {
+                    indices.push(j);
+                    data.push(v);
+                }
+            }
+            indptr.push(indices.len());
+        }
+        Ok(Csr::from_parts(shape, indptr, indices, data))
+    }
+
+    /// Wraps an `sprs` matrix; a CSC matrix is converted to CSR.
+    ///
+    /// # Errors
+    /// [`Error::InvalidCsr`] if its structure is invalid (sprs allows some structures polymat
+    /// does not, such as row pointers that do not start at zero; those are normalised).
+    pub fn from_csmat(mat: CsMat<c64>) -> Result<Csr> {
+        let mat = if mat.is_csr() { mat } else { mat.to_csr() };
+        let shape = mat.shape();
+        let (indptr, indices, data) = mat.into_raw_storage();
+        let base = indptr.first().copied().unwrap_or(0);
+        let indptr = if base == 0 {
+            indptr
+        } else {
+            indptr.iter().map(|p| p - base).collect()
+        };
+        let (indices, data) = if base == 0 {
+            (indices, data)
+        } else {
+            let end = base + indptr.last().copied().unwrap_or(0);
+            (indices[base..end].to_vec(), data[base..end].to_vec())
+        };
+        Csr::from_raw(shape, indptr, indices, data)
+    }
+
+    /// Builds from arrays already known to satisfy the invariants (internal kernels).
+    #[inline]
+    pub(crate) fn from_parts(
+        shape: (usize, usize),
+        indptr: Vec<usize>,
+        indices: Vec<usize>,
+        data: Vec<c64>,
+    ) -> Csr {
+        debug_assert_eq!(indptr.len(), shape.0 + 1);
+        debug_assert_eq!(indptr.last().copied(), Some(indices.len()));
+        debug_assert!(indices.iter().all(|&c| c < shape.1));
+        // SAFETY: every caller builds CSR arrays satisfying sprs's structure checks: indptr of
+        // length rows+1, from 0 to nnz, non-decreasing, and sorted, in-range, unique columns.
+        // The debug assertions above and the unit tests re-check this.
+        let mat = unsafe {
+            CsMat::new_unchecked(sprs::CompressedStorage::CSR, shape, indptr, indices, data)
+        };
+        Csr { mat }
+    }
+
+    /// The `rows × cols` zero matrix (no stored entries).
+    pub fn zeros(rows: usize, cols: usize) -> Csr {
+        Csr::from_parts((rows, cols), vec![0; rows + 1], Vec::new(), Vec::new())
+    }
+
+    /// The `n × n` identity.
+    pub fn identity(n: usize) -> Csr {
+        Csr::scaled_identity(n, c64::new(1.0, 0.0))
+    }
+
+    /// `scale` times the `n × n` identity.
+    pub fn scaled_identity(n: usize, scale: c64) -> Csr {
+        Csr::from_parts((n, n), (0..=n).collect(), (0..n).collect(), vec![scale; n])
+    }
+
+    /// `(rows, columns)`.
+    #[inline]
+    pub fn shape(&self) -> (usize, usize) {
+        self.mat.shape()
+    }
+
+    /// The number of stored entries (explicit zeros included).
+    #[inline]
+    pub fn nnz(&self) -> usize {
+        self.mat.nnz()
+    }
+
+    /// Row pointers: row `i` is stored at `indptr()[i]..indptr()[i + 1]`.
+    #[inline]
+    pub fn indptr(&self) -> &[usize] {
+        self.mat.indptr().into_raw_storage()
+    }
+
+    /// Column indices of the stored entries.
+    #[inline]
+    pub fn indices(&self) -> &[usize] {
+        self.mat.indices()
+    }
+
+    /// Values of the stored entries.
+    #[inline]
+    pub fn data(&self) -> &[c64] {
+        self.mat.data()
+    }
+
+    /// Values of the stored entries, mutably (the structure stays fixed).
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [c64] {
+        self.mat.data_mut()
+    }
+
+    /// Entry `(i, j)`, zero if not stored. O(log(row length)).
+    ///
+    /// # Panics
+    /// If `i` is out of bounds.
+    pub fn get(&self, i: usize, j: usize) -> c64 {
+        let p = self.indptr();
+        let cols = &self.indices()[p[i]..p[i + 1]];
+        match cols.binary_search(&j) {
+            Ok(k) => self.data()[p[i] + k],
+            Err(_) => c64::new(0.0, 0.0),
+        }
+    }
+
+    /// The underlying `sprs` matrix.
+    #[inline]
+    pub fn as_csmat(&self) -> &CsMat<c64> {
+        &self.mat
+    }
+
+    /// Unwraps the `sprs` matrix (no copy).
+    pub fn into_csmat(self) -> CsMat<c64> {
+        self.mat
+    }
+
+    /// Unwraps into `(indptr, indices, data)` (no copy).
+    pub fn into_raw(self) -> (Vec<usize>, Vec<usize>, Vec<c64>) {
+        self.mat.into_raw_storage()
+    }
+}
+
+impl Storage for Csr {
+    fn shape(&self) -> (usize, usize) {
+        Csr::shape(self)
+    }
+}
+
+impl TryFrom<CsMat<c64>> for Csr {
+    type Error = Error;
+    fn try_from(mat: CsMat<c64>) -> Result<Csr> {
+        Csr::from_csmat(mat)
+    }
+}
+
+impl From<Csr> for CsMat<c64> {
+    fn from(c: Csr) -> CsMat<c64> {
+        c.mat
+    }
+}
+
+impl fmt::Display for Csr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (r, c) = self.shape();
+        write!(f, "Csr({r}×{c}, nnz={})", self.nnz())
+    }
+}
+
+impl fmt::Debug for Csr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(x: f64) -> c64 {
+        c64::new(x, 0.0)
+    }
+
+    #[test]
+    fn raw_validation_errors() {
+        let cases: Vec<(Vec<usize>, Vec<usize>, Vec<c64>, &str)> = vec![
+            (vec![0, 1], vec![0], vec![r(1.0)], "indptr has 2 entries"),
+            (vec![1, 1, 1], vec![], vec![], "indptr[0] is 1"),
+            (vec![0, 2, 1], vec![0, 1], vec![r(1.0), r(1.0)], "decreases"),
+            (vec![0, 1, 1], vec![0], vec![], "data has 0"),
+            (vec![0, 1, 1], vec![3], vec![r(1.0)], "out of range"),
+            (vec![0, 1, 3], vec![0, 1], vec![r(1.0), r(1.0)], "ends at 3"),
+        ];
+        for (p, i, d, msg) in cases {
+            let err = Csr::from_raw((2, 3), p, i, d).unwrap_err();
+            assert!(err.to_string().contains(msg), "{err} lacks {msg}");
+        }
+    }
+
+    #[test]
+    fn unsorted_and_duplicates() {
+        let m = Csr::from_raw(
+            (2, 3),
+            vec![0, 4, 5],
+            vec![2, 0, 2, 1, 0],
+            vec![r(1.0), r(2.0), r(3.0), r(4.0), r(5.0)],
+        )
+        .unwrap();
+        assert_eq!(m.indptr(), &[0, 3, 4]);
+        assert_eq!(m.indices(), &[0, 1, 2, 0]);
+        assert_eq!(m.data(), &[r(2.0), r(4.0), r(4.0), r(5.0)]);
+        assert!(m.as_csmat().check_compressed_structure().is_ok());
+    }
+
+    #[test]
+    fn triplets() {
+        let m = Csr::from_triplets((3, 3), &[2, 0, 2], &[1, 0, 1], &[r(1.0), r(2.0), r(3.0)])
+            .unwrap();
+        assert_eq!(m.get(2, 1), r(4.0));
+        assert_eq!(m.get(0, 0), r(2.0));
+        assert_eq!(m.nnz(), 2);
+        assert!(Csr::from_triplets((3, 3), &[3], &[0], &[r(1.0)]).is_err());
+        assert!(Csr::from_triplets((3, 3), &[0], &[0, 1], &[r(1.0)]).is_err());
+    }
+
+    #[test]
+    fn csc_input_becomes_csr() {
+        let csc = CsMat::new_csc((2, 2), vec![0, 1, 2], vec![1, 0], vec![r(1.0), r(2.0)]);
+        let m = Csr::from_csmat(csc).unwrap();
+        assert_eq!(m.get(1, 0), r(1.0));
+        assert_eq!(m.get(0, 1), r(2.0));
+    }
+}

@@ -1,0 +1,139 @@
+//! The type-erased, shared matrix handle.
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+use super::{Csr, Dense, Kind, Storage};
+use crate::error::{Error, Result};
+
+/// A matrix in any registered storage kind, behind a cheap-to-clone [`Arc`].
+///
+/// `Data` is what the dispatchers take and return. It knows its [`Kind`] and shape without
+/// touching the value (both are stored inline), and gives the concrete value back with
+/// [`downcast_ref`](Data::downcast_ref). Cloning a `Data` clones the `Arc`, never the matrix.
+///
+/// ```
+/// use polymat::{Csr, Data, Dense, Kind, c64};
+///
+/// let d: Data = Dense::identity(3).into();
+/// assert_eq!(d.kind(), Kind::DENSE);
+/// assert_eq!(d.shape(), (3, 3));
+///
+/// let s: Data = Csr::identity(3).into();
+/// let csr: &Csr = s.downcast_ref::<Csr>().unwrap();
+/// assert_eq!(csr.nnz(), 3);
+/// assert!(s.downcast_ref::<Dense>().is_none());
+/// ```
+#[derive(Clone)]
+pub struct Data {
+    kind: Kind,
+    shape: (usize, usize),
+    inner: Arc<dyn Storage>,
+}
+
+impl Data {
+    /// Wraps a value of any registered storage type.
+    ///
+    /// # Errors
+    /// [`Error::UnregisteredType`] if `T` has not been registered.
+    ///
+    /// # Cost
+    /// One hash lookup of `T`'s `TypeId`; `From<Dense>` and `From<Csr>` skip even that.
+    pub fn new<T: Storage>(value: T) -> Result<Data> {
+        let kind = crate::convert::registry().kind_of::<T>()?;
+        Ok(Data::with_kind(kind, value))
+    }
+
+    /// Wraps a value whose kind is already known. The caller guarantees `kind` is `T`'s kind.
+    #[inline]
+    pub(crate) fn with_kind<T: Storage>(kind: Kind, value: T) -> Data {
+        Data {
+            kind,
+            shape: value.shape(),
+            inner: Arc::new(value),
+        }
+    }
+
+    /// The storage kind, in O(1).
+    #[inline]
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// `(rows, columns)`, in O(1).
+    #[inline]
+    pub fn shape(&self) -> (usize, usize) {
+        self.shape
+    }
+
+    /// The concrete value, if it is a `T`.
+    #[inline]
+    pub fn downcast_ref<T: Storage>(&self) -> Option<&T> {
+        let any: &dyn Any = &*self.inner;
+        any.downcast_ref::<T>()
+    }
+
+    /// The concrete value or an [`Error::KernelType`] naming `op` and `kernel`; for kernels.
+    #[inline]
+    pub(crate) fn expect_ref<T: Storage>(&self, op: &str, kernel: &str) -> Result<&T> {
+        self.downcast_ref::<T>().ok_or_else(|| Error::KernelType {
+            op: op.to_owned(),
+            kernel: kernel.to_owned(),
+            expected: std::any::type_name::<T>(),
+            got: self.kind.name(),
+        })
+    }
+
+    /// The concrete value, moved out if this handle is the only one, cloned otherwise.
+    ///
+    /// Returns `None` if the value is not a `T`.
+    pub fn into_inner<T: Storage + Clone>(self) -> Option<T> {
+        let any: Arc<dyn Any + Send + Sync> = self.inner;
+        let arc = any.downcast::<T>().ok()?;
+        Some(Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone()))
+    }
+
+    /// Whether two handles point at the same value (no comparison of entries).
+    pub fn ptr_eq(&self, other: &Data) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
+    /// The value as a `&dyn Storage`.
+    pub fn storage(&self) -> &dyn Storage {
+        &*self.inner
+    }
+}
+
+impl fmt::Debug for Data {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(&*self.inner, f)
+    }
+}
+
+impl fmt::Display for Data {
+    /// `Csr(3×3, nnz=4)` for the built-in kinds, `Kind(r×c)` for others.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(d) = self.downcast_ref::<Dense>() {
+            fmt::Display::fmt(d, f)
+        } else if let Some(c) = self.downcast_ref::<Csr>() {
+            fmt::Display::fmt(c, f)
+        } else {
+            write!(f, "{}({}×{})", self.kind, self.shape.0, self.shape.1)
+        }
+    }
+}
+
+impl From<Dense> for Data {
+    #[inline]
+    fn from(value: Dense) -> Data {
+        Data::with_kind(Kind::DENSE, value)
+    }
+}
+
+impl From<Csr> for Data {
+    #[inline]
+    fn from(value: Csr) -> Data {
+        Data::with_kind(Kind::CSR, value)
+    }
+}

@@ -1,0 +1,219 @@
+//! Column-major dense storage on top of `faer::Mat`.
+
+use std::fmt;
+
+use faer::{Mat, MatRef};
+
+use super::Storage;
+use crate::c64;
+use crate::error::{Error, Result};
+
+/// A dense matrix: a column-major [`faer::Mat<c64>`].
+///
+/// ```
+/// use polymat::{Dense, c64};
+///
+/// let m = Dense::from_rows(&[
+///     vec![c64::new(1.0, 0.0), c64::new(0.0, 2.0)],
+///     vec![c64::new(0.0, 0.0), c64::new(3.0, 0.0)],
+/// ]).unwrap();
+/// assert_eq!(m.shape(), (2, 2));
+/// assert_eq!(m.get(0, 1), c64::new(0.0, 2.0));
+/// assert_eq!(m.nnz(), 3);
+/// assert_eq!(m.to_string(), "Dense(2×2)");
+/// ```
+#[derive(Clone, PartialEq)]
+pub struct Dense {
+    mat: Mat<c64>,
+}
+
+impl Dense {
+    /// Wraps a `faer` matrix (no copy).
+    pub fn new(mat: Mat<c64>) -> Dense {
+        Dense { mat }
+    }
+
+    /// The `rows × cols` zero matrix.
+    pub fn zeros(rows: usize, cols: usize) -> Dense {
+        Dense::new(Mat::zeros(rows, cols))
+    }
+
+    /// The `n × n` identity.
+    pub fn identity(n: usize) -> Dense {
+        Dense::new(Mat::identity(n, n))
+    }
+
+    /// A matrix whose entry `(i, j)` is `f(i, j)`.
+    pub fn from_fn(rows: usize, cols: usize, f: impl FnMut(usize, usize) -> c64) -> Dense {
+        Dense::new(Mat::from_fn(rows, cols, f))
+    }
+
+    /// A matrix from its rows, for small literals.
+    ///
+    /// # Errors
+    /// [`Error::InvalidDense`] if the rows have different lengths.
+    pub fn from_rows<R: AsRef<[c64]>>(rows: &[R]) -> Result<Dense> {
+        let ncols = rows.first().map_or(0, |r| r.as_ref().len());
+        if let Some((i, r)) = rows
+            .iter()
+            .enumerate()
+            .find(|(_, r)| r.as_ref().len() != ncols)
+        {
+            return Err(Error::InvalidDense {
+                reason: format!(
+                    "row {i} has {} entries but row 0 has {ncols}",
+                    r.as_ref().len()
+                ),
+            });
+        }
+        Ok(Dense::from_fn(rows.len(), ncols, |i, j| rows[i].as_ref()[j]))
+    }
+
+    /// A matrix from a column-major buffer of length `rows * cols`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidDense`] if the length does not match.
+    pub fn from_col_major(rows: usize, cols: usize, values: &[c64]) -> Result<Dense> {
+        if rows.checked_mul(cols) != Some(values.len()) {
+            return Err(Error::InvalidDense {
+                reason: format!(
+                    "{} values cannot fill a {rows}×{cols} matrix",
+                    values.len()
+                ),
+            });
+        }
+        Ok(Dense::from_fn(rows, cols, |i, j| values[i + j * rows]))
+    }
+
+    /// `(rows, columns)`.
+    #[inline]
+    pub fn shape(&self) -> (usize, usize) {
+        (self.mat.nrows(), self.mat.ncols())
+    }
+
+    /// The number of entries that are not exactly zero. O(rows·cols).
+    pub fn nnz(&self) -> usize {
+        (0..self.mat.ncols())
+            .map(|j| {
+                self.col(j)
+                    .iter()
+                    .filter(|z| **z != c64::new(0.0, 0.0))
+                    .count()
+            })
+            .sum()
+    }
+
+    /// Entry `(i, j)`.
+    ///
+    /// # Panics
+    /// If `(i, j)` is out of bounds, like slice indexing.
+    #[inline]
+    pub fn get(&self, i: usize, j: usize) -> c64 {
+        self.mat[(i, j)]
+    }
+
+    /// Column `j` as a contiguous slice.
+    #[inline]
+    pub fn col(&self, j: usize) -> &[c64] {
+        self.mat.col_as_slice(j)
+    }
+
+    /// Column `j` as a contiguous mutable slice.
+    #[inline]
+    pub fn col_mut(&mut self, j: usize) -> &mut [c64] {
+        self.mat.col_as_slice_mut(j)
+    }
+
+    /// A view of the underlying `faer` matrix.
+    #[inline]
+    pub fn as_ref(&self) -> MatRef<'_, c64> {
+        self.mat.as_ref()
+    }
+
+    /// The underlying `faer` matrix.
+    #[inline]
+    pub fn as_mat(&self) -> &Mat<c64> {
+        &self.mat
+    }
+
+    /// The underlying `faer` matrix, mutably.
+    #[inline]
+    pub fn as_mat_mut(&mut self) -> &mut Mat<c64> {
+        &mut self.mat
+    }
+
+    /// Unwraps the `faer` matrix (no copy).
+    pub fn into_mat(self) -> Mat<c64> {
+        self.mat
+    }
+
+    /// The entries in row-major nested vectors (for tests and small printouts).
+    pub fn to_rows(&self) -> Vec<Vec<c64>> {
+        (0..self.mat.nrows())
+            .map(|i| (0..self.mat.ncols()).map(|j| self.mat[(i, j)]).collect())
+            .collect()
+    }
+}
+
+impl Storage for Dense {
+    fn shape(&self) -> (usize, usize) {
+        Dense::shape(self)
+    }
+}
+
+impl From<Mat<c64>> for Dense {
+    fn from(mat: Mat<c64>) -> Dense {
+        Dense::new(mat)
+    }
+}
+
+impl From<Dense> for Mat<c64> {
+    fn from(d: Dense) -> Mat<c64> {
+        d.mat
+    }
+}
+
+impl fmt::Display for Dense {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (r, c) = self.shape();
+        write!(f, "Dense({r}×{c})")
+    }
+}
+
+impl fmt::Debug for Dense {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (r, c) = self.shape();
+        if r * c <= 64 {
+            write!(f, "Dense({r}×{c}) {:?}", self.to_rows())
+        } else {
+            write!(f, "Dense({r}×{c})")
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ragged_rows_are_an_error() {
+        let z = c64::new(0.0, 0.0);
+        let err = Dense::from_rows(&[vec![z, z], vec![z]]).unwrap_err();
+        assert!(err.to_string().contains("row 1 has 1 entries"));
+    }
+
+    #[test]
+    fn col_major_round_trip() {
+        let v: Vec<c64> = (0..6).map(|k| c64::new(k as f64, 0.0)).collect();
+        let d = Dense::from_col_major(2, 3, &v).unwrap();
+        assert_eq!(d.get(1, 2), c64::new(5.0, 0.0));
+        assert!(Dense::from_col_major(2, 2, &v).is_err());
+    }
+
+    #[test]
+    fn nnz_counts_nonzeros() {
+        let mut d = Dense::zeros(3, 3);
+        d.col_mut(1)[2] = c64::new(1.0, 0.0);
+        assert_eq!(d.nnz(), 1);
+    }
+}
