@@ -60,7 +60,9 @@ pub enum Error {
         known: Vec<String>,
     },
     /// A Rust type used as storage before it was registered.
-    #[error("type {type_name} is not a registered storage type; register it with ConversionRegistry::register_type first")]
+    #[error(
+        "type {type_name} is not a registered storage type; register it with ConversionRegistry::register_type first"
+    )]
     UnregisteredType {
         /// The Rust type name.
         type_name: &'static str,
@@ -100,6 +102,16 @@ pub enum Error {
         to: String,
         /// Kind it actually returned.
         got: String,
+    },
+    /// A value that the target kind cannot represent (a lossy conversion refused).
+    #[error("cannot represent {what} as {kind}: {reason}")]
+    Unrepresentable {
+        /// The target kind.
+        kind: String,
+        /// What was being converted, e.g. `"Dense(3×3)"`.
+        what: String,
+        /// Why it does not fit.
+        reason: String,
     },
     /// No specialisation of an operation can serve these input kinds and output.
     #[error("{op}: no specialisation for inputs ({}) -> {out}", inputs.join(", "))]

@@ -14,7 +14,7 @@
 //!   output kinds) and a table that maps every tuple of kinds to the cheapest specialisation plus
 //!   the conversions that reach it.
 //! * [`ops`]: the operations, each a dispatcher (`ops::ADD`, `ops::MATMUL`, ...) with a free
-//!   function ([`add`], [`matmul`], ...).
+//!   function ([`add()`], [`matmul()`], ...).
 //!
 //! ## Example
 //!
@@ -72,6 +72,11 @@ pub use ops::{
     pow, sub, trace, transpose, zeros,
 };
 pub use storage::{Csr, Data, Dense, Kind, Storage};
+
+/// The README's examples, compiled and run as doctests.
+#[doc = include_str!("../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
 
 /// The element type: a double-precision complex number (`num_complex::Complex64`, which is
 /// also `faer::c64`).

@@ -1,7 +1,7 @@
 //! The conversion registry: storage kinds, converters between them, and the cheapest chain of
 //! converters for every ordered pair of kinds.
 //!
-//! The registry is process-wide ([`registry`]). Its state is an immutable [`Snapshot`]-like
+//! The registry is process-wide ([`registry`]). Its state is an immutable snapshot
 //! value published whole through `arc-swap`: readers never lock and never see a half-made
 //! registration. Writers (registering types, conversions and specialisations) take one mutex,
 //! build the new snapshot and every dispatcher's new table aside, and publish them only if all
@@ -166,7 +166,11 @@ impl Snapshot {
             graph.add_node(());
         }
         for (i, e) in edges.iter().enumerate() {
-            graph.add_edge(NodeIndex::new(e.from.index()), NodeIndex::new(e.to.index()), i);
+            graph.add_edge(
+                NodeIndex::new(e.from.index()),
+                NodeIndex::new(e.to.index()),
+                i,
+            );
         }
         // Weights are validated finite and > 0, so there is never a negative cycle.
         let (dist, prev) = floyd_warshall_path(&graph, |e| edges[*e.weight()].weight)
@@ -203,7 +207,8 @@ impl Snapshot {
                     nodes.push(cur);
                 }
                 nodes.reverse();
-                let steps: Vec<Arc<Edge>> = nodes.windows(2).map(|s| edge_between(s[0], s[1])).collect();
+                let steps: Vec<Arc<Edge>> =
+                    nodes.windows(2).map(|s| edge_between(s[0], s[1])).collect();
                 weights[i * n + j] = w;
                 chains[i * n + j] = Some(Arc::new(Chain { steps, weight: w }));
             }
@@ -256,7 +261,10 @@ impl Snapshot {
         if data.kind() == to {
             return Ok(data.clone());
         }
-        match self.chains.get(data.kind().index() * self.kinds.len() + to.index()) {
+        match self
+            .chains
+            .get(data.kind().index() * self.kinds.len() + to.index())
+        {
             Some(Some(chain)) if to.index() < self.kinds.len() => chain.run(data),
             _ => Err(Error::NoConversion {
                 from: self.name(data.kind()),
@@ -417,11 +425,13 @@ pub fn to_type<T: Storage + Clone>(data: &Data) -> Result<T> {
     let kind = registry().kind_of::<T>()?;
     let converted = registry().convert(data, kind)?;
     let got = converted.kind().name();
-    converted.into_inner::<T>().ok_or_else(|| Error::ConverterOutput {
-        from: data.kind().name(),
-        to: kind.name(),
-        got,
-    })
+    converted
+        .into_inner::<T>()
+        .ok_or_else(|| Error::ConverterOutput {
+            from: data.kind().name(),
+            to: kind.name(),
+            got,
+        })
 }
 
 impl ConversionRegistry {
@@ -480,12 +490,15 @@ impl ConversionRegistry {
     pub fn parse_kind(&self, name: &str) -> Result<Kind> {
         let snap = self.snapshot();
         let found = snap.kinds.iter().position(|k| {
-            k.name.eq_ignore_ascii_case(name) || k.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+            k.name.eq_ignore_ascii_case(name)
+                || k.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
         });
-        found.map(|i| Kind(i as u32)).ok_or_else(|| Error::UnknownKind {
-            name: name.to_owned(),
-            known: snap.names(),
-        })
+        found
+            .map(|i| Kind(i as u32))
+            .ok_or_else(|| Error::UnknownKind {
+                name: name.to_owned(),
+                known: snap.names(),
+            })
     }
 
     /// Weight of the cheapest chain from `from` to `to`: 0 for the same kind, `f64::MAX` when
@@ -587,7 +600,8 @@ impl ConversionRegistry {
             }
             for n in std::iter::once(&t.name).chain(&t.aliases) {
                 if let Some(k) = kinds.iter().find(|k| {
-                    k.name.eq_ignore_ascii_case(n) || k.aliases.iter().any(|a| a.eq_ignore_ascii_case(n))
+                    k.name.eq_ignore_ascii_case(n)
+                        || k.aliases.iter().any(|a| a.eq_ignore_ascii_case(n))
                 }) {
                     return Err(Error::DuplicateKind {
                         name: t.name.clone(),
@@ -644,7 +658,12 @@ impl ConversionRegistry {
             }
         }
         let snap = Arc::new(Snapshot::build(kinds, by_type, edges));
-        debug_assert!(snap.kinds.iter().enumerate().all(|(i, k)| snap.by_type[&k.type_id].index() == i));
+        debug_assert!(
+            snap.kinds
+                .iter()
+                .enumerate()
+                .all(|(i, k)| snap.by_type[&k.type_id].index() == i)
+        );
 
         writer.listeners.retain(|l| l.strong_count() > 0);
         let mut live: Vec<Arc<dyn Listener>> =
@@ -696,7 +715,8 @@ impl ConversionRegistry {
         let mut writer = self.lock();
         writer.listeners.retain(|l| l.strong_count() > 0);
         let snap = self.snapshot.load_full();
-        let live: Vec<Arc<dyn Listener>> = writer.listeners.iter().filter_map(Weak::upgrade).collect();
+        let live: Vec<Arc<dyn Listener>> =
+            writer.listeners.iter().filter_map(Weak::upgrade).collect();
         let prepared = live
             .iter()
             .map(|l| l.prepare(&snap, Vec::new()))
@@ -714,7 +734,10 @@ impl fmt::Debug for ConversionRegistry {
         let snap = self.snapshot();
         let mut m = f.debug_map();
         for e in &snap.edges {
-            m.entry(&format_args!("{} -> {}", snap.name(e.from), snap.name(e.to)), &e.weight);
+            m.entry(
+                &format_args!("{} -> {}", snap.name(e.from), snap.name(e.to)),
+                &e.weight,
+            );
         }
         m.finish()
     }
@@ -731,7 +754,10 @@ mod tests {
         assert_eq!(r.weight(Kind::DENSE, Kind::DENSE), 0.0);
         assert_eq!(r.weight(Kind::CSR, Kind::DENSE), 1.0);
         assert_eq!(r.weight(Kind::DENSE, Kind::CSR), 1.4);
-        assert_eq!(r.path(Kind::CSR, Kind::DENSE).unwrap(), vec![Kind::CSR, Kind::DENSE]);
+        assert_eq!(
+            r.path(Kind::CSR, Kind::DENSE).unwrap(),
+            vec![Kind::CSR, Kind::DENSE]
+        );
         assert_eq!(r.weight(Kind(9999), Kind::CSR), f64::MAX);
     }
 
@@ -739,7 +765,10 @@ mod tests {
     fn unknown_names_list_known_kinds() {
         let err = registry().parse_kind("coo").unwrap_err();
         let msg = err.to_string();
-        assert!(msg.contains("\"coo\"") && msg.contains("Dense") && msg.contains("Csr"), "{msg}");
+        assert!(
+            msg.contains("\"coo\"") && msg.contains("Dense") && msg.contains("Csr"),
+            "{msg}"
+        );
     }
 
     #[test]
@@ -747,16 +776,24 @@ mod tests {
         let before = format!("{:?}", registry());
         for w in [0.0, -1.0, f64::NAN, f64::INFINITY] {
             let err = registry()
-                .add_conversions([Conversion::new(|d: &Dense| Ok(d.clone()), 1.0), Conversion::new(|c: &Csr| Ok(c.clone()), w)])
+                .add_conversions([
+                    Conversion::new(|d: &Dense| Ok(d.clone()), 1.0),
+                    Conversion::new(|c: &Csr| Ok(c.clone()), w),
+                ])
                 .unwrap_err();
-            assert!(matches!(err, Error::InvalidWeight { .. } | Error::InvalidArgument { .. }));
+            assert!(matches!(
+                err,
+                Error::InvalidWeight { .. } | Error::InvalidArgument { .. }
+            ));
         }
         assert_eq!(before, format!("{:?}", registry()));
     }
 
     #[test]
     fn duplicate_registration_is_rejected() {
-        let err = registry().register_type::<Dense>("Dense2", &[]).unwrap_err();
+        let err = registry()
+            .register_type::<Dense>("Dense2", &[])
+            .unwrap_err();
         assert!(matches!(err, Error::DuplicateKind { .. }));
     }
 }

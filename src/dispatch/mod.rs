@@ -21,6 +21,7 @@
 //! whole (arc-swap), so a call costs one lock-free load, an index computation and an indirect
 //! call, and never sees a half-built table.
 
+mod cache;
 mod out;
 mod spec;
 mod table;
@@ -51,6 +52,8 @@ struct State<P, R> {
 }
 
 struct Inner<P, R> {
+    /// Index of this dispatcher in the per-thread state caches.
+    id: usize,
     name: String,
     arity: usize,
     check: Option<CheckFn<P>>,
@@ -119,6 +122,7 @@ impl<P: Send + Sync + 'static, R: Output> DispatcherBuilder<P, R> {
     /// that does not fit.
     pub fn build(self) -> Result<Dispatcher<P, R>> {
         let inner = Arc::new(Inner {
+            id: cache::next_id(),
             name: self.name,
             arity: self.arity,
             check: self.check,
@@ -144,7 +148,11 @@ impl<P: Send + Sync + 'static, R: Output> DispatcherBuilder<P, R> {
 }
 
 impl<P: Send + Sync + 'static, R: Output> Inner<P, R> {
-    fn next_state(&self, snap: &Arc<Snapshot>, new: Vec<Specialisation<P, R>>) -> Result<State<P, R>> {
+    fn next_state(
+        &self,
+        snap: &Arc<Snapshot>,
+        new: Vec<Specialisation<P, R>>,
+    ) -> Result<State<P, R>> {
         let mut specs = self.state.load().specs.clone();
         for s in new {
             let spec = Arc::new(s.resolve(&self.name, self.arity, snap)?);
@@ -168,6 +176,7 @@ struct PreparedState<'a, P, R> {
 impl<P, R> Prepared for PreparedState<'_, P, R> {
     fn publish(self: Box<Self>) {
         self.inner.state.store(Arc::new(self.state));
+        cache::invalidate();
     }
 }
 
@@ -237,14 +246,14 @@ impl<P: Send + Sync + 'static, R: Output> Dispatcher<P, R> {
         if let Some(check) = inner.check {
             check(&inner.name, args, params)?;
         }
-        let state = inner.state.load();
+        let state = cache::load(inner.id, &inner.state);
         let out_kind = out.kind();
         let entry = state
             .table
             .index(args.iter().map(|a| a.kind()), out_kind)
             .and_then(|i| state.table.entries[i].as_ref());
         match entry {
-            Some(e) if e.direct && e.fixup.is_none() => (e.spec.kernel)(args, params, e.ctx),
+            Some(e) if e.direct && e.fixup.is_none() => (e.kernel)(args, params, e.ctx),
             Some(e) => self.call_entry(e, args, params),
             None => Err(self.lookup_error(args.iter().map(|a| a.kind()).collect(), out)),
         }
@@ -274,20 +283,11 @@ impl<P: Send + Sync + 'static, R: Output> Dispatcher<P, R> {
         }
     }
 
-    /// Runs an entry with its conversions.
+    /// Runs an entry with its conversions. Inputs that need none are passed as they are.
     fn call_entry(&self, e: &Entry<P, R>, args: &[&Data], params: &P) -> Result<R> {
-        let converted = args
-            .iter()
-            .zip(e.inputs.iter())
-            .map(|(a, c)| match c {
-                Some(chain) => chain.run(a),
-                None => Ok((*a).clone()),
-            })
-            .collect::<Result<Vec<Data>>>()?;
-        let refs: Vec<&Data> = converted.iter().collect();
-        let result = (e.spec.kernel)(&refs, params, e.ctx)?;
+        let result = with_converted(args, &e.inputs, |refs| (e.kernel)(refs, params, e.ctx))?;
         match (e.output.as_ref(), e.fixup) {
-            (Some(_), _) => result.convert_to(e.ctx.out.kind().unwrap_or(e.ctx.native)),
+            (Some(chain), _) => result.map_data(|d| chain.run(d)),
             (None, Some(kind)) => result.convert_to(kind),
             (None, None) => Ok(result),
         }
@@ -364,7 +364,9 @@ impl<P: Send + Sync + 'static, R: Output> Dispatcher<P, R> {
                     .iter()
                     .map(|k| k.map_or_else(|| "Any".to_owned(), |k| state.snap.name(k)))
                     .collect();
-                let out = s.output.map_or_else(|| R::label().to_owned(), |k| state.snap.name(k));
+                let out = s
+                    .output
+                    .map_or_else(|| R::label().to_owned(), |k| state.snap.name(k));
                 format!("{} ({}) -> {}", s.name, ins.join(", "), out)
             })
             .collect()
@@ -373,7 +375,11 @@ impl<P: Send + Sync + 'static, R: Output> Dispatcher<P, R> {
 
 impl<P: 'static, R: Output> fmt::Debug for Dispatcher<P, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "<dispatcher {} of arity {}>", self.inner.name, self.inner.arity)
+        write!(
+            f,
+            "<dispatcher {} of arity {}>",
+            self.inner.name, self.inner.arity
+        )
     }
 }
 
@@ -434,7 +440,9 @@ impl<P: Send + Sync + 'static, R: Output> Resolved<P, R> {
     /// [`Dispatcher::call`].
     pub fn call(&self, args: &[&Data], params: &P) -> Result<R> {
         let name = &self.dispatcher.inner.name;
-        if args.len() != self.kinds.len() || args.iter().zip(&self.kinds).any(|(a, k)| a.kind() != *k) {
+        if args.len() != self.kinds.len()
+            || args.iter().zip(&self.kinds).any(|(a, k)| a.kind() != *k)
+        {
             return Err(Error::argument(
                 name,
                 format!(
@@ -449,7 +457,7 @@ impl<P: Send + Sync + 'static, R: Output> Resolved<P, R> {
         }
         let e = self.entry();
         if e.direct && e.fixup.is_none() {
-            (e.spec.kernel)(args, params, e.ctx)
+            (e.kernel)(args, params, e.ctx)
         } else {
             self.dispatcher.call_entry(e, args, params)
         }
@@ -470,15 +478,19 @@ impl<P: Send + Sync + 'static, R: Output> Resolved<P, R> {
             kernel: e.spec.name.clone(),
             kernel_inputs: e.spec.inputs.clone(),
             kernel_output: e.spec.output,
-            input_paths: e.inputs.iter().zip(&self.kinds).map(|(c, &k)| path(c, k)).collect(),
-            output_path: e
-                .output
-                .as_ref()
-                .map(|c| (c.kinds(), c.weight())),
+            input_paths: e
+                .inputs
+                .iter()
+                .zip(&self.kinds)
+                .map(|(c, &k)| path(c, k))
+                .collect(),
+            output_path: e.output.as_ref().map(|c| (c.kinds(), c.weight())),
             weight: e.weight,
             direct: e.direct,
             generic: e.spec.generic,
-            names: (0..snap.n_kinds() as u32).map(|i| snap.name(Kind(i))).collect(),
+            names: (0..snap.n_kinds() as u32)
+                .map(|i| snap.name(Kind(i)))
+                .collect(),
         }
     }
 
@@ -494,6 +506,43 @@ impl<P: Send + Sync + 'static, R: Output> Resolved<P, R> {
     }
 }
 
+/// Runs `f` on the inputs, each converted through its chain where it has one. Up to four
+/// inputs are handled without allocating.
+fn with_converted<T>(
+    args: &[&Data],
+    chains: &[Option<Arc<crate::convert::Chain>>],
+    f: impl FnOnce(&[&Data]) -> Result<T>,
+) -> Result<T> {
+    const STACK: usize = 4;
+    let Some(&first) = args.first() else {
+        return f(args);
+    };
+    if args.len() <= STACK {
+        let mut owned: [Option<Data>; STACK] = Default::default();
+        for (i, (a, c)) in args.iter().zip(chains).enumerate() {
+            if let Some(c) = c {
+                owned[i] = Some(c.run(a)?);
+            }
+        }
+        let mut refs: [&Data; STACK] = [first; STACK];
+        for (i, r) in refs.iter_mut().enumerate().take(args.len()) {
+            *r = owned[i].as_ref().unwrap_or(args[i]);
+        }
+        return f(&refs[..args.len()]);
+    }
+    let owned = args
+        .iter()
+        .zip(chains)
+        .map(|(a, c)| c.as_ref().map(|c| c.run(a)).transpose())
+        .collect::<Result<Vec<Option<Data>>>>()?;
+    let refs: Vec<&Data> = owned
+        .iter()
+        .zip(args)
+        .map(|(o, a)| o.as_ref().unwrap_or(a))
+        .collect();
+    f(&refs)
+}
+
 fn join(items: impl Iterator<Item = String>) -> String {
     items.collect::<Vec<_>>().join(", ")
 }
@@ -505,7 +554,11 @@ impl<P: Send + Sync + 'static, R: Output> fmt::Display for Resolved<P, R> {
         write!(
             f,
             "<{}{} specialisation ({kinds}) -> {} of {}>",
-            if self.is_direct() { "direct" } else { "indirect" },
+            if self.is_direct() {
+                "direct"
+            } else {
+                "indirect"
+            },
             if self.is_generic() { " generic" } else { "" },
             self.output_label(),
             self.dispatcher.inner.name
@@ -550,14 +603,21 @@ pub struct Explanation {
 
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = |k: &Kind| self.names.get(k.index()).cloned().unwrap_or_else(|| format!("{k:?}"));
+        let name = |k: &Kind| {
+            self.names
+                .get(k.index())
+                .cloned()
+                .unwrap_or_else(|| format!("{k:?}"))
+        };
         let route = |p: &[Kind]| p.iter().map(name).collect::<Vec<_>>().join(" -> ");
         writeln!(
             f,
             "{}({}) -> {}: {} path, total weight {}",
             self.op,
             self.inputs.iter().map(name).collect::<Vec<_>>().join(", "),
-            self.out.kind().map_or_else(|| "Auto".to_owned(), |k| name(&k)),
+            self.out
+                .kind()
+                .map_or_else(|| "Auto".to_owned(), |k| name(&k)),
             if self.direct { "direct" } else { "indirect" },
             self.weight
         )?;
@@ -572,7 +632,9 @@ impl fmt::Display for Explanation {
             self.kernel,
             if self.generic { " [generic]" } else { "" },
             takes.join(", "),
-            self.kernel_output.as_ref().map_or_else(|| "its own choice".to_owned(), name)
+            self.kernel_output
+                .as_ref()
+                .map_or_else(|| "its own choice".to_owned(), name)
         )?;
         for (i, (p, w)) in self.input_paths.iter().enumerate() {
             if p.len() > 1 {
@@ -583,7 +645,10 @@ impl fmt::Display for Explanation {
         }
         match &self.output_path {
             Some((p, w)) => write!(f, "  output: {} (weight {w})", route(p)),
-            None => write!(f, "  output: as the kernel returns it"),
+            None => match self.kernel_output.as_ref() {
+                Some(k) => write!(f, "  output: {} as is", name(k)),
+                None => write!(f, "  output: whatever the kernel returns"),
+            },
         }
     }
 }

@@ -31,6 +31,13 @@ pub trait Output: Send + Sync + Sized + 'static {
         let _ = kind;
         Ok(self)
     }
+
+    /// Applies `f` to a dispatched output; plain values are returned as they are.
+    #[doc(hidden)]
+    fn map_data(self, f: impl FnOnce(&Data) -> Result<Data>) -> Result<Self> {
+        let _ = f;
+        Ok(self)
+    }
 }
 
 impl Output for Data {
@@ -42,6 +49,10 @@ impl Output for Data {
 
     fn convert_to(self, kind: Kind) -> Result<Self> {
         crate::convert::registry().convert(&self, kind)
+    }
+
+    fn map_data(self, f: impl FnOnce(&Data) -> Result<Data>) -> Result<Self> {
+        f(&self)
     }
 }
 

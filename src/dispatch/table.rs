@@ -5,12 +5,14 @@ use std::cmp::Ordering;
 use std::sync::Arc;
 
 use super::Out;
-use super::spec::{Ctx, Spec};
+use super::spec::{Ctx, KernelFn, Spec};
 use crate::convert::{Chain, Snapshot};
 use crate::storage::Kind;
 
 /// One resolved cell of the table.
 pub(crate) struct Entry<P, R> {
+    /// The kernel, copied out of `spec` to save a pointer hop on every call.
+    pub(crate) kernel: KernelFn<P, R>,
     pub(crate) spec: Arc<Spec<P, R>>,
     /// Conversion of each input, `None` where the input is used as it is.
     pub(crate) inputs: Box<[Option<Arc<Chain>>]>,
@@ -54,7 +56,12 @@ impl PartialOrd for Cost {
 
 impl<P, R> Table<P, R> {
     /// Builds the table. O(K^N · slots · S · N) for K kinds, arity N, S specialisations.
-    pub(crate) fn build(specs: &[Arc<Spec<P, R>>], snap: &Snapshot, arity: usize, dispatched: bool) -> Self {
+    pub(crate) fn build(
+        specs: &[Arc<Spec<P, R>>],
+        snap: &Snapshot,
+        arity: usize,
+        dispatched: bool,
+    ) -> Self {
         let k = snap.n_kinds();
         let out_slots = if dispatched { k + 1 } else { 1 };
         let n_tuples = k.pow(arity as u32);
@@ -81,7 +88,11 @@ impl<P, R> Table<P, R> {
     /// Index of the cell for these input kinds and output, `None` for kinds the table does
     /// not cover.
     #[inline]
-    pub(crate) fn index(&self, kinds: impl Iterator<Item = Kind>, out: Option<Kind>) -> Option<usize> {
+    pub(crate) fn index(
+        &self,
+        kinds: impl Iterator<Item = Kind>,
+        out: Option<Kind>,
+    ) -> Option<usize> {
         let k = self.n_kinds;
         let mut idx = 0usize;
         for kind in kinds {
@@ -151,13 +162,18 @@ fn best<P, R>(
         (Some(o), Some(native)) if o != native => snap.chain(native, o).cloned(),
         _ => None,
     };
-    let fixup = if dispatched && spec.output.is_none() { out } else { None };
+    let fixup = if dispatched && spec.output.is_none() {
+        out
+    } else {
+        None
+    };
     Some(Entry {
         direct: inputs.iter().all(Option::is_none) && output.is_none(),
         ctx: Ctx {
             out: out.map_or(Out::Auto, Out::from),
             native: spec.output.unwrap_or(Kind::DENSE),
         },
+        kernel: spec.kernel.clone(),
         spec: spec.clone(),
         inputs,
         output,

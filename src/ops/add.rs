@@ -13,10 +13,22 @@ use crate::storage::{Csr, Data, Dense};
 pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("add", 2)
         .check(check_same_shape)
-        .specialisation(Specialisation::binary("add_dense", |a: &Dense, b: &Dense, s: &c64| add_dense(a, b, *s)))
-        .specialisation(Specialisation::binary("add_csr", |a: &Csr, b: &Csr, s: &c64| add_csr(a, b, *s)))
-        .specialisation(Specialisation::binary("add_csr_dense", |a: &Csr, b: &Dense, s: &c64| add_csr_dense(a, b, *s)))
-        .specialisation(Specialisation::binary("add_dense_csr", |a: &Dense, b: &Csr, s: &c64| add_dense_csr(a, b, *s)))
+        .specialisation(Specialisation::binary(
+            "add_dense",
+            |a: &Dense, b: &Dense, s: &c64| add_dense(a, b, *s),
+        ))
+        .specialisation(Specialisation::binary(
+            "add_csr",
+            |a: &Csr, b: &Csr, s: &c64| add_csr(a, b, *s),
+        ))
+        .specialisation(Specialisation::binary(
+            "add_csr_dense",
+            |a: &Csr, b: &Dense, s: &c64| add_csr_dense(a, b, *s),
+        ))
+        .specialisation(Specialisation::binary(
+            "add_dense_csr",
+            |a: &Dense, b: &Csr, s: &c64| add_dense_csr(a, b, *s),
+        ))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -25,9 +37,11 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 pub static SUB: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("sub", 2)
         .check(check_same_shape)
-        .specialisation(Specialisation::generic("sub_via_add", 2, |args: &[&Data], out, _: &()| {
-            ADD.call(args, out, &c64::new(-1.0, 0.0))
-        }))
+        .specialisation(Specialisation::generic(
+            "sub_via_add",
+            2,
+            |args: &[&Data], out, _: &()| ADD.call(args, out, &c64::new(-1.0, 0.0)),
+        ))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -150,7 +164,11 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn add_csr_dense(a: &Csr, b: &Dense, scale: c64) -> Result<Dense> {
     same_shape("add", a.shape(), b.shape())?;
-    let mut out = if scale == ONE { b.clone() } else { super::dense_map(b, |x| scale * x) };
+    let mut out = if scale == ONE {
+        b.clone()
+    } else {
+        super::dense_map(b, |x| scale * x)
+    };
     scatter_add(&mut out, a, ONE);
     Ok(out)
 }
@@ -187,8 +205,10 @@ mod tests {
 
     #[test]
     fn csr_merge_keeps_rows_sorted() {
-        let a = Csr::from_triplets((2, 4), &[0, 0, 1], &[0, 3, 2], &[r(1.0), r(2.0), r(3.0)]).unwrap();
-        let b = Csr::from_triplets((2, 4), &[0, 1, 1], &[1, 0, 2], &[r(5.0), r(7.0), r(1.0)]).unwrap();
+        let a =
+            Csr::from_triplets((2, 4), &[0, 0, 1], &[0, 3, 2], &[r(1.0), r(2.0), r(3.0)]).unwrap();
+        let b =
+            Csr::from_triplets((2, 4), &[0, 1, 1], &[1, 0, 2], &[r(5.0), r(7.0), r(1.0)]).unwrap();
         let c = add_csr(&a, &b, r(2.0)).unwrap();
         assert_eq!(c.indptr(), &[0, 3, 5]);
         assert_eq!(c.indices(), &[0, 1, 3, 0, 2]);
@@ -198,7 +218,8 @@ mod tests {
 
     #[test]
     fn mixed_kernels_agree() {
-        let a = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[r(1.0), c64::new(0.0, 2.0)]).unwrap();
+        let a =
+            Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[r(1.0), c64::new(0.0, 2.0)]).unwrap();
         let d = Dense::from_fn(2, 2, |i, j| r((i * 2 + j) as f64));
         let s = c64::new(0.5, -1.0);
         let x = add_csr_dense(&a, &d, s).unwrap();
@@ -214,6 +235,9 @@ mod tests {
     #[test]
     fn shape_errors_name_op_and_shapes() {
         let e = add_csr(&Csr::zeros(2, 3), &Csr::zeros(3, 2), ONE).unwrap_err();
-        assert_eq!(e.to_string(), "add: incompatible shapes (2, 3) and (3, 2): operands must have the same shape");
+        assert_eq!(
+            e.to_string(),
+            "add: incompatible shapes (2, 3) and (3, 2): operands must have the same shape"
+        );
     }
 }

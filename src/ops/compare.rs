@@ -19,15 +19,23 @@ pub struct Tol {
 impl Default for Tol {
     /// `atol = 1e-12`, `rtol = 1e-7`.
     fn default() -> Tol {
-        Tol { atol: 1e-12, rtol: 1e-7 }
+        Tol {
+            atol: 1e-12,
+            rtol: 1e-7,
+        }
     }
 }
 
 /// Whether every entry has modulus ≤ `atol`. Kernels: Dense, Csr.
 pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("iszero", 1)
-        .specialisation(Specialisation::unary("iszero_dense", |a: &Dense, t: &f64| Ok(iszero_dense(a, *t))))
-        .specialisation(Specialisation::unary("iszero_csr", |a: &Csr, t: &f64| Ok(iszero_csr(a, *t))))
+        .specialisation(Specialisation::unary(
+            "iszero_dense",
+            |a: &Dense, t: &f64| Ok(iszero_dense(a, *t)),
+        ))
+        .specialisation(Specialisation::unary("iszero_csr", |a: &Csr, t: &f64| {
+            Ok(iszero_csr(a, *t))
+        }))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -36,8 +44,14 @@ pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
 pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isequal", 2)
         .check(check_same_shape)
-        .specialisation(Specialisation::binary("isequal_dense", |a: &Dense, b: &Dense, t: &Tol| isequal_dense(a, b, *t)))
-        .specialisation(Specialisation::binary("isequal_csr", |a: &Csr, b: &Csr, t: &Tol| isequal_csr(a, b, *t)))
+        .specialisation(Specialisation::binary(
+            "isequal_dense",
+            |a: &Dense, b: &Dense, t: &Tol| isequal_dense(a, b, *t),
+        ))
+        .specialisation(Specialisation::binary(
+            "isequal_csr",
+            |a: &Csr, b: &Csr, t: &Tol| isequal_csr(a, b, *t),
+        ))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -92,7 +106,12 @@ fn close(x: crate::c64, y: crate::c64, t: Tol) -> bool {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn isequal_dense(a: &Dense, b: &Dense, tol: Tol) -> Result<bool> {
     same_shape("isequal", a.shape(), b.shape())?;
-    Ok((0..a.shape().1).all(|j| a.col(j).iter().zip(b.col(j)).all(|(x, y)| close(*x, *y, tol))))
+    Ok((0..a.shape().1).all(|j| {
+        a.col(j)
+            .iter()
+            .zip(b.col(j))
+            .all(|(x, y)| close(*x, *y, tol))
+    }))
 }
 
 /// Csr `isequal`, merging the two patterns. O(nnz(a) + nnz(b)).

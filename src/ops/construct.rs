@@ -12,8 +12,14 @@ use crate::storage::{Csr, Data, Dense};
 pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     // Registered last, Csr wins the tie under Out::Auto.
     Dispatcher::builder("zeros", 0)
-        .specialisation(Specialisation::nullary("zeros_dense", |&(r, c): &(usize, usize)| Ok(Dense::zeros(r, c))))
-        .specialisation(Specialisation::nullary("zeros_csr", |&(r, c): &(usize, usize)| Ok(Csr::zeros(r, c))))
+        .specialisation(Specialisation::nullary(
+            "zeros_dense",
+            |&(r, c): &(usize, usize)| Ok(Dense::zeros(r, c)),
+        ))
+        .specialisation(Specialisation::nullary(
+            "zeros_csr",
+            |&(r, c): &(usize, usize)| Ok(Csr::zeros(r, c)),
+        ))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -22,10 +28,20 @@ pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
 /// `Out::Auto` gives Csr.
 pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
     Dispatcher::builder("identity", 0)
-        .specialisation(Specialisation::nullary("identity_dense", |&(n, s): &(usize, c64)| {
-            Ok(Dense::from_fn(n, n, |i, j| if i == j { s } else { super::ZERO }))
-        }))
-        .specialisation(Specialisation::nullary("identity_csr", |&(n, s): &(usize, c64)| Ok(Csr::scaled_identity(n, s))))
+        .specialisation(Specialisation::nullary(
+            "identity_dense",
+            |&(n, s): &(usize, c64)| {
+                Ok(Dense::from_fn(
+                    n,
+                    n,
+                    |i, j| if i == j { s } else { super::ZERO },
+                ))
+            },
+        ))
+        .specialisation(Specialisation::nullary(
+            "identity_csr",
+            |&(n, s): &(usize, c64)| Ok(Csr::scaled_identity(n, s)),
+        ))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });

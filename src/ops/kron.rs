@@ -10,8 +10,14 @@ use crate::storage::{Csr, Data, Dense};
 pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("kron", 2)
         .check(|op, args, _| kron_shape(op, args[0].shape(), args[1].shape()).map(|_| ()))
-        .specialisation(Specialisation::binary("kron_dense", |a: &Dense, b: &Dense, _: &()| kron_dense(a, b)))
-        .specialisation(Specialisation::binary("kron_csr", |a: &Csr, b: &Csr, _: &()| kron_csr(a, b)))
+        .specialisation(Specialisation::binary(
+            "kron_dense",
+            |a: &Dense, b: &Dense, _: &()| kron_dense(a, b),
+        ))
+        .specialisation(Specialisation::binary(
+            "kron_csr",
+            |a: &Csr, b: &Csr, _: &()| kron_csr(a, b),
+        ))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -20,7 +26,11 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 fn kron_shape(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<(usize, usize)> {
     match (a.0.checked_mul(b.0), a.1.checked_mul(b.1)) {
         (Some(r), Some(c)) if r.checked_mul(c).is_some() => Ok((r, c)),
-        _ => Err(Error::shape(op, &[a, b], "the product's size overflows usize")),
+        _ => Err(Error::shape(
+            op,
+            &[a, b],
+            "the product's size overflows usize",
+        )),
     }
 }
 

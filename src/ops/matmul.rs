@@ -18,9 +18,18 @@ use crate::storage::{Csr, Data, Dense};
 pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("matmul", 2)
         .check(|op, args, _| matmul_shapes(op, args[0].shape(), args[1].shape()))
-        .specialisation(Specialisation::binary("matmul_dense", |a: &Dense, b: &Dense, _: &()| matmul_dense(a, b)))
-        .specialisation(Specialisation::binary("matmul_csr", |a: &Csr, b: &Csr, _: &()| matmul_csr(a, b)))
-        .specialisation(Specialisation::binary("matmul_csr_dense", |a: &Csr, b: &Dense, _: &()| matmul_csr_dense(a, b)))
+        .specialisation(Specialisation::binary(
+            "matmul_dense",
+            |a: &Dense, b: &Dense, _: &()| matmul_dense(a, b),
+        ))
+        .specialisation(Specialisation::binary(
+            "matmul_csr",
+            |a: &Csr, b: &Csr, _: &()| matmul_csr(a, b),
+        ))
+        .specialisation(Specialisation::binary(
+            "matmul_csr_dense",
+            |a: &Csr, b: &Dense, _: &()| matmul_csr_dense(a, b),
+        ))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -30,7 +39,11 @@ pub(crate) fn matmul_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> R
     if a.1 == b.0 {
         Ok(())
     } else {
-        Err(Error::shape(op, &[a, b], "the left operand's columns must match the right operand's rows"))
+        Err(Error::shape(
+            op,
+            &[a, b],
+            "the left operand's columns must match the right operand's rows",
+        ))
     }
 }
 
@@ -60,7 +73,14 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (m, k) = a.shape();
     let n = b.shape().1;
     let mut out = Dense::zeros(m, n);
-    faer_matmul(out.as_mat_mut(), Accum::Replace, a.as_ref(), b.as_ref(), ONE, engine::matmul_par(m * k * n));
+    faer_matmul(
+        out.as_mat_mut(),
+        Accum::Replace,
+        a.as_ref(),
+        b.as_ref(),
+        ONE,
+        engine::matmul_par(m * k * n),
+    );
     Ok(out)
 }
 
@@ -137,11 +157,26 @@ mod tests {
 
     #[test]
     fn csr_product_matches_dense() {
-        let a = Csr::from_triplets((3, 2), &[0, 0, 2], &[0, 1, 1], &[c64::new(1.0, 1.0), c64::new(2.0, 0.0), c64::new(0.0, 3.0)]).unwrap();
-        let b = Csr::from_triplets((2, 3), &[0, 1, 1], &[2, 0, 2], &[c64::new(1.0, 0.0), c64::new(4.0, 0.0), c64::new(0.0, -1.0)]).unwrap();
+        let a = Csr::from_triplets(
+            (3, 2),
+            &[0, 0, 2],
+            &[0, 1, 1],
+            &[c64::new(1.0, 1.0), c64::new(2.0, 0.0), c64::new(0.0, 3.0)],
+        )
+        .unwrap();
+        let b = Csr::from_triplets(
+            (2, 3),
+            &[0, 1, 1],
+            &[2, 0, 2],
+            &[c64::new(1.0, 0.0), c64::new(4.0, 0.0), c64::new(0.0, -1.0)],
+        )
+        .unwrap();
         let c = matmul_csr(&a, &b).unwrap();
         assert!(c.as_csmat().check_compressed_structure().is_ok());
-        let (ad, bd) = (crate::convert::builtin::csr_to_dense(&a).unwrap(), crate::convert::builtin::csr_to_dense(&b).unwrap());
+        let (ad, bd) = (
+            crate::convert::builtin::csr_to_dense(&a).unwrap(),
+            crate::convert::builtin::csr_to_dense(&b).unwrap(),
+        );
         let cd = matmul_dense(&ad, &bd).unwrap();
         for i in 0..3 {
             for j in 0..3 {

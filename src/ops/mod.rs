@@ -7,16 +7,16 @@
 //!
 //! | operation | free function | dispatcher | direct kernels |
 //! |---|---|---|---|
-//! | a + s·b | [`add`], [`add_scaled`] | [`ADD`] | Dense+Dense, Csr+Csr, Csr+Dense, Dense+Csr |
+//! | a + s·b | [`add()`], [`add_scaled`] | [`ADD`] | Dense+Dense, Csr+Csr, Csr+Dense, Dense+Csr |
 //! | a − b | [`sub`] | [`SUB`] | generic (through `ADD` with s = −1) |
 //! | s·a | [`mul`] | [`MUL`] | Dense, Csr |
 //! | −a | [`neg`] | [`NEG`] | Dense, Csr |
-//! | a·b | [`matmul`] | [`MATMUL`] | Dense·Dense, Csr·Csr, Csr·Dense → Dense |
-//! | a ∘ b | [`multiply`] | [`MULTIPLY`] | Dense∘Dense, Csr∘Csr |
-//! | a ⊗ b | [`kron`] | [`KRON`] | Dense⊗Dense, Csr⊗Csr |
-//! | a†, aᵀ, ā | [`adjoint`], [`transpose`], [`conj`] | [`ADJOINT`], [`TRANSPOSE`], [`CONJ`] | Dense, Csr |
-//! | Tr a | [`trace`] | [`TRACE`] | Dense, Csr |
-//! | aⁿ | [`pow`] | [`POW`] | Dense, Csr |
+//! | a·b | [`matmul()`] | [`MATMUL`] | Dense·Dense, Csr·Csr, Csr·Dense → Dense |
+//! | a ∘ b | [`multiply()`] | [`MULTIPLY`] | Dense∘Dense, Csr∘Csr |
+//! | a ⊗ b | [`kron()`] | [`KRON`] | Dense⊗Dense, Csr⊗Csr |
+//! | a†, aᵀ, ā | [`adjoint`], [`transpose()`], [`conj`] | [`ADJOINT`], [`TRANSPOSE`], [`CONJ`] | Dense, Csr |
+//! | Tr a | [`trace()`] | [`TRACE`] | Dense, Csr |
+//! | aⁿ | [`pow()`] | [`POW`] | Dense, Csr |
 //! | a ≈ 0 | [`iszero`] | [`ISZERO`] | Dense, Csr |
 //! | a ≈ b | [`isequal`] | [`ISEQUAL`] | Dense, Csr |
 //! | 0, 1 | [`zeros`], [`identity`] | [`ZEROS`], [`IDENTITY`] | Dense, Csr |
@@ -55,7 +55,11 @@ pub(crate) fn same_shape(op: &str, a: (usize, usize), b: (usize, usize)) -> Resu
     if a == b {
         Ok(())
     } else {
-        Err(Error::shape(op, &[a, b], "operands must have the same shape"))
+        Err(Error::shape(
+            op,
+            &[a, b],
+            "operands must have the same shape",
+        ))
     }
 }
 

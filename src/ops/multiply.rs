@@ -11,8 +11,14 @@ use crate::storage::{Csr, Data, Dense};
 pub static MULTIPLY: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("multiply", 2)
         .check(check_same_shape)
-        .specialisation(Specialisation::binary("multiply_dense", |a: &Dense, b: &Dense, _: &()| multiply_dense(a, b)))
-        .specialisation(Specialisation::binary("multiply_csr", |a: &Csr, b: &Csr, _: &()| multiply_csr(a, b)))
+        .specialisation(Specialisation::binary(
+            "multiply_dense",
+            |a: &Dense, b: &Dense, _: &()| multiply_dense(a, b),
+        ))
+        .specialisation(Specialisation::binary(
+            "multiply_csr",
+            |a: &Csr, b: &Csr, _: &()| multiply_csr(a, b),
+        ))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });

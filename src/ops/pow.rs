@@ -12,8 +12,12 @@ use crate::storage::{Csr, Data, Dense};
 pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
     Dispatcher::builder("pow", 1)
         .check(check_square)
-        .specialisation(Specialisation::unary("pow_dense", |a: &Dense, n: &u32| pow_dense(a, *n)))
-        .specialisation(Specialisation::unary("pow_csr", |a: &Csr, n: &u32| pow_csr(a, *n)))
+        .specialisation(Specialisation::unary("pow_dense", |a: &Dense, n: &u32| {
+            pow_dense(a, *n)
+        }))
+        .specialisation(Specialisation::unary("pow_csr", |a: &Csr, n: &u32| {
+            pow_csr(a, *n)
+        }))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -34,7 +38,12 @@ pub fn pow(a: &Data, n: u32, out: Out) -> Result<Data> {
 }
 
 /// Square-and-multiply: O(log n) products.
-fn power<T: Clone>(a: &T, n: u32, one: impl FnOnce() -> T, mul: impl Fn(&T, &T) -> Result<T>) -> Result<T> {
+fn power<T: Clone>(
+    a: &T,
+    n: u32,
+    one: impl FnOnce() -> T,
+    mul: impl Fn(&T, &T) -> Result<T>,
+) -> Result<T> {
     if n == 0 {
         return Ok(one());
     }

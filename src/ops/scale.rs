@@ -11,8 +11,12 @@ use crate::storage::{Csr, Data, Dense};
 /// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
 pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("mul", 1)
-        .specialisation(Specialisation::unary("mul_dense", |a: &Dense, s: &c64| Ok(mul_dense(a, *s))))
-        .specialisation(Specialisation::unary("mul_csr", |a: &Csr, s: &c64| Ok(mul_csr(a, *s))))
+        .specialisation(Specialisation::unary("mul_dense", |a: &Dense, s: &c64| {
+            Ok(mul_dense(a, *s))
+        }))
+        .specialisation(Specialisation::unary("mul_csr", |a: &Csr, s: &c64| {
+            Ok(mul_csr(a, *s))
+        }))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -20,8 +24,12 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 /// `−a`. Kernels: Dense, Csr.
 pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("neg", 1)
-        .specialisation(Specialisation::unary("neg_dense", |a: &Dense, _: &()| Ok(dense_map(a, |x| -x))))
-        .specialisation(Specialisation::unary("neg_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| -x))))
+        .specialisation(Specialisation::unary("neg_dense", |a: &Dense, _: &()| {
+            Ok(dense_map(a, |x| -x))
+        }))
+        .specialisation(Specialisation::unary("neg_csr", |a: &Csr, _: &()| {
+            Ok(csr_map(a, |x| -x))
+        }))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });

@@ -12,8 +12,12 @@ use crate::storage::{Csr, Data, Dense};
 pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("trace", 1)
         .check(check_square)
-        .specialisation(Specialisation::unary("trace_dense", |a: &Dense, _: &()| trace_dense(a)))
-        .specialisation(Specialisation::unary("trace_csr", |a: &Csr, _: &()| trace_csr(a)))
+        .specialisation(Specialisation::unary("trace_dense", |a: &Dense, _: &()| {
+            trace_dense(a)
+        }))
+        .specialisation(Specialisation::unary("trace_csr", |a: &Csr, _: &()| {
+            trace_csr(a)
+        }))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });

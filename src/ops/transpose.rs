@@ -10,8 +10,13 @@ use crate::storage::{Csr, Data, Dense};
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
 pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("adjoint", 1)
-        .specialisation(Specialisation::unary("adjoint_dense", |a: &Dense, _: &()| Ok(adjoint_dense(a))))
-        .specialisation(Specialisation::unary("adjoint_csr", |a: &Csr, _: &()| Ok(transpose_csr(a, true))))
+        .specialisation(Specialisation::unary(
+            "adjoint_dense",
+            |a: &Dense, _: &()| Ok(adjoint_dense(a)),
+        ))
+        .specialisation(Specialisation::unary("adjoint_csr", |a: &Csr, _: &()| {
+            Ok(transpose_csr(a, true))
+        }))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -19,8 +24,13 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// `aᵀ`. Kernels: Dense, Csr.
 pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("transpose", 1)
-        .specialisation(Specialisation::unary("transpose_dense", |a: &Dense, _: &()| Ok(transpose_dense(a))))
-        .specialisation(Specialisation::unary("transpose_csr", |a: &Csr, _: &()| Ok(transpose_csr(a, false))))
+        .specialisation(Specialisation::unary(
+            "transpose_dense",
+            |a: &Dense, _: &()| Ok(transpose_dense(a)),
+        ))
+        .specialisation(Specialisation::unary("transpose_csr", |a: &Csr, _: &()| {
+            Ok(transpose_csr(a, false))
+        }))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });
@@ -28,8 +38,12 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// `ā` (entrywise conjugate). Kernels: Dense, Csr.
 pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("conj", 1)
-        .specialisation(Specialisation::unary("conj_dense", |a: &Dense, _: &()| Ok(dense_map(a, |x| x.conj()))))
-        .specialisation(Specialisation::unary("conj_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| x.conj()))))
+        .specialisation(Specialisation::unary("conj_dense", |a: &Dense, _: &()| {
+            Ok(dense_map(a, |x| x.conj()))
+        }))
+        .specialisation(Specialisation::unary("conj_csr", |a: &Csr, _: &()| {
+            Ok(csr_map(a, |x| x.conj()))
+        }))
         .build()
         .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
 });

@@ -76,12 +76,19 @@ impl Csr {
             ));
         }
         if indptr[0] != 0 {
-            return Err(invalid(shape, format!("indptr[0] is {}, expected 0", indptr[0])));
+            return Err(invalid(
+                shape,
+                format!("indptr[0] is {}, expected 0", indptr[0]),
+            ));
         }
         if let Some(i) = indptr.windows(2).position(|w| w[1] < w[0]) {
             return Err(invalid(
                 shape,
-                format!("indptr decreases at row {i}: {} > {}", indptr[i], indptr[i + 1]),
+                format!(
+                    "indptr decreases at row {i}: {} > {}",
+                    indptr[i],
+                    indptr[i + 1]
+                ),
             ));
         }
         if indptr[rows] != indices.len() {
@@ -377,7 +384,8 @@ mod tests {
 
     #[test]
     fn raw_validation_errors() {
-        let cases: Vec<(Vec<usize>, Vec<usize>, Vec<c64>, &str)> = vec![
+        type Case = (Vec<usize>, Vec<usize>, Vec<c64>, &'static str);
+        let cases: Vec<Case> = vec![
             (vec![0, 1], vec![0], vec![r(1.0)], "indptr has 2 entries"),
             (vec![1, 1, 1], vec![], vec![], "indptr[0] is 1"),
             (vec![0, 2, 1], vec![0, 1], vec![r(1.0), r(1.0)], "decreases"),
@@ -408,8 +416,8 @@ mod tests {
 
     #[test]
     fn triplets() {
-        let m = Csr::from_triplets((3, 3), &[2, 0, 2], &[1, 0, 1], &[r(1.0), r(2.0), r(3.0)])
-            .unwrap();
+        let m =
+            Csr::from_triplets((3, 3), &[2, 0, 2], &[1, 0, 1], &[r(1.0), r(2.0), r(3.0)]).unwrap();
         assert_eq!(m.get(2, 1), r(4.0));
         assert_eq!(m.get(0, 0), r(2.0));
         assert_eq!(m.nnz(), 2);

@@ -77,12 +77,21 @@ impl Data {
     /// The concrete value or an [`Error::KernelType`] naming `op` and `kernel`; for kernels.
     #[inline]
     pub(crate) fn expect_ref<T: Storage>(&self, op: &str, kernel: &str) -> Result<&T> {
-        self.downcast_ref::<T>().ok_or_else(|| Error::KernelType {
+        match self.downcast_ref::<T>() {
+            Some(v) => Ok(v),
+            None => Err(self.type_error(op, kernel, std::any::type_name::<T>())),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn type_error(&self, op: &str, kernel: &str, expected: &'static str) -> Error {
+        Error::KernelType {
             op: op.to_owned(),
             kernel: kernel.to_owned(),
-            expected: std::any::type_name::<T>(),
+            expected,
             got: self.kind.name(),
-        })
+        }
     }
 
     /// The concrete value, moved out if this handle is the only one, cloned otherwise.

@@ -66,7 +66,9 @@ impl Dense {
                 ),
             });
         }
-        Ok(Dense::from_fn(rows.len(), ncols, |i, j| rows[i].as_ref()[j]))
+        Ok(Dense::from_fn(rows.len(), ncols, |i, j| {
+            rows[i].as_ref()[j]
+        }))
     }
 
     /// A matrix from a column-major buffer of length `rows * cols`.
@@ -76,10 +78,7 @@ impl Dense {
     pub fn from_col_major(rows: usize, cols: usize, values: &[c64]) -> Result<Dense> {
         if rows.checked_mul(cols) != Some(values.len()) {
             return Err(Error::InvalidDense {
-                reason: format!(
-                    "{} values cannot fill a {rows}×{cols} matrix",
-                    values.len()
-                ),
+                reason: format!("{} values cannot fill a {rows}×{cols} matrix", values.len()),
             });
         }
         Ok(Dense::from_fn(rows, cols, |i, j| values[i + j * rows]))

@@ -1,0 +1,114 @@
+//! Property tests: algebraic identities, conversion round trips, and kind independence (the
+//! result of every operation is the same whatever kinds the inputs come in).
+
+mod common;
+
+use common::*;
+use polymat::{Data, Kind, Out, c64};
+use proptest::prelude::*;
+
+fn entry() -> impl Strategy<Value = c64> {
+    prop_oneof![
+        2 => Just(c64::new(0.0, 0.0)),
+        3 => (-4.0..4.0f64, -4.0..4.0f64).prop_map(|(re, im)| c64::new(re, im)),
+    ]
+}
+
+fn matrix(m: usize, n: usize) -> impl Strategy<Value = Ref> {
+    prop::collection::vec(entry(), m * n)
+        .prop_map(move |v| v.chunks(n.max(1)).map(<[c64]>::to_vec).take(m).collect())
+}
+
+fn kind() -> impl Strategy<Value = Kind> {
+    prop_oneof![Just(Kind::DENSE), Just(Kind::CSR)]
+}
+
+fn out() -> impl Strategy<Value = Out> {
+    prop_oneof![Just(Out::Auto), Just(Out::Dense), Just(Out::Csr)]
+}
+
+/// Two matrices of the same random shape.
+fn pair() -> impl Strategy<Value = (Ref, Ref)> {
+    (1..7usize, 1..7usize).prop_flat_map(|(m, n)| (matrix(m, n), matrix(m, n)))
+}
+
+/// Three matrices that chain under multiplication.
+fn chain() -> impl Strategy<Value = (Ref, Ref, Ref)> {
+    (1..6usize, 1..6usize, 1..6usize, 1..6usize)
+        .prop_flat_map(|(a, b, c, d)| (matrix(a, b), matrix(b, c), matrix(c, d)))
+}
+
+fn square() -> impl Strategy<Value = Ref> {
+    (1..6usize).prop_flat_map(|n| matrix(n, n))
+}
+
+fn eq(x: &Data, y: &Data) -> bool {
+    polymat::isequal(x, y, 1e-10, 1e-9).unwrap()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn add_is_commutative((a, b) in pair(), ka in kind(), kb in kind(), o in out()) {
+        let (x, y) = (make(&a, ka), make(&b, kb));
+        prop_assert!(eq(&polymat::add(&x, &y, o).unwrap(), &polymat::add(&y, &x, o).unwrap()));
+    }
+
+    #[test]
+    fn matmul_is_associative((a, b, c) in chain(), ka in kind(), kb in kind(), kc in kind()) {
+        let (x, y, z) = (make(&a, ka), make(&b, kb), make(&c, kc));
+        let left = polymat::matmul(&polymat::matmul(&x, &y, Out::Auto).unwrap(), &z, Out::Auto).unwrap();
+        let right = polymat::matmul(&x, &polymat::matmul(&y, &z, Out::Auto).unwrap(), Out::Auto).unwrap();
+        prop_assert!(eq(&left, &right));
+    }
+
+    #[test]
+    fn adjoint_is_an_involution((a, _) in pair(), k in kind(), o in out()) {
+        let x = make(&a, k);
+        let back = polymat::adjoint(&polymat::adjoint(&x, o).unwrap(), Out::Auto).unwrap();
+        prop_assert!(polymat::isequal(&back, &x, 0.0, 0.0).unwrap());
+    }
+
+    #[test]
+    fn dense_csr_dense_round_trip_is_exact((a, _) in pair()) {
+        let d = make(&a, Kind::DENSE);
+        let back = polymat::to(Kind::DENSE, &polymat::to(Kind::CSR, &d).unwrap()).unwrap();
+        prop_assert_eq!(to_ref(&back), a.clone());
+        let s = make(&a, Kind::CSR);
+        let back = polymat::to(Kind::CSR, &polymat::to(Kind::DENSE, &s).unwrap()).unwrap();
+        prop_assert!(back.downcast_ref::<polymat::Csr>() == s.downcast_ref::<polymat::Csr>());
+    }
+
+    #[test]
+    fn binary_results_do_not_depend_on_input_kinds((a, b) in pair(), ka in kind(), kb in kind(), o in out(), s in entry()) {
+        let (x, y) = (make(&a, ka), make(&b, kb));
+        let (dx, dy) = (make(&a, Kind::DENSE), make(&b, Kind::DENSE));
+        prop_assert!(eq(&polymat::add(&x, &y, o).unwrap(), &polymat::add(&dx, &dy, Out::Dense).unwrap()));
+        prop_assert!(eq(&polymat::add_scaled(&x, &y, s, o).unwrap(), &polymat::add_scaled(&dx, &dy, s, Out::Dense).unwrap()));
+        prop_assert!(eq(&polymat::sub(&x, &y, o).unwrap(), &polymat::sub(&dx, &dy, Out::Dense).unwrap()));
+        prop_assert!(eq(&polymat::multiply(&x, &y, o).unwrap(), &polymat::multiply(&dx, &dy, Out::Dense).unwrap()));
+        prop_assert!(eq(&polymat::kron(&x, &y, o).unwrap(), &polymat::kron(&dx, &dy, Out::Dense).unwrap()));
+        let yt = polymat::transpose(&y, Out::Auto).unwrap();
+        prop_assert!(eq(&polymat::matmul(&x, &yt, o).unwrap(), &polymat::matmul(&dx, &polymat::transpose(&dy, Out::Auto).unwrap(), Out::Dense).unwrap()));
+        prop_assert_eq!(polymat::isequal(&x, &y, 1e-12, 0.0).unwrap(), polymat::isequal(&dx, &dy, 1e-12, 0.0).unwrap());
+    }
+
+    #[test]
+    fn unary_results_do_not_depend_on_input_kinds(a in square(), k in kind(), o in out(), s in entry(), p in 0u32..5) {
+        let (x, d) = (make(&a, k), make(&a, Kind::DENSE));
+        prop_assert!(eq(&polymat::mul(&x, s, o).unwrap(), &polymat::mul(&d, s, Out::Dense).unwrap()));
+        prop_assert!(eq(&polymat::neg(&x, o).unwrap(), &polymat::neg(&d, Out::Dense).unwrap()));
+        prop_assert!(eq(&polymat::conj(&x, o).unwrap(), &polymat::conj(&d, Out::Dense).unwrap()));
+        prop_assert!(eq(&polymat::transpose(&x, o).unwrap(), &polymat::transpose(&d, Out::Dense).unwrap()));
+        prop_assert!(eq(&polymat::pow(&x, p, o).unwrap(), &polymat::pow(&d, p, Out::Dense).unwrap()));
+        prop_assert!(close(polymat::trace(&x).unwrap(), polymat::trace(&d).unwrap()));
+        prop_assert_eq!(polymat::iszero(&x, 1e-3).unwrap(), polymat::iszero(&d, 1e-3).unwrap());
+    }
+
+    #[test]
+    fn sub_of_self_is_zero((a, _) in pair(), k in kind(), o in out()) {
+        let x = make(&a, k);
+        prop_assert!(polymat::iszero(&polymat::sub(&x, &x, o).unwrap(), 0.0).unwrap());
+    }
+}
