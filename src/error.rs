@@ -159,6 +159,15 @@ pub enum Error {
         /// What is wrong.
         reason: String,
     },
+    /// A numerical algorithm failed (an SVD or eigensolver did not converge, a matrix is
+    /// singular).
+    #[error("{op}: numerical failure: {reason}")]
+    Numerical {
+        /// The operation.
+        op: String,
+        /// What failed.
+        reason: String,
+    },
     /// A kernel received a value of a type other than the one it was registered for.
     ///
     /// This indicates a bug in a user-registered kernel or converter, never bad matrix input.

@@ -147,6 +147,16 @@ impl<P: Send + Sync + 'static, R: Output> DispatcherBuilder<P, R> {
     }
 }
 
+impl<P: Send + Sync + 'static, R: Output> DispatcherBuilder<P, R> {
+    /// Builds a built-in dispatcher, whose kernels all use built-in types: it cannot fail
+    /// (the unit and integration tests build every one of them).
+    pub(crate) fn builtin(self) -> Dispatcher<P, R> {
+        let name = self.name.clone();
+        self.build()
+            .unwrap_or_else(|e| unreachable!("built-in dispatcher {name}: {e}"))
+    }
+}
+
 impl<P: Send + Sync + 'static, R: Output> Inner<P, R> {
     fn next_state(
         &self,

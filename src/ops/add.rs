@@ -29,8 +29,7 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
             "add_dense_csr",
             |a: &Dense, b: &Csr, s: &c64| add_dense_csr(a, b, *s),
         ))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// `a − b`, through [`ADD`] with scale −1 (one generic specialisation).
@@ -42,8 +41,7 @@ pub static SUB: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             2,
             |args: &[&Data], out, _: &()| ADD.call(args, out, &c64::new(-1.0, 0.0)),
         ))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// `a + b`.

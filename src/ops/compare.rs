@@ -1,4 +1,4 @@
-//! Tolerance comparisons: `iszero` and `isequal`.
+//! Predicates with tolerances: `iszero`, `isequal`, `isherm`, `isdiag`.
 
 use std::sync::LazyLock;
 
@@ -36,8 +36,7 @@ pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("iszero_csr", |a: &Csr, t: &f64| {
             Ok(iszero_csr(a, *t))
         }))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// Whether two matrices are equal within a [`Tol`]. Kernels: Dense, Csr.
@@ -52,8 +51,7 @@ pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
             "isequal_csr",
             |a: &Csr, b: &Csr, t: &Tol| isequal_csr(a, b, *t),
         ))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// Whether every entry of `a` has modulus ≤ `atol`.
@@ -144,4 +142,95 @@ pub fn isequal_csr(a: &Csr, b: &Csr, tol: Tol) -> Result<bool> {
         }
     }
     Ok(true)
+}
+
+/// Whether `a = a†` within `atol` (entry by entry); a non-square matrix is not Hermitian.
+/// Kernels: Dense, Csr.
+pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
+    Dispatcher::builder("isherm", 1)
+        .specialisation(Specialisation::unary(
+            "isherm_dense",
+            |a: &Dense, t: &f64| Ok(isherm_dense(a, *t)),
+        ))
+        .specialisation(Specialisation::unary("isherm_csr", |a: &Csr, t: &f64| {
+            isherm_csr(a, *t)
+        }))
+        .builtin()
+});
+
+/// Whether every off-diagonal entry has modulus ≤ `atol`. Kernels: Dense, Csr.
+pub static ISDIAG: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
+    Dispatcher::builder("isdiag", 1)
+        .specialisation(Specialisation::unary(
+            "isdiag_dense",
+            |a: &Dense, t: &f64| Ok(isdiag_dense(a, *t)),
+        ))
+        .specialisation(Specialisation::unary("isdiag_csr", |a: &Csr, t: &f64| {
+            Ok(isdiag_csr(a, *t))
+        }))
+        .builtin()
+});
+
+/// Whether `a` is Hermitian within `atol`.
+///
+/// # Errors
+/// Only if no kernel can be reached for `a`'s kind.
+///
+/// ```
+/// use polymat::{Csr, c64};
+/// let sy = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[c64::new(0.0, -1.0), c64::new(0.0, 1.0)]).unwrap().into();
+/// assert!(polymat::ops::isherm(&sy, 1e-12).unwrap());
+/// ```
+pub fn isherm(a: &Data, atol: f64) -> Result<bool> {
+    ISHERM.call(&[a], Out::Auto, &atol)
+}
+
+/// Whether `a` is diagonal within `atol`.
+///
+/// # Errors
+/// Only if no kernel can be reached for `a`'s kind.
+///
+/// ```
+/// use polymat::Csr;
+/// assert!(polymat::ops::isdiag(&Csr::identity(3).into(), 0.0).unwrap());
+/// ```
+pub fn isdiag(a: &Data, atol: f64) -> Result<bool> {
+    ISDIAG.call(&[a], Out::Auto, &atol)
+}
+
+/// Dense `isherm`. O(n²).
+pub fn isherm_dense(a: &Dense, atol: f64) -> bool {
+    let (m, n) = a.shape();
+    m == n && (0..n).all(|j| (0..=j).all(|i| (a.get(i, j) - a.get(j, i).conj()).norm() <= atol))
+}
+
+/// Csr `isherm`: compares with the adjoint's pattern. O(nnz).
+///
+/// # Errors
+/// Never for a square matrix (the shapes always agree).
+pub fn isherm_csr(a: &Csr, atol: f64) -> Result<bool> {
+    let (m, n) = a.shape();
+    if m != n {
+        return Ok(false);
+    }
+    isequal_csr(
+        a,
+        &super::transpose::transpose_csr(a, true),
+        Tol { atol, rtol: 0.0 },
+    )
+}
+
+/// Dense `isdiag`. O(mn).
+pub fn isdiag_dense(a: &Dense, atol: f64) -> bool {
+    (0..a.shape().1).all(|j| {
+        a.col(j)
+            .iter()
+            .enumerate()
+            .all(|(i, x)| i == j || x.norm() <= atol)
+    })
+}
+
+/// Csr `isdiag`. O(nnz).
+pub fn isdiag_csr(a: &Csr, atol: f64) -> bool {
+    super::inner::csr_entries(a).all(|((i, j), x)| i == j || x.norm() <= atol)
 }

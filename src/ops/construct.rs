@@ -20,8 +20,7 @@ pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
             "zeros_csr",
             |&(r, c): &(usize, usize)| Ok(Csr::zeros(r, c)),
         ))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// `scale` times the `n × n` identity. Parameter: `(n, scale)`. Kernels: Dense, Csr;
@@ -42,8 +41,7 @@ pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
             "identity_csr",
             |&(n, s): &(usize, c64)| Ok(Csr::scaled_identity(n, s)),
         ))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// The `rows × cols` zero matrix in the requested kind.
@@ -74,4 +72,188 @@ pub fn zeros(rows: usize, cols: usize, out: Out) -> Result<Data> {
 /// ```
 pub fn identity(n: usize, out: Out) -> Result<Data> {
     IDENTITY.call(&[], out, &(n, super::ONE))
+}
+
+/// Parameters of [`DIAG`]: diagonals at offsets (positive above the main diagonal) and the shape.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Diagonals {
+    /// The values of each diagonal, in order along it.
+    pub diagonals: Vec<Vec<c64>>,
+    /// The offset of each diagonal: 0 main, `k > 0` above, `k < 0` below.
+    pub offsets: Vec<isize>,
+    /// `(rows, cols)` of the result.
+    pub shape: (usize, usize),
+}
+
+/// Builds a matrix from diagonals; repeated offsets are summed. Kernels: Dense, Csr;
+/// `Out::Auto` gives Csr.
+pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
+    Dispatcher::builder("diag", 0)
+        .check(|op, _, p: &Diagonals| diagonal_triplets(op, p).map(|_| ()))
+        .specialisation(Specialisation::nullary("diag_dense", |p: &Diagonals| {
+            let (rows, cols, vals) = diagonal_triplets("diag", p)?;
+            let mut d = Dense::zeros(p.shape.0, p.shape.1);
+            for ((i, j), v) in rows.into_iter().zip(cols).zip(vals) {
+                d.col_mut(j)[i] += v;
+            }
+            Ok(d)
+        }))
+        .specialisation(Specialisation::nullary("diag_csr", |p: &Diagonals| {
+            let (rows, cols, vals) = diagonal_triplets("diag", p)?;
+            Csr::from_triplets(p.shape, &rows, &cols, &vals)
+        }))
+        .builtin()
+});
+
+/// Length of the diagonal at `offset` in a `rows × cols` matrix.
+fn diagonal_len(shape: (usize, usize), offset: isize) -> usize {
+    let k = offset.unsigned_abs();
+    if offset >= 0 {
+        shape.0.min(shape.1.saturating_sub(k))
+    } else {
+        shape.1.min(shape.0.saturating_sub(k))
+    }
+}
+
+type Triplets = (Vec<usize>, Vec<usize>, Vec<c64>);
+
+fn diagonal_triplets(op: &str, p: &Diagonals) -> Result<Triplets> {
+    if p.diagonals.len() != p.offsets.len() {
+        return Err(crate::Error::argument(
+            op,
+            format!(
+                "{} diagonals but {} offsets",
+                p.diagonals.len(),
+                p.offsets.len()
+            ),
+        ));
+    }
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    for (d, &k) in p.diagonals.iter().zip(&p.offsets) {
+        let len = diagonal_len(p.shape, k);
+        if d.len() != len || len == 0 {
+            return Err(crate::Error::argument(
+                op,
+                format!(
+                    "the diagonal at offset {k} of a {}×{} matrix has {len} entries, got {}",
+                    p.shape.0,
+                    p.shape.1,
+                    d.len()
+                ),
+            ));
+        }
+        let (r0, c0) = if k >= 0 {
+            (0, k.unsigned_abs())
+        } else {
+            (k.unsigned_abs(), 0)
+        };
+        for (t, &v) in d.iter().enumerate() {
+            rows.push(r0 + t);
+            cols.push(c0 + t);
+            vals.push(v);
+        }
+    }
+    Ok((rows, cols, vals))
+}
+
+/// A matrix from its diagonals.
+///
+/// # Errors
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if the number of diagonals and
+/// offsets differ or a diagonal does not have the length its offset requires.
+///
+/// ```
+/// use polymat::{Csr, Out, c64};
+/// let one = c64::new(1.0, 0.0);
+/// // The 3×3 lowering operator's transpose: ones above the diagonal.
+/// let m = polymat::ops::diag(vec![vec![one, one]], vec![1], (3, 3), Out::Auto).unwrap();
+/// assert_eq!(m.downcast_ref::<Csr>().unwrap().get(1, 2), one);
+/// ```
+pub fn diag(
+    diagonals: Vec<Vec<c64>>,
+    offsets: Vec<isize>,
+    shape: (usize, usize),
+    out: Out,
+) -> Result<Data> {
+    DIAG.call(
+        &[],
+        out,
+        &Diagonals {
+            diagonals,
+            offsets,
+            shape,
+        },
+    )
+}
+
+/// A matrix of the given shape with one nonzero entry `value` at `position`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `position` is out of range.
+///
+/// ```
+/// use polymat::{Out, c64};
+/// let e = polymat::ops::one_element((2, 3), (1, 2), c64::new(5.0, 0.0), Out::Dense).unwrap();
+/// assert_eq!(e.downcast_ref::<polymat::Dense>().unwrap().get(1, 2), c64::new(5.0, 0.0));
+/// ```
+pub fn one_element(
+    shape: (usize, usize),
+    position: (usize, usize),
+    value: c64,
+    out: Out,
+) -> Result<Data> {
+    if position.0 >= shape.0 || position.1 >= shape.1 {
+        return Err(crate::Error::argument(
+            "one_element",
+            format!(
+                "position {position:?} is outside a {}×{} matrix",
+                shape.0, shape.1
+            ),
+        ));
+    }
+    let c: Data = Csr::from_triplets(shape, &[position.0], &[position.1], &[value])?.into();
+    match out.kind() {
+        None => Ok(c),
+        Some(k) => crate::convert::registry().convert(&c, k),
+    }
+}
+
+/// The zero matrix with `a`'s shape, in `a`'s kind unless `out` says otherwise.
+///
+/// # Errors
+/// As [`zeros`]; also if `a`'s kind has no zeros kernel and cannot be reached from one.
+///
+/// ```
+/// use polymat::{Dense, Kind, Out};
+/// let z = polymat::ops::zeros_like(&Dense::identity(2).into(), Out::Auto).unwrap();
+/// assert_eq!((z.kind(), z.shape()), (Kind::DENSE, (2, 2)));
+/// ```
+pub fn zeros_like(a: &Data, out: Out) -> Result<Data> {
+    let out = if out == Out::Auto {
+        Out::from(a.kind())
+    } else {
+        out
+    };
+    let (r, c) = a.shape();
+    zeros(r, c, out)
+}
+
+/// The identity with `a`'s shape, in `a`'s kind unless `out` says otherwise.
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if `a` is not square; otherwise as [`identity`].
+///
+/// ```
+/// use polymat::{Csr, Kind, Out};
+/// let i = polymat::ops::identity_like(&Csr::zeros(3, 3).into(), Out::Auto).unwrap();
+/// assert_eq!((i.kind(), i.to_string()), (Kind::CSR, "Csr(3×3, nnz=3)".to_string()));
+/// ```
+pub fn identity_like(a: &Data, out: Out) -> Result<Data> {
+    super::square("identity_like", a.shape())?;
+    let out = if out == Out::Auto {
+        Out::from(a.kind())
+    } else {
+        out
+    };
+    identity(a.shape().0, out)
 }

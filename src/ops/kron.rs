@@ -18,8 +18,7 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             "kron_csr",
             |a: &Csr, b: &Csr, _: &()| kron_csr(a, b),
         ))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// The result shape, or an error if it overflows `usize`.

@@ -30,8 +30,7 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             "matmul_csr_dense",
             |a: &Csr, b: &Dense, _: &()| matmul_csr_dense(a, b),
         ))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// The columns of `a` must match the rows of `b`.

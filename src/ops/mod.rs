@@ -12,34 +12,52 @@
 //! | s·a | [`mul`] | [`MUL`] | Dense, Csr |
 //! | −a | [`neg`] | [`NEG`] | Dense, Csr |
 //! | a·b | [`matmul()`] | [`MATMUL`] | Dense·Dense, Csr·Csr, Csr·Dense → Dense |
+//! | a·b† | [`matmul_dag`] | [`MATMUL_DAG`] | Dense, Csr |
 //! | a ∘ b | [`multiply()`] | [`MULTIPLY`] | Dense∘Dense, Csr∘Csr |
 //! | a ⊗ b | [`kron()`] | [`KRON`] | Dense⊗Dense, Csr⊗Csr |
 //! | a†, aᵀ, ā | [`adjoint`], [`transpose()`], [`conj`] | [`ADJOINT`], [`TRANSPOSE`], [`CONJ`] | Dense, Csr |
 //! | Tr a | [`trace()`] | [`TRACE`] | Dense, Csr |
 //! | aⁿ | [`pow()`] | [`POW`] | Dense, Csr |
-//! | a ≈ 0 | [`iszero`] | [`ISZERO`] | Dense, Csr |
-//! | a ≈ b | [`isequal`] | [`ISEQUAL`] | Dense, Csr |
-//! | 0, 1 | [`zeros`], [`identity`] | [`ZEROS`], [`IDENTITY`] | Dense, Csr |
+//! | exp a | [`expm()`] | [`EXPM`] | Dense, Csr → Csr, Csr → Dense |
+//! | ⟨l\|r⟩ | [`inner()`] | [`INNER`] | Dense, Csr |
+//! | ⟨l\|O\|r⟩ | [`inner_op`] | [`INNER_OP`] | Dense³, Csr³, (Dense, Csr, Dense) |
+//! | ⟨O⟩ | [`expect`] | [`EXPECT`] | Dense², Csr², (Csr, Dense) |
+//! | \|ψ⟩⟨ψ\| | [`project`] | [`PROJECT`] | Dense, Csr |
+//! | norms | [`norm::l2`], [`norm::frobenius`], [`norm::max`], [`norm::one`], [`norm::trace`] | [`norm::L2`], ... | Dense, Csr |
+//! | a ≈ 0, a ≈ b, a = a†, diagonal? | [`iszero`], [`isequal`], [`isherm`], [`isdiag`] | [`ISZERO`], [`ISEQUAL`], [`ISHERM`], [`ISDIAG`] | Dense, Csr |
+//! | drop tiny parts | [`tidyup()`] | [`TIDYUP`] | Dense, Csr |
+//! | 0, 1, diagonals | [`zeros`], [`identity`], [`diag`], [`one_element`], [`zeros_like`], [`identity_like`] | [`ZEROS`], [`IDENTITY`], [`DIAG`] | Dense, Csr |
 
 pub mod add;
 pub mod compare;
 pub mod construct;
+pub mod expm;
+pub mod inner;
 pub mod kron;
 pub mod matmul;
 pub mod multiply;
+pub mod norm;
 pub mod pow;
 pub mod scale;
+pub mod tidyup;
 pub mod trace;
 pub mod transpose;
 
 pub use add::{ADD, SUB, add, add_scaled, sub};
-pub use compare::{ISEQUAL, ISZERO, Tol, isequal, iszero};
-pub use construct::{IDENTITY, ZEROS, identity, zeros};
+pub use compare::{ISDIAG, ISEQUAL, ISHERM, ISZERO, Tol, isdiag, isequal, isherm, iszero};
+pub use construct::{
+    DIAG, Diagonals, IDENTITY, ZEROS, diag, identity, identity_like, one_element, zeros, zeros_like,
+};
+pub use expm::{EXPM, expm};
+pub use inner::{
+    EXPECT, INNER, INNER_OP, MATMUL_DAG, PROJECT, expect, inner, inner_op, matmul_dag, project,
+};
 pub use kron::{KRON, kron};
 pub use matmul::{MATMUL, matmul};
 pub use multiply::{MULTIPLY, multiply};
 pub use pow::{POW, pow};
 pub use scale::{MUL, NEG, mul, neg};
+pub use tidyup::{TIDYUP, tidyup};
 pub use trace::{TRACE, trace};
 pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};
 

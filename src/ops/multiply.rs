@@ -19,8 +19,7 @@ pub static MULTIPLY: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             "multiply_csr",
             |a: &Csr, b: &Csr, _: &()| multiply_csr(a, b),
         ))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// The elementwise product.

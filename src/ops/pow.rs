@@ -18,8 +18,7 @@ pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("pow_csr", |a: &Csr, n: &u32| {
             pow_csr(a, *n)
         }))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// `aⁿ`.

@@ -17,8 +17,7 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("mul_csr", |a: &Csr, s: &c64| {
             Ok(mul_csr(a, *s))
         }))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// `−a`. Kernels: Dense, Csr.
@@ -30,8 +29,7 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("neg_csr", |a: &Csr, _: &()| {
             Ok(csr_map(a, |x| -x))
         }))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// `scalar·a`.

@@ -18,8 +18,7 @@ pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("trace_csr", |a: &Csr, _: &()| {
             trace_csr(a)
         }))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// The sum of the diagonal.

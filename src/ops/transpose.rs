@@ -17,8 +17,7 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("adjoint_csr", |a: &Csr, _: &()| {
             Ok(transpose_csr(a, true))
         }))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// `aᵀ`. Kernels: Dense, Csr.
@@ -31,8 +30,7 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("transpose_csr", |a: &Csr, _: &()| {
             Ok(transpose_csr(a, false))
         }))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// `ā` (entrywise conjugate). Kernels: Dense, Csr.
@@ -44,8 +42,7 @@ pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("conj_csr", |a: &Csr, _: &()| {
             Ok(csr_map(a, |x| x.conj()))
         }))
-        .build()
-        .unwrap_or_else(|e| unreachable!("built-in dispatcher: {e}"))
+        .builtin()
 });
 
 /// The conjugate transpose.

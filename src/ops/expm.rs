@@ -1,0 +1,220 @@
+//! The matrix exponential, by Padé approximation with scaling and squaring (Higham 2005).
+
+use std::sync::LazyLock;
+
+use faer::Mat;
+use faer::linalg::solvers::Solve;
+
+use super::check_square;
+use super::matmul::matmul_dense;
+use crate::c64;
+use crate::convert::builtin::{csr_to_dense, dense_to_csr};
+use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::error::{Error, Result};
+use crate::storage::{Csr, Data, Dense};
+
+/// `exp(a)` for square `a`. Kernels: Dense → Dense, Csr → Csr, Csr → Dense.
+///
+/// The Csr kernels run the dense algorithm: the exponential of a sparse matrix is in general
+/// dense, and a sparse Padé evaluation is two orders of magnitude slower at small sizes (QuTiP
+/// measures 165× at n = 10). Csr → Csr keeps only the nonzero entries of the result.
+pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
+    Dispatcher::builder("expm", 1)
+        .check(check_square)
+        .specialisation(Specialisation::unary("expm_dense", |a: &Dense, _: &()| {
+            expm_dense(a)
+        }))
+        .specialisation(Specialisation::unary(
+            "expm_csr_dense",
+            |a: &Csr, _: &()| expm_dense(&csr_to_dense(a)?),
+        ))
+        .specialisation(Specialisation::unary("expm_csr", |a: &Csr, _: &()| {
+            expm_csr(a)
+        }))
+        .builtin()
+});
+
+/// The matrix exponential.
+///
+/// # Errors
+/// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if it has non-finite entries.
+///
+/// ```
+/// use polymat::{Csr, Dense, Out, c64};
+/// // exp(iθσx) = cos θ·I + i sin θ·σx
+/// let t = 0.3;
+/// let sx = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[c64::new(0.0, t); 2]).unwrap();
+/// let u = polymat::ops::expm(&sx.into(), Out::Dense).unwrap();
+/// let u = u.downcast_ref::<Dense>().unwrap();
+/// assert!((u.get(0, 0) - c64::new(t.cos(), 0.0)).norm() < 1e-15);
+/// assert!((u.get(1, 0) - c64::new(0.0, t.sin())).norm() < 1e-15);
+/// ```
+pub fn expm(a: &Data, out: Out) -> Result<Data> {
+    EXPM.call(&[a], out, &())
+}
+
+/// θ_m of Higham (2005), table 2.3: the largest ‖A‖₁ for which the degree-m Padé approximant
+/// is accurate to double precision.
+const THETA: [(usize, f64); 5] = [
+    (3, 1.495_585_217_958_292e-2),
+    (5, 2.539_398_330_063_23e-1),
+    (7, 9.504_178_996_162_932e-1),
+    (9, 2.097_847_961_257_068),
+    (13, 5.371_920_351_148_152),
+];
+
+/// Padé coefficients b₀ … b_m for each degree.
+fn coefficients(m: usize) -> &'static [f64] {
+    match m {
+        3 => &[120.0, 60.0, 12.0, 1.0],
+        5 => &[30240.0, 15120.0, 3360.0, 420.0, 30.0, 1.0],
+        7 => &[
+            17297280.0, 8648640.0, 1995840.0, 277200.0, 25200.0, 1512.0, 56.0, 1.0,
+        ],
+        9 => &[
+            17643225600.0,
+            8821612800.0,
+            2075673600.0,
+            302702400.0,
+            30270240.0,
+            2162160.0,
+            110880.0,
+            3960.0,
+            90.0,
+            1.0,
+        ],
+        _ => &[
+            64764752532480000.0,
+            32382376266240000.0,
+            7771770303897600.0,
+            1187353796428800.0,
+            129060195264000.0,
+            10559470521600.0,
+            670442572800.0,
+            33522128640.0,
+            1323241920.0,
+            40840800.0,
+            960960.0,
+            16380.0,
+            182.0,
+            1.0,
+        ],
+    }
+}
+
+/// `c₀·I + Σ cₖ·Mₖ`.
+fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Mat<c64> {
+    let mut out = Mat::<c64>::zeros(n, n);
+    for j in 0..n {
+        let col = out.col_as_slice_mut(j);
+        for &(c, m) in terms {
+            for (o, x) in col.iter_mut().zip(m.col_as_slice(j)) {
+                *o += c * x;
+            }
+        }
+        col[j] += identity;
+    }
+    out
+}
+
+fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Result<Mat<c64>> {
+    Ok(matmul_dense(&Dense::new(a.clone()), &Dense::new(b.clone()))?.into_mat())
+}
+
+/// Dense `exp(a)`: degree 3–13 Padé with scaling and squaring. O(n³ (6 + s)) for s squarings.
+///
+/// # Errors
+/// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] for non-finite input.
+pub fn expm_dense(a: &Dense) -> Result<Dense> {
+    super::square("expm", a.shape())?;
+    let n = a.shape().0;
+    if n == 0 {
+        return Ok(Dense::zeros(0, 0));
+    }
+    let norm = super::norm::ONE.call(&[&Data::from(a.clone())], Out::Auto, &())?;
+    if !norm.is_finite() {
+        return Err(Error::Numerical {
+            op: "expm".into(),
+            reason: "the matrix has non-finite entries".into(),
+        });
+    }
+    let (m, s) = match THETA.iter().find(|(_, t)| norm <= *t) {
+        Some(&(m, _)) => (m, 0),
+        None => (13, (norm / THETA[4].1).log2().ceil().max(0.0) as i32),
+    };
+    let scale = 0.5f64.powi(s);
+    let a: Mat<c64> = Mat::from_fn(n, n, |i, j| a.get(i, j) * scale);
+    let b = coefficients(m);
+    let a2 = mul(&a, &a)?;
+    let (u_inner, v) = if m == 13 {
+        let a4 = mul(&a2, &a2)?;
+        let a6 = mul(&a4, &a2)?;
+        let w1 = lincomb(n, 0.0, &[(b[13], &a6), (b[11], &a4), (b[9], &a2)]);
+        let w = lincomb(
+            n,
+            b[1],
+            &[
+                (1.0, &mul(&a6, &w1)?),
+                (b[7], &a6),
+                (b[5], &a4),
+                (b[3], &a2),
+            ],
+        );
+        let z1 = lincomb(n, 0.0, &[(b[12], &a6), (b[10], &a4), (b[8], &a2)]);
+        let v = lincomb(
+            n,
+            b[0],
+            &[
+                (1.0, &mul(&a6, &z1)?),
+                (b[6], &a6),
+                (b[4], &a4),
+                (b[2], &a2),
+            ],
+        );
+        (w, v)
+    } else {
+        // Powers A², A⁴, ... up to A^(m-1).
+        let mut powers = vec![a2.clone()];
+        while powers.len() < (m - 1) / 2 {
+            let next = mul(powers.last().unwrap_or(&a2), &a2)?;
+            powers.push(next);
+        }
+        let odd: Vec<(f64, &Mat<c64>)> = powers
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (b[2 * k + 3], p))
+            .collect();
+        let even: Vec<(f64, &Mat<c64>)> = powers
+            .iter()
+            .enumerate()
+            .map(|(k, p)| (b[2 * k + 2], p))
+            .collect();
+        (lincomb(n, b[1], &odd), lincomb(n, b[0], &even))
+    };
+    let u = mul(&a, &u_inner)?;
+    let p = lincomb(n, 0.0, &[(1.0, &v), (1.0, &u)]);
+    let q = lincomb(n, 0.0, &[(1.0, &v), (-1.0, &u)]);
+    let mut r = q.partial_piv_lu().solve(&p);
+    if !(0..n).all(|j| {
+        r.col_as_slice(j)
+            .iter()
+            .all(|x| x.re.is_finite() && x.im.is_finite())
+    }) {
+        return Err(Error::Numerical {
+            op: "expm".into(),
+            reason: "the Padé denominator is singular".into(),
+        });
+    }
+    for _ in 0..s {
+        r = mul(&r, &r)?;
+    }
+    Ok(Dense::new(r))
+}
+
+/// Csr `exp(a)` through the dense algorithm, keeping the nonzero entries.
+///
+/// # Errors
+/// As [`expm_dense`].
+pub fn expm_csr(a: &Csr) -> Result<Csr> {
+    dense_to_csr(&expm_dense(&csr_to_dense(a)?)?)
+}

@@ -1,0 +1,179 @@
+//! Norms: `l2` (vectors), `frobenius`, `max`, `one`, `trace`.
+//!
+//! Each is a dispatcher returning `f64`, with direct Dense and Csr kernels (the trace norm of a
+//! Csr matrix goes through Dense: it needs every singular value).
+
+use std::sync::LazyLock;
+
+use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::error::{Error, Result};
+use crate::storage::{Csr, Data, Dense};
+
+macro_rules! norm_dispatcher {
+    ($(#[$doc:meta])* $name:ident, $op:literal, $check:expr, $dense:expr, $csr:expr) => {
+        $(#[$doc])*
+        pub static $name: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
+            Dispatcher::builder($op, 1)
+                .check($check)
+                .specialisation(Specialisation::unary(concat!($op, "_dense"), $dense))
+                .specialisation(Specialisation::unary(concat!($op, "_csr"), $csr))
+                .builtin()
+        });
+    };
+}
+
+fn any_shape(_: &str, _: &[&Data], _: &()) -> Result<()> {
+    Ok(())
+}
+
+fn vector(op: &str, a: &[&Data], _: &()) -> Result<()> {
+    let s = a[0].shape();
+    if s.0 == 1 || s.1 == 1 {
+        Ok(())
+    } else {
+        Err(Error::shape(
+            op,
+            &[s],
+            "the operand must be a ket (n×1) or a bra (1×n)",
+        ))
+    }
+}
+
+fn dense_entries(a: &Dense) -> impl Iterator<Item = crate::c64> + '_ {
+    (0..a.shape().1).flat_map(move |j| a.col(j).iter().copied())
+}
+
+norm_dispatcher!(
+    /// `‖v‖₂ = √Σ|vᵢ|²` of a ket or bra.
+    L2, "norm_l2", vector,
+    |a: &Dense, _: &()| Ok(frobenius_dense(a)),
+    |a: &Csr, _: &()| Ok(frobenius_csr(a))
+);
+norm_dispatcher!(
+    /// `‖A‖_F = √Σ|aᵢⱼ|²`.
+    FROBENIUS, "norm_frobenius", any_shape,
+    |a: &Dense, _: &()| Ok(frobenius_dense(a)),
+    |a: &Csr, _: &()| Ok(frobenius_csr(a))
+);
+norm_dispatcher!(
+    /// `max |aᵢⱼ|`.
+    MAX, "norm_max", any_shape,
+    |a: &Dense, _: &()| Ok(dense_entries(a).map(|x| x.norm()).fold(0.0, f64::max)),
+    |a: &Csr, _: &()| Ok(a.data().iter().map(|x| x.norm()).fold(0.0, f64::max))
+);
+norm_dispatcher!(
+    /// The induced 1-norm: the largest column sum `max_j Σᵢ |aᵢⱼ|`.
+    ONE, "norm_one", any_shape,
+    |a: &Dense, _: &()| Ok((0..a.shape().1).map(|j| a.col(j).iter().map(|x| x.norm()).sum::<f64>()).fold(0.0, f64::max)),
+    |a: &Csr, _: &()| Ok(one_csr(a))
+);
+norm_dispatcher!(
+    /// The trace (nuclear) norm: the sum of the singular values.
+    TRACE, "norm_trace", any_shape,
+    |a: &Dense, _: &()| trace_dense(a),
+    |a: &Csr, _: &()| trace_dense(&crate::convert::builtin::csr_to_dense(a)?)
+);
+
+/// `‖v‖₂` of a ket or bra.
+///
+/// # Errors
+/// [`Error::Shape`] if the operand is not a vector.
+///
+/// ```
+/// use polymat::{Dense, c64};
+/// let v = Dense::from_rows(&[[c64::new(3.0, 0.0)], [c64::new(0.0, 4.0)]]).unwrap().into();
+/// assert_eq!(polymat::ops::norm::l2(&v).unwrap(), 5.0);
+/// ```
+pub fn l2(a: &Data) -> Result<f64> {
+    L2.call(&[a], Out::Auto, &())
+}
+
+/// The Frobenius norm.
+///
+/// # Errors
+/// Only if no kernel can be reached for the operand's kind.
+///
+/// ```
+/// use polymat::Csr;
+/// assert_eq!(polymat::ops::norm::frobenius(&Csr::identity(4).into()).unwrap(), 2.0);
+/// ```
+pub fn frobenius(a: &Data) -> Result<f64> {
+    FROBENIUS.call(&[a], Out::Auto, &())
+}
+
+/// The largest entry modulus.
+///
+/// # Errors
+/// Only if no kernel can be reached for the operand's kind.
+///
+/// ```
+/// use polymat::{Dense, c64};
+/// let a = Dense::from_fn(2, 2, |i, j| c64::new(i as f64, -(j as f64) * 2.0)).into();
+/// assert!((polymat::ops::norm::max(&a).unwrap() - 5f64.sqrt()).abs() < 1e-15);
+/// ```
+pub fn max(a: &Data) -> Result<f64> {
+    MAX.call(&[a], Out::Auto, &())
+}
+
+/// The induced 1-norm (largest absolute column sum).
+///
+/// # Errors
+/// Only if no kernel can be reached for the operand's kind.
+///
+/// ```
+/// use polymat::{Dense, c64};
+/// let a = Dense::from_rows(&[[c64::new(1.0, 0.0), c64::new(-2.0, 0.0)],
+///                            [c64::new(3.0, 0.0), c64::new(0.0, 1.0)]]).unwrap().into();
+/// assert_eq!(polymat::ops::norm::one(&a).unwrap(), 4.0);
+/// ```
+pub fn one(a: &Data) -> Result<f64> {
+    ONE.call(&[a], Out::Auto, &())
+}
+
+/// The trace norm (sum of singular values).
+///
+/// # Errors
+/// [`Error::Numerical`] if the SVD does not converge.
+///
+/// ```
+/// use polymat::{Dense, c64};
+/// let a = Dense::from_fn(2, 2, |i, j| c64::new(if i == j { -3.0 } else { 0.0 }, 0.0)).into();
+/// assert!((polymat::ops::norm::trace(&a).unwrap() - 6.0).abs() < 1e-12);
+/// ```
+pub fn trace(a: &Data) -> Result<f64> {
+    TRACE.call(&[a], Out::Auto, &())
+}
+
+/// Dense Frobenius norm, scaled to avoid overflow (faer's `norm_l2`). O(mn).
+pub fn frobenius_dense(a: &Dense) -> f64 {
+    a.as_ref().norm_l2()
+}
+
+/// Csr Frobenius norm. O(nnz).
+pub fn frobenius_csr(a: &Csr) -> f64 {
+    a.data().iter().map(|x| x.norm_sqr()).sum::<f64>().sqrt()
+}
+
+/// Csr induced 1-norm. O(nnz + n).
+pub fn one_csr(a: &Csr) -> f64 {
+    let mut cols = vec![0.0; a.shape().1];
+    for (&j, x) in a.indices().iter().zip(a.data()) {
+        cols[j] += x.norm();
+    }
+    cols.into_iter().fold(0.0, f64::max)
+}
+
+/// Dense trace norm through faer's SVD. O(mn·min(m, n)).
+///
+/// # Errors
+/// [`Error::Numerical`] if the SVD does not converge.
+pub fn trace_dense(a: &Dense) -> Result<f64> {
+    if a.shape().0 == 0 || a.shape().1 == 0 {
+        return Ok(0.0);
+    }
+    let s = a.as_ref().singular_values().map_err(|e| Error::Numerical {
+        op: "norm_trace".into(),
+        reason: format!("{e:?}"),
+    })?;
+    Ok(s.iter().sum())
+}
