@@ -84,6 +84,21 @@ fn rebuild(c: &mut Criterion) {
     LazyLock::force(&ops::ISEQUAL);
     LazyLock::force(&ops::ZEROS);
     LazyLock::force(&ops::IDENTITY);
+    LazyLock::force(&ops::DIAG);
+    LazyLock::force(&ops::EXPM);
+    LazyLock::force(&ops::INNER);
+    LazyLock::force(&ops::INNER_OP);
+    LazyLock::force(&ops::EXPECT);
+    LazyLock::force(&ops::MATMUL_DAG);
+    LazyLock::force(&ops::PROJECT);
+    LazyLock::force(&ops::ISHERM);
+    LazyLock::force(&ops::ISDIAG);
+    LazyLock::force(&ops::TIDYUP);
+    LazyLock::force(&ops::norm::L2);
+    LazyLock::force(&ops::norm::FROBENIUS);
+    LazyLock::force(&ops::norm::MAX);
+    LazyLock::force(&ops::norm::ONE);
+    LazyLock::force(&ops::norm::TRACE);
     let n = registry().rebuild_dispatchers().unwrap();
     println!(
         "rebuilding {n} dispatchers over {} kinds",
