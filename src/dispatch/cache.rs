@@ -9,6 +9,9 @@
 //! Soundness: a call keeps a raw pointer to the state for its duration. The `Arc` behind it
 //! lives in this thread's slot; when a nested call on the same thread replaces the slot, the old
 //! `Arc` is parked in a graveyard until the outermost call on the thread has returned.
+//!
+//! Cost of the design: a thread keeps the last state it used of each dispatcher, so the state of
+//! a user dispatcher that has been dropped stays in that thread's slot until the thread exits.
 
 use std::any::Any;
 use std::cell::UnsafeCell;
