@@ -5,9 +5,9 @@
 
 use faer::Par;
 
-/// Work (complex multiply-adds) below which a parallel `faer` product does not pay for its
-/// thread start-up. Measured on the 2-core development machine: a 96×96 Zgemm (~0.9 M
-/// multiply-adds) runs at the same speed serial and parallel; 128×128 gains 1.6×.
+/// Work (complex multiply-adds) below which a parallel `faer` product is not tried:
+/// 2²⁰ ≈ a 100×100×100 product. Provisional: not yet measured on this machine; issue #4 (the
+/// execution engine) is to measure it and replace this with the measured crossover.
 pub(crate) const PAR_MATMUL_MIN_WORK: usize = 1 << 20;
 
 /// The `faer` parallelism for a product doing `work` multiply-adds.
