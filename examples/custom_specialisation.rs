@@ -22,10 +22,10 @@ fn matmul_dense_csr(a: &Dense, b: &Csr) -> Result<Dense> {
     let mut out = Dense::zeros(m, n);
     let (p, idx, val) = (b.indptr(), b.indices(), b.data());
     for k in 0..b.shape().0 {
-        let ak = a.col(k).to_vec();
+        let ak = a.col(k);
         for e in p[k]..p[k + 1] {
             let (j, v) = (idx[e], val[e]);
-            for (o, x) in out.col_mut(j).iter_mut().zip(&ak) {
+            for (o, x) in out.col_mut(j).iter_mut().zip(ak) {
                 *o += v * x;
             }
         }

@@ -5,11 +5,14 @@ use std::sync::LazyLock;
 use faer::Mat;
 use faer::linalg::solvers::Solve;
 
+use faer::Accum;
+use faer::linalg::matmul::matmul as faer_matmul;
+
 use super::check_square;
-use super::matmul::matmul_dense;
 use crate::c64;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::engine;
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense};
 
@@ -117,8 +120,19 @@ fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Mat<c64> {
     out
 }
 
-fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Result<Mat<c64>> {
-    Ok(matmul_dense(&Dense::new(a.clone()), &Dense::new(b.clone()))?.into_mat())
+/// `a·b` for square matrices of the same size, straight into a new buffer.
+fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Mat<c64> {
+    let n = a.nrows();
+    let mut out = Mat::<c64>::zeros(n, n);
+    faer_matmul(
+        out.as_mut(),
+        Accum::Replace,
+        a.as_ref(),
+        b.as_ref(),
+        c64::new(1.0, 0.0),
+        engine::matmul_par(n * n * n),
+    );
+    out
 }
 
 /// Dense `exp(a)`: degree 3–13 Padé with scaling and squaring. O(n³ (6 + s)) for s squarings.
@@ -131,7 +145,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     if n == 0 {
         return Ok(Dense::zeros(0, 0));
     }
-    let norm = super::norm::ONE.call(&[&Data::from(a.clone())], Out::Auto, &())?;
+    let norm = super::norm::one_dense(a);
     if !norm.is_finite() {
         return Err(Error::Numerical {
             op: "expm".into(),
@@ -145,38 +159,28 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     let scale = 0.5f64.powi(s);
     let a: Mat<c64> = Mat::from_fn(n, n, |i, j| a.get(i, j) * scale);
     let b = coefficients(m);
-    let a2 = mul(&a, &a)?;
+    let a2 = mul(&a, &a);
     let (u_inner, v) = if m == 13 {
-        let a4 = mul(&a2, &a2)?;
-        let a6 = mul(&a4, &a2)?;
+        let a4 = mul(&a2, &a2);
+        let a6 = mul(&a4, &a2);
         let w1 = lincomb(n, 0.0, &[(b[13], &a6), (b[11], &a4), (b[9], &a2)]);
         let w = lincomb(
             n,
             b[1],
-            &[
-                (1.0, &mul(&a6, &w1)?),
-                (b[7], &a6),
-                (b[5], &a4),
-                (b[3], &a2),
-            ],
+            &[(1.0, &mul(&a6, &w1)), (b[7], &a6), (b[5], &a4), (b[3], &a2)],
         );
         let z1 = lincomb(n, 0.0, &[(b[12], &a6), (b[10], &a4), (b[8], &a2)]);
         let v = lincomb(
             n,
             b[0],
-            &[
-                (1.0, &mul(&a6, &z1)?),
-                (b[6], &a6),
-                (b[4], &a4),
-                (b[2], &a2),
-            ],
+            &[(1.0, &mul(&a6, &z1)), (b[6], &a6), (b[4], &a4), (b[2], &a2)],
         );
         (w, v)
     } else {
         // Powers A², A⁴, ... up to A^(m-1).
-        let mut powers = vec![a2.clone()];
+        let mut powers = vec![a2];
         while powers.len() < (m - 1) / 2 {
-            let next = mul(powers.last().unwrap_or(&a2), &a2)?;
+            let next = mul(&powers[powers.len() - 1], &powers[0]);
             powers.push(next);
         }
         let odd: Vec<(f64, &Mat<c64>)> = powers
@@ -191,7 +195,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
             .collect();
         (lincomb(n, b[1], &odd), lincomb(n, b[0], &even))
     };
-    let u = mul(&a, &u_inner)?;
+    let u = mul(&a, &u_inner);
     let p = lincomb(n, 0.0, &[(1.0, &v), (1.0, &u)]);
     let q = lincomb(n, 0.0, &[(1.0, &v), (-1.0, &u)]);
     let mut r = q.partial_piv_lu().solve(&p);
@@ -206,7 +210,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
         });
     }
     for _ in 0..s {
-        r = mul(&r, &r)?;
+        r = mul(&r, &r);
     }
     Ok(Dense::new(r))
 }

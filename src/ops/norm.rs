@@ -64,7 +64,7 @@ norm_dispatcher!(
 norm_dispatcher!(
     /// The induced 1-norm: the largest column sum `max_j Σᵢ |aᵢⱼ|`.
     ONE, "norm_one", any_shape,
-    |a: &Dense, _: &()| Ok((0..a.shape().1).map(|j| a.col(j).iter().map(|x| x.norm()).sum::<f64>()).fold(0.0, f64::max)),
+    |a: &Dense, _: &()| Ok(one_dense(a)),
     |a: &Csr, _: &()| Ok(one_csr(a))
 );
 norm_dispatcher!(
@@ -152,6 +152,13 @@ pub fn frobenius_dense(a: &Dense) -> f64 {
 /// Csr Frobenius norm. O(nnz).
 pub fn frobenius_csr(a: &Csr) -> f64 {
     a.data().iter().map(|x| x.norm_sqr()).sum::<f64>().sqrt()
+}
+
+/// Dense induced 1-norm. O(mn).
+pub fn one_dense(a: &Dense) -> f64 {
+    (0..a.shape().1)
+        .map(|j| a.col(j).iter().map(|x| x.norm()).sum::<f64>())
+        .fold(0.0, f64::max)
 }
 
 /// Csr induced 1-norm. O(nnz + n).
