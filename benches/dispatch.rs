@@ -99,6 +99,27 @@ fn rebuild(c: &mut Criterion) {
     LazyLock::force(&ops::norm::MAX);
     LazyLock::force(&ops::norm::ONE);
     LazyLock::force(&ops::norm::TRACE);
+    LazyLock::force(&ops::BLOCK_EXTRACT);
+    LazyLock::force(&ops::BLOCK_OVERWRITE);
+    LazyLock::force(&ops::COLUMN_STACK);
+    LazyLock::force(&ops::COLUMN_UNSTACK);
+    LazyLock::force(&ops::permute::DIMENSIONS);
+    LazyLock::force(&ops::permute::INDICES);
+    LazyLock::force(&ops::EIGS);
+    LazyLock::force(&ops::EXPECT_SUPER);
+    LazyLock::force(&ops::INV);
+    LazyLock::force(&ops::KRON_TRANSPOSE);
+    LazyLock::force(&ops::LOGM);
+    LazyLock::force(&ops::MATMUL_OUTER);
+    LazyLock::force(&ops::MEAN_ABS_NONZERO);
+    LazyLock::force(&ops::MEAN_NONZERO);
+    LazyLock::force(&ops::PTRACE);
+    LazyLock::force(&ops::RESHAPE);
+    LazyLock::force(&ops::SOLVE);
+    LazyLock::force(&ops::SPLIT_COLUMNS);
+    LazyLock::force(&ops::SQRTM);
+    LazyLock::force(&ops::SVD);
+    LazyLock::force(&ops::TRACE_OPER_KET);
     let n = registry().rebuild_dispatchers().unwrap();
     println!(
         "rebuilding {n} dispatchers over {} kinds",

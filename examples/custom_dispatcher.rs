@@ -23,7 +23,7 @@ pub fn add_square() -> Result<Dispatcher<()>> {
                 Err(Error::Shape {
                     op: op.into(),
                     shapes: vec![a, b],
-                    requirement: "b must be square and a the same shape as b",
+                    requirement: "b must be square and a the same shape as b".into(),
                 })
             }
         })

@@ -15,7 +15,7 @@ fn matmul_dense_csr(a: &Dense, b: &Csr) -> Result<Dense> {
         return Err(Error::Shape {
             op: "matmul".into(),
             shapes: vec![a.shape(), b.shape()],
-            requirement: "the left operand's columns must match the right operand's rows",
+            requirement: "the left operand's columns must match the right operand's rows".into(),
         });
     }
     let (m, n) = (a.shape().0, b.shape().1);

@@ -1,5 +1,7 @@
 //! The crate's single error type.
 
+use std::borrow::Cow;
+
 use thiserror::Error as ThisError;
 
 /// A matrix shape, `(rows, columns)`.
@@ -35,7 +37,7 @@ pub enum Error {
         /// The shapes of the operands, in argument order.
         shapes: Vec<Shape>,
         /// What the operation requires.
-        requirement: &'static str,
+        requirement: Cow<'static, str>,
     },
     /// Raw CSR arrays (or triplets) that do not describe a matrix.
     #[error("invalid CSR data for a {}×{} matrix: {reason}", shape.0, shape.1)]
@@ -197,11 +199,15 @@ fn fmt_shapes(shapes: &[Shape]) -> String {
 
 impl Error {
     /// Shorthand for [`Error::Shape`].
-    pub(crate) fn shape(op: &str, shapes: &[Shape], requirement: &'static str) -> Self {
+    pub(crate) fn shape(
+        op: &str,
+        shapes: &[Shape],
+        requirement: impl Into<Cow<'static, str>>,
+    ) -> Self {
         Error::Shape {
             op: op.to_owned(),
             shapes: shapes.to_vec(),
-            requirement,
+            requirement: requirement.into(),
         }
     }
 

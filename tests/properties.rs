@@ -112,3 +112,91 @@ proptest! {
         prop_assert!(polymat::iszero(&polymat::sub(&x, &x, o).unwrap(), 0.0).unwrap());
     }
 }
+
+/// A random permutation of `0..n` from a seed.
+fn permutation(n: usize, seed: u64) -> Vec<usize> {
+    let mut rng = common::Rng::new(seed);
+    let mut p: Vec<usize> = (0..n).collect();
+    for k in (1..n).rev() {
+        p.swap(k, (rng.next_u64() % (k as u64 + 1)) as usize);
+    }
+    p
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    #[test]
+    fn reshape_round_trips((a, _) in pair(), k in kind(), o in out()) {
+        let x = make(&a, k);
+        let (m, n) = x.shape();
+        let flat = polymat::reshape(&x, (1, m * n), o).unwrap();
+        prop_assert!(eq(&polymat::reshape(&flat, (m, n), Out::Auto).unwrap(), &x));
+        let v = polymat::column_stack(&x, o).unwrap();
+        prop_assert!(eq(&polymat::column_unstack(&v, m, Out::Auto).unwrap(), &x));
+        // reshape to (n·m, 1) is the column stack of the transpose
+        let t = polymat::transpose(&x, Out::Auto).unwrap();
+        prop_assert!(eq(&polymat::reshape(&x, (m * n, 1), o).unwrap(), &polymat::column_stack(&t, Out::Auto).unwrap()));
+    }
+
+    #[test]
+    fn permutations_invert((a, _) in pair(), k in kind(), seed in any::<u64>()) {
+        use polymat::ops::permute::{self, Permutation};
+        let x = make(&a, k);
+        let (m, n) = x.shape();
+        let (p, q) = (permutation(m, seed), permutation(n, seed ^ 1));
+        let inv = |p: &[usize]| {
+            let mut i = vec![0; p.len()];
+            for (k, &x) in p.iter().enumerate() { i[x] = k; }
+            i
+        };
+        let fwd = Permutation { rows: Some(p.clone()), cols: Some(q.clone()) };
+        let back = Permutation { rows: Some(inv(&p)), cols: Some(inv(&q)) };
+        let y = permute::indices(&x, &fwd, Out::Auto).unwrap();
+        prop_assert!(eq(&permute::indices(&y, &back, Out::Auto).unwrap(), &x));
+    }
+
+    #[test]
+    fn ptrace_of_a_product_state((a, b) in (1..4usize, 1..4usize).prop_flat_map(|(m, n)| (matrix(m, m), matrix(n, n))), k in kind()) {
+        use polymat::ops::Ptrace;
+        let ab = make(&kron(&a, &b), k);
+        let dims = vec![a.len(), b.len()];
+        let left = polymat::ptrace(&ab, &Ptrace { dims: dims.clone(), keep: vec![0] }, Out::Auto).unwrap();
+        let want = map(&a, |x| x * trace(&b));
+        prop_assert!(eq(&left, &make(&want, Kind::DENSE)));
+        let right = polymat::ptrace(&ab, &Ptrace { dims, keep: vec![1] }, Out::Auto).unwrap();
+        prop_assert!(eq(&right, &make(&map(&b, |x| x * trace(&a)), Kind::DENSE)));
+    }
+
+    #[test]
+    fn block_extract_inverts_block_build((a, b) in pair(), ka in kind(), kb in kind(), o in out()) {
+        use polymat::ops::Block;
+        let (x, y) = (make(&a, ka), make(&b, kb));
+        let (m, n) = x.shape();
+        let blocks = [Block { row: 0, col: 0, data: &x }, Block { row: 1, col: 1, data: &y }];
+        let big = polymat::block_build(&blocks, &[m, m], &[n, n], o).unwrap();
+        prop_assert!(eq(&polymat::block_extract(&big, (m..2 * m, n..2 * n), Out::Auto).unwrap(), &y));
+        let zero = polymat::block_extract(&big, (0..m, n..2 * n), Out::Auto).unwrap();
+        prop_assert!(polymat::iszero(&zero, 0.0).unwrap());
+        let over = polymat::block_overwrite(&big, &x, (m, n), o).unwrap();
+        prop_assert!(eq(&polymat::block_extract(&over, (m..2 * m, n..2 * n), Out::Auto).unwrap(), &x));
+    }
+
+    #[test]
+    fn inverse_and_solve_agree(a in square(), k in kind()) {
+        // Shifted to be diagonally dominant: |entries| ≤ 4√2 and n ≤ 5.
+        let n = a.len();
+        let shifted: Ref = (0..n).map(|i| (0..n).map(|j| a[i][j] + if i == j { c64::new(40.0, 0.0) } else { c64::new(0.0, 0.0) }).collect()).collect();
+        let x = make(&shifted, k);
+        let inv = polymat::inv(&x, Out::Auto).unwrap();
+        let eye = polymat::identity(n, Out::Dense).unwrap();
+        prop_assert!(eq(&polymat::matmul(&x, &inv, Out::Auto).unwrap(), &eye));
+        let s = polymat::solve(&x, &eye, polymat::ops::SolveMethod::Lu, Out::Auto).unwrap();
+        prop_assert!(eq(&s, &inv));
+        // expm(logm(a)) = a and sqrtm(a)² = a
+        let l = polymat::logm(&x, Out::Auto).unwrap();
+        prop_assert!(eq(&polymat::expm(&l, Out::Auto).unwrap(), &x));
+        let r = polymat::sqrtm(&x, Out::Auto).unwrap();
+        prop_assert!(eq(&polymat::matmul(&r, &r, Out::Auto).unwrap(), &x));
+    }
+}

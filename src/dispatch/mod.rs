@@ -27,6 +27,7 @@ mod spec;
 mod table;
 
 pub use out::Out;
+pub(crate) use spec::plain_output;
 pub use spec::{KernelOutput, Output, Specialisation};
 
 use std::any::Any;

@@ -58,22 +58,23 @@ impl Output for Data {
 
 macro_rules! plain_output {
     ($($t:ty => $label:literal),*) => {$(
-        impl Output for $t {
+        impl $crate::dispatch::Output for $t {
             fn label() -> &'static str {
                 $label
             }
         }
-        impl KernelOutput<$t> for $t {
-            fn storage_type() -> Option<(TypeId, &'static str)> {
+        impl $crate::dispatch::KernelOutput<$t> for $t {
+            fn storage_type() -> Option<(std::any::TypeId, &'static str)> {
                 None
             }
-            fn into_output(self, _native: Kind) -> $t {
+            fn into_output(self, _native: $crate::Kind) -> $t {
                 self
             }
         }
     )*};
 }
-plain_output!(c64 => "c64", f64 => "f64", bool => "bool", usize => "usize");
+plain_output!(c64 => "c64", f64 => "f64", bool => "bool", usize => "usize", Vec<Data> => "Vec<Data>");
+pub(crate) use plain_output;
 
 /// What a typed kernel may return for a dispatcher with output `R`: a concrete storage type
 /// (wrapped into [`Data`] with its kind) or `R` itself.

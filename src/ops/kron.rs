@@ -85,3 +85,53 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     }
     Ok(Csr::from_parts(shape, indptr, indices, data))
 }
+
+/// `aᵀ ⊗ b`, the building block of superoperators (`vec(b·X·a) = (aᵀ ⊗ b)·vec(X)`).
+/// Kernels: Dense, Csr.
+pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
+    Dispatcher::builder("kron_transpose", 2)
+        .check(|op, args, _| {
+            let (m, n) = args[0].shape();
+            kron_shape(op, (n, m), args[1].shape()).map(|_| ())
+        })
+        .specialisation(Specialisation::binary(
+            "kron_transpose_dense",
+            |a: &Dense, b: &Dense, _: &()| kron_transpose_dense(a, b),
+        ))
+        .specialisation(Specialisation::binary(
+            "kron_transpose_csr",
+            |a: &Csr, b: &Csr, _: &()| kron_csr(&super::transpose::transpose_csr(a, false), b),
+        ))
+        .builtin()
+});
+
+/// The Kronecker product of `a`'s transpose with `b`, without forming `aᵀ` for Dense inputs.
+///
+/// # Errors
+/// [`Error::Shape`] only if the result's size would overflow.
+///
+/// ```
+/// use polymat::{Dense, Out, c64};
+/// let a = Dense::from_fn(1, 2, |_, j| c64::new(j as f64 + 1.0, 0.0)); // a row
+/// let k = polymat::kron_transpose(&a.into(), &Dense::identity(1).into(), Out::Auto).unwrap();
+/// assert_eq!(k.shape(), (2, 1));
+/// ```
+pub fn kron_transpose(a: &Data, b: &Data, out: Out) -> Result<Data> {
+    KRON_TRANSPOSE.call(&[a, b], out, &())
+}
+
+/// Dense kernel of [`kron_transpose`], faer's `kron` on a transposed view. O(size of result).
+///
+/// # Errors
+/// [`Error::Shape`] if the result's size overflows.
+pub fn kron_transpose_dense(a: &Dense, b: &Dense) -> Result<Dense> {
+    let (m, n) = a.shape();
+    let (r, c) = kron_shape("kron_transpose", (n, m), b.shape())?;
+    let mut out = Dense::zeros(r, c);
+    faer::linalg::kron::kron(
+        out.as_mat_mut().as_mut(),
+        a.as_ref().transpose(),
+        b.as_ref(),
+    );
+    Ok(out)
+}

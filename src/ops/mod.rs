@@ -26,37 +26,76 @@
 //! | norms | [`norm::l2`], [`norm::frobenius`], [`norm::max`], [`norm::one`], [`norm::trace`] | [`norm::L2`], ... | Dense, Csr |
 //! | a ≈ 0, a ≈ b, a = a†, diagonal? | [`iszero`], [`isequal`], [`isherm`], [`isdiag`] | [`ISZERO`], [`ISEQUAL`], [`ISHERM`], [`ISDIAG`] | Dense, Csr |
 //! | drop tiny parts | [`tidyup()`] | [`TIDYUP`] | Dense, Csr |
+//! | ket·bra | [`matmul_outer()`] | [`MATMUL_OUTER`] | generic (density-based output) |
+//! | aᵀ ⊗ b | [`kron_transpose()`] | [`KRON_TRANSPOSE`] | Dense, Csr |
+//! | superoperator expectation | [`expect_super`], [`trace_oper_ket`] | [`EXPECT_SUPER`], [`TRACE_OPER_KET`] | Dense, Csr |
+//! | a⁻¹, a·x = b | [`inv`], [`solve()`] | [`INV`], [`SOLVE`] | Dense (LU, QR), Csr (sparse LU) |
+//! | √a, log a | [`sqrtm`], [`logm`] | [`SQRTM`], [`LOGM`] | Dense, Csr (densified) |
+//! | eigenpairs, SVD | [`eigs`], [`svd`] | [`EIGS`], [`SVD`] | Dense, Csr (densified) |
+//! | partial trace | [`ptrace()`] | [`PTRACE`] | Dense, Csr |
+//! | reshape, vec, unvec, columns | [`reshape()`], [`column_stack`], [`column_unstack`], [`split_columns`] | [`RESHAPE`], ... | Dense, Csr |
+//! | permutations | [`permute::dimensions`], [`permute::indices`] | [`permute::DIMENSIONS`], [`permute::INDICES`] | Dense, Csr |
+//! | blocks | [`block_extract`], [`block_overwrite`], [`block_build`] | [`BLOCK_EXTRACT`], [`BLOCK_OVERWRITE`] | Dense, Csr |
+//! | means of nonzeros | [`mean_nonzero`], [`mean_abs_nonzero`] | [`MEAN_NONZERO`], [`MEAN_ABS_NONZERO`] | Dense, Csr |
+//! | in place | [`iadd`], [`imul`] | — | Dense, Csr |
+//! | to faer / sprs | [`extract()`] | — | any kind |
 //! | 0, 1, diagonals | [`zeros`], [`identity`], [`diag`], [`one_element`], [`zeros_like`], [`identity_like`] | [`ZEROS`], [`IDENTITY`], [`DIAG`] | Dense, Csr |
 
 pub mod add;
+pub mod block;
 pub mod compare;
 pub mod construct;
+pub mod decomp;
 pub mod expm;
+pub mod extract;
+pub mod funm;
 pub mod inner;
+pub mod inplace;
 pub mod kron;
 pub mod matmul;
+pub mod mean;
 pub mod multiply;
 pub mod norm;
+pub mod permute;
 pub mod pow;
+pub mod ptrace;
+pub mod reshape;
 pub mod scale;
+pub mod solve;
+pub mod superop;
 pub mod tidyup;
 pub mod trace;
 pub mod transpose;
 
 pub use add::{ADD, SUB, add, add_scaled, sub};
+pub use block::{
+    BLOCK_EXTRACT, BLOCK_OVERWRITE, Block, BlockRange, block_build, block_extract, block_overwrite,
+};
 pub use compare::{ISDIAG, ISEQUAL, ISHERM, ISZERO, Tol, isdiag, isequal, isherm, iszero};
 pub use construct::{
     DIAG, Diagonals, IDENTITY, ZEROS, diag, identity, identity_like, one_element, zeros, zeros_like,
 };
+pub use decomp::{EIGS, EigOrder, Eigen, EigsOptions, SVD, Svd, eigs, svd};
 pub use expm::{EXPM, expm};
+pub use extract::{Extract, extract};
+pub use funm::{LOGM, SQRTM, logm, sqrtm};
 pub use inner::{
     EXPECT, INNER, INNER_OP, MATMUL_DAG, PROJECT, expect, inner, inner_op, matmul_dag, project,
 };
-pub use kron::{KRON, kron};
-pub use matmul::{MATMUL, matmul};
+pub use inplace::{iadd, imul};
+pub use kron::{KRON, KRON_TRANSPOSE, kron, kron_transpose};
+pub use matmul::{MATMUL, MATMUL_OUTER, OUTER_DENSE_THRESHOLD, matmul, matmul_outer};
+pub use mean::{MEAN_ABS_NONZERO, MEAN_NONZERO, mean_abs_nonzero, mean_nonzero};
 pub use multiply::{MULTIPLY, multiply};
 pub use pow::{POW, pow};
+pub use ptrace::{PTRACE, Ptrace, ptrace};
+pub use reshape::{
+    COLUMN_STACK, COLUMN_UNSTACK, RESHAPE, SPLIT_COLUMNS, column_stack, column_unstack, reshape,
+    split_columns,
+};
 pub use scale::{MUL, NEG, mul, neg};
+pub use solve::{INV, SOLVE, SolveMethod, inv, solve};
+pub use superop::{EXPECT_SUPER, TRACE_OPER_KET, expect_super, trace_oper_ket};
 pub use tidyup::{TIDYUP, tidyup};
 pub use trace::{TRACE, trace};
 pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};

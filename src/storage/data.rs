@@ -103,6 +103,15 @@ impl Data {
         Some(Arc::try_unwrap(arc).unwrap_or_else(|shared| (*shared).clone()))
     }
 
+    /// The concrete value for in-place updates, if this handle is the only one and it is a `T`.
+    ///
+    /// Crate-private: a caller must not change the shape, which `Data` caches.
+    pub(crate) fn get_mut<T: Storage>(&mut self) -> Option<&mut T> {
+        let storage: &mut dyn Storage = Arc::get_mut(&mut self.inner)?;
+        let any: &mut dyn Any = storage;
+        any.downcast_mut::<T>()
+    }
+
     /// Whether two handles point at the same value (no comparison of entries).
     pub fn ptr_eq(&self, other: &Data) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)

@@ -1,0 +1,267 @@
+//! Eigendecompositions and the singular value decomposition, through faer.
+
+use std::cmp::Ordering;
+use std::sync::LazyLock;
+
+use faer::{Mat, Side};
+
+use super::check_square;
+use crate::c64;
+use crate::convert::builtin::csr_to_dense;
+use crate::dispatch::{Dispatcher, Out, Specialisation, plain_output};
+use crate::error::{Error, Result};
+use crate::storage::{Csr, Data, Dense};
+
+/// Absolute tolerance of the Hermitian test when [`EigsOptions::hermitian`] is `None`
+/// (QuTiP's default `atol`).
+pub const HERMITIAN_ATOL: f64 = 1e-12;
+
+/// Which end of the spectrum comes first.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum EigOrder {
+    /// Increasing real part, then increasing imaginary part (QuTiP's `sort="low"`).
+    #[default]
+    Low,
+    /// Decreasing real part, then decreasing imaginary part (`sort="high"`).
+    High,
+}
+
+/// Options of [`eigs`], with QuTiP's defaults.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EigsOptions {
+    /// `Some(true)` uses the Hermitian solver (real eigenvalues, orthonormal vectors) without
+    /// checking, `Some(false)` the general one; `None` tests the matrix (atol
+    /// [`HERMITIAN_ATOL`]).
+    pub hermitian: Option<bool>,
+    /// Whether to compute eigenvectors.
+    pub vectors: bool,
+    /// The order of the result.
+    pub order: EigOrder,
+    /// Only the first `count` eigenpairs in that order (`None`: all).
+    pub count: Option<usize>,
+}
+
+impl Default for EigsOptions {
+    fn default() -> Self {
+        EigsOptions {
+            hermitian: None,
+            vectors: true,
+            order: EigOrder::Low,
+            count: None,
+        }
+    }
+}
+
+/// The result of [`eigs`].
+#[derive(Clone, Debug)]
+pub struct Eigen {
+    /// The eigenvalues, sorted as requested (real for the Hermitian solver).
+    pub values: Vec<c64>,
+    /// The eigenvectors as unit-norm columns, in the order of `values`, if requested.
+    pub vectors: Option<Dense>,
+}
+
+/// The result of [`svd`]: `a = u · diag(s) · vh`, thin (k = min(m, n)).
+#[derive(Clone, Debug)]
+pub struct Svd {
+    /// Left singular vectors, m×k, if requested.
+    pub u: Option<Dense>,
+    /// The singular values, nonincreasing.
+    pub s: Vec<f64>,
+    /// Right singular vectors as rows, k×n, if requested.
+    pub vh: Option<Dense>,
+}
+
+plain_output!(Eigen => "Eigen", Svd => "Svd");
+
+/// Eigenvalues (and vectors) of a square matrix. Kernels: Dense, Csr (densified: the whole
+/// spectrum of a sparse matrix needs a dense factorisation anyway).
+pub static EIGS: LazyLock<Dispatcher<EigsOptions, Eigen>> = LazyLock::new(|| {
+    Dispatcher::builder("eigs", 1)
+        .check(|op, args, o| {
+            check_square(op, args, o)?;
+            check_count(op, args[0].shape().0, o)
+        })
+        .specialisation(Specialisation::unary(
+            "eigs_dense",
+            |a: &Dense, o: &EigsOptions| eigs_dense(a, *o),
+        ))
+        .specialisation(Specialisation::unary(
+            "eigs_csr",
+            |a: &Csr, o: &EigsOptions| eigs_dense(&csr_to_dense(a)?, *o),
+        ))
+        .builtin()
+});
+
+fn check_count(op: &str, n: usize, o: &EigsOptions) -> Result<()> {
+    match o.count {
+        Some(k) if k > n => Err(Error::argument(
+            op,
+            format!("{k} eigenpairs requested from a {n}×{n} matrix"),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// The eigenvalues of `a`, sorted, and optionally the eigenvectors (QuTiP's `eigs`).
+///
+/// Hermitian input uses faer's self-adjoint solver; other input its general (Schur-based)
+/// solver. Eigenvectors are normalised to unit 2-norm; their phase is whatever the solver
+/// gives.
+///
+/// # Errors
+/// [`Error::Shape`] if `a` is not square; [`Error::InvalidArgument`] if `count` exceeds its
+/// size; [`Error::Numerical`] if the solver does not converge (e.g. non-finite entries).
+///
+/// ```
+/// use polymat::{Csr, c64};
+/// use polymat::ops::{EigOrder, EigsOptions};
+/// let sx = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[c64::new(1.0, 0.0); 2]).unwrap();
+/// let opts = EigsOptions { order: EigOrder::High, ..Default::default() };
+/// let e = polymat::eigs(&sx.into(), opts).unwrap();
+/// assert!((e.values[0] - c64::new(1.0, 0.0)).norm() < 1e-14);
+/// assert_eq!(e.vectors.unwrap().shape(), (2, 2));
+/// ```
+pub fn eigs(a: &Data, options: EigsOptions) -> Result<Eigen> {
+    EIGS.call(&[a], Out::Auto, &options)
+}
+
+fn no_convergence(op: &str, what: impl std::fmt::Debug) -> Error {
+    Error::Numerical {
+        op: op.to_owned(),
+        reason: format!("the decomposition failed: {what:?}"),
+    }
+}
+
+/// Dense kernel of [`eigs`]. O(n³).
+///
+/// # Errors
+/// As [`eigs`].
+pub fn eigs_dense(a: &Dense, options: EigsOptions) -> Result<Eigen> {
+    super::square("eigs", a.shape())?;
+    let n = a.shape().0;
+    check_count("eigs", n, &options)?;
+    let hermitian = options
+        .hermitian
+        .unwrap_or_else(|| super::compare::isherm_dense(a, HERMITIAN_ATOL));
+    let (values, vectors): (Vec<c64>, Option<Mat<c64>>) = if hermitian {
+        if options.vectors {
+            let e = a
+                .as_ref()
+                .self_adjoint_eigen(Side::Lower)
+                .map_err(|e| no_convergence("eigs", e))?;
+            let s = e.S().column_vector();
+            ((0..n).map(|i| s[i]).collect(), Some(e.U().to_owned()))
+        } else {
+            let s = a
+                .as_ref()
+                .self_adjoint_eigenvalues(Side::Lower)
+                .map_err(|e| no_convergence("eigs", e))?;
+            (s.into_iter().map(|x| c64::new(x, 0.0)).collect(), None)
+        }
+    } else if options.vectors {
+        let e = a.as_ref().eigen().map_err(|e| no_convergence("eigs", e))?;
+        let s = e.S().column_vector();
+        ((0..n).map(|i| s[i]).collect(), Some(e.U().to_owned()))
+    } else {
+        let s = a
+            .as_ref()
+            .eigenvalues()
+            .map_err(|e| no_convergence("eigs", e))?;
+        (s, None)
+    };
+    let hermitian_values = if hermitian {
+        values.iter().map(|v| c64::new(v.re, 0.0)).collect()
+    } else {
+        values
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    let cmp = |x: &c64, y: &c64| x.re.total_cmp(&y.re).then(x.im.total_cmp(&y.im));
+    order.sort_by(|&i, &j| {
+        let o: Ordering = cmp(&hermitian_values[i], &hermitian_values[j]);
+        match options.order {
+            EigOrder::Low => o,
+            EigOrder::High => o.reverse(),
+        }
+    });
+    order.truncate(options.count.unwrap_or(n));
+    let vectors = vectors.map(|u| {
+        Dense::from_fn(n, order.len(), |i, c| {
+            let col = u.col(order[c]);
+            let norm = col.norm_l2();
+            if norm > 0.0 { col[i] / norm } else { col[i] }
+        })
+    });
+    Ok(Eigen {
+        values: order.iter().map(|&i| hermitian_values[i]).collect(),
+        vectors,
+    })
+}
+
+/// The thin singular value decomposition. Kernels: Dense, Csr (densified).
+pub static SVD: LazyLock<Dispatcher<bool, Svd>> = LazyLock::new(|| {
+    Dispatcher::builder("svd", 1)
+        .specialisation(Specialisation::unary("svd_dense", |a: &Dense, v: &bool| {
+            svd_dense(a, *v)
+        }))
+        .specialisation(Specialisation::unary("svd_csr", |a: &Csr, v: &bool| {
+            svd_dense(&csr_to_dense(a)?, *v)
+        }))
+        .builtin()
+});
+
+/// `a = u·diag(s)·vh` with k = min(m, n) singular values in nonincreasing order; `u` and `vh`
+/// only if `vectors` (QuTiP's `svd`, numpy's `full_matrices=False`).
+///
+/// # Errors
+/// [`Error::Numerical`] if the decomposition does not converge (e.g. non-finite entries).
+///
+/// ```
+/// use polymat::{Dense, c64};
+/// let a = Dense::from_fn(3, 2, |i, j| c64::new(if i == j { (j + 1) as f64 } else { 0.0 }, 0.0));
+/// let d = polymat::svd(&a.into(), true).unwrap();
+/// assert_eq!(d.s.len(), 2);
+/// assert!((d.s[0] - 2.0).abs() < 1e-14 && (d.s[1] - 1.0).abs() < 1e-14);
+/// assert_eq!(d.vh.unwrap().shape(), (2, 2));
+/// ```
+pub fn svd(a: &Data, vectors: bool) -> Result<Svd> {
+    SVD.call(&[a], Out::Auto, &vectors)
+}
+
+/// Dense kernel of [`svd`]. O(mn·min(m, n)).
+///
+/// # Errors
+/// As [`svd`].
+pub fn svd_dense(a: &Dense, vectors: bool) -> Result<Svd> {
+    let (m, n) = a.shape();
+    if !vectors {
+        let s = a
+            .as_ref()
+            .singular_values()
+            .map_err(|e| no_convergence("svd", e))?;
+        return Ok(Svd {
+            u: None,
+            s: sorted_desc(s),
+            vh: None,
+        });
+    }
+    let k = m.min(n);
+    let d = a
+        .as_ref()
+        .thin_svd()
+        .map_err(|e| no_convergence("svd", e))?;
+    let s = d.S().column_vector();
+    let mut order: Vec<usize> = (0..k).collect();
+    order.sort_by(|&i, &j| s[j].re.total_cmp(&s[i].re));
+    let (u, v) = (d.U(), d.V());
+    Ok(Svd {
+        u: Some(Dense::from_fn(m, k, |i, c| u[(i, order[c])])),
+        s: order.iter().map(|&i| s[i].re).collect(),
+        vh: Some(Dense::from_fn(k, n, |r, j| v[(j, order[r])].conj())),
+    })
+}
+
+fn sorted_desc(mut s: Vec<f64>) -> Vec<f64> {
+    s.sort_by(|x, y| y.total_cmp(x));
+    s
+}

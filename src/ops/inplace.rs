@@ -1,0 +1,94 @@
+//! In-place updates: `a += s·b` and `a *= s` without a new allocation where the kinds allow.
+
+use super::same_shape;
+use crate::c64;
+use crate::dispatch::Out;
+use crate::error::Result;
+use crate::storage::{Csr, Data, Dense};
+
+/// `a ← a + scale·b`, written into `a`'s own buffer when that is possible and into a new value
+/// of `a`'s kind otherwise. Returns whether the update happened in place.
+///
+/// In place: `a` Dense and held by no other handle, `b` Dense or Csr. Otherwise the result of
+/// [`add_scaled`](crate::add_scaled) with `Out::Kind(a.kind())` replaces `a` (so a Csr stays
+/// Csr: adding into a Csr can change its structure). Other handles to the old value still see
+/// the old value.
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if the shapes differ; `a` is then unchanged.
+///
+/// ```
+/// use polymat::{Csr, Data, Dense, c64};
+/// let mut a: Data = Dense::zeros(2, 2).into();
+/// let b: Data = Csr::identity(2).into();
+/// assert!(polymat::iadd(&mut a, &b, c64::new(3.0, 0.0)).unwrap()); // in place
+/// assert_eq!(a.downcast_ref::<Dense>().unwrap().get(1, 1), c64::new(3.0, 0.0));
+///
+/// let alias = a.clone(); // shared now: the update makes a new value
+/// assert!(!polymat::iadd(&mut a, &b, c64::new(1.0, 0.0)).unwrap());
+/// assert_eq!(alias.downcast_ref::<Dense>().unwrap().get(1, 1), c64::new(3.0, 0.0));
+/// ```
+pub fn iadd(a: &mut Data, b: &Data, scale: c64) -> Result<bool> {
+    same_shape("iadd", a.shape(), b.shape())?;
+    if let Some(dst) = a.get_mut::<Dense>() {
+        if let Some(src) = b.downcast_ref::<Dense>() {
+            iadd_dense(dst, src, scale);
+            return Ok(true);
+        }
+        if let Some(src) = b.downcast_ref::<Csr>() {
+            iadd_dense_csr(dst, src, scale);
+            return Ok(true);
+        }
+    }
+    *a = crate::ops::add_scaled(a, b, scale, Out::Kind(a.kind()))?;
+    Ok(false)
+}
+
+/// `a ← scale·a`, in place when `a` is Dense or Csr and held by no other handle (a Csr
+/// scaled by zero keeps its explicit zeros in place). Otherwise `a` is replaced by
+/// [`mul`](crate::mul)'s result of the same kind. Returns whether it happened in place.
+///
+/// # Errors
+/// Conversion errors only, for user kinds without a `mul` kernel.
+///
+/// ```
+/// use polymat::{Csr, Data, c64};
+/// let mut a: Data = Csr::identity(2).into();
+/// assert!(polymat::imul(&mut a, c64::new(0.0, 2.0)).unwrap());
+/// assert_eq!(a.downcast_ref::<Csr>().unwrap().get(0, 0), c64::new(0.0, 2.0));
+/// ```
+pub fn imul(a: &mut Data, scale: c64) -> Result<bool> {
+    if let Some(dst) = a.get_mut::<Dense>() {
+        let n = dst.shape().1;
+        for j in 0..n {
+            dst.col_mut(j).iter_mut().for_each(|x| *x *= scale);
+        }
+        return Ok(true);
+    }
+    if let Some(dst) = a.get_mut::<Csr>() {
+        dst.data_mut().iter_mut().for_each(|x| *x *= scale);
+        return Ok(true);
+    }
+    *a = crate::ops::mul(a, scale, Out::Kind(a.kind()))?;
+    Ok(false)
+}
+
+/// `dst ← dst + scale·src` for Dense operands of equal shape (checked by the caller).
+fn iadd_dense(dst: &mut Dense, src: &Dense, scale: c64) {
+    for j in 0..dst.shape().1 {
+        for (d, s) in dst.col_mut(j).iter_mut().zip(src.col(j)) {
+            *d += scale * s;
+        }
+    }
+}
+
+/// `dst ← dst + scale·src` for a Dense `dst` and a Csr `src` of equal shape.
+fn iadd_dense_csr(dst: &mut Dense, src: &Csr, scale: c64) {
+    let (p, idx, val) = (src.indptr(), src.indices(), src.data());
+    let mat = dst.as_mat_mut();
+    for i in 0..src.shape().0 {
+        for k in p[i]..p[i + 1] {
+            mat[(i, idx[k])] += scale * val[k];
+        }
+    }
+}

@@ -1,0 +1,288 @@
+//! Reshaping: `reshape` (row-major), `column_stack` / `column_unstack` (column-major) and
+//! `split_columns`.
+
+use std::sync::LazyLock;
+
+use super::ZERO;
+use super::transpose::transpose_csr;
+use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::error::{Error, Result};
+use crate::storage::{Csr, Data, Dense};
+
+/// Reshape to `(rows, cols)` in row-major (C) order, numpy's default. Kernels: Dense, Csr.
+pub static RESHAPE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
+    Dispatcher::builder("reshape", 1)
+        .check(|op, args, to| reshape_shape(op, args[0].shape(), *to))
+        .specialisation(Specialisation::unary(
+            "reshape_dense",
+            |a: &Dense, to: &(usize, usize)| reshape_dense(a, *to),
+        ))
+        .specialisation(Specialisation::unary(
+            "reshape_csr",
+            |a: &Csr, to: &(usize, usize)| reshape_csr(a, *to),
+        ))
+        .builtin()
+});
+
+fn reshape_shape(op: &str, from: (usize, usize), to: (usize, usize)) -> Result<()> {
+    if from.0.checked_mul(from.1) == to.0.checked_mul(to.1) {
+        Ok(())
+    } else {
+        Err(Error::shape(
+            op,
+            &[from, to],
+            "the new shape must hold as many entries as the old one",
+        ))
+    }
+}
+
+/// The same entries in row-major order, laid out as `rows × cols`: entry `(i, j)` of an
+/// m×n input lands at flat position `i·n + j` of the result. Like numpy's `reshape`.
+///
+/// # Errors
+/// [`Error::Shape`] if `rows·cols` differs from the number of entries.
+///
+/// ```
+/// use polymat::{Dense, Out, c64};
+/// let a = Dense::from_fn(2, 3, |i, j| c64::new((3 * i + j) as f64, 0.0));
+/// let r = polymat::reshape(&a.into(), (3, 2), Out::Auto).unwrap();
+/// let r = r.downcast_ref::<Dense>().unwrap();
+/// assert_eq!(r.get(1, 0), c64::new(2.0, 0.0)); // flat position 2
+/// assert!(polymat::reshape(&Dense::zeros(2, 3).into(), (4, 2), Out::Auto).is_err());
+/// ```
+pub fn reshape(a: &Data, to: (usize, usize), out: Out) -> Result<Data> {
+    RESHAPE.call(&[a], out, &to)
+}
+
+/// Dense kernel of [`reshape()`]. O(mn).
+///
+/// # Errors
+/// [`Error::Shape`] as [`reshape()`].
+pub fn reshape_dense(a: &Dense, to: (usize, usize)) -> Result<Dense> {
+    reshape_shape("reshape", a.shape(), to)?;
+    let n = a.shape().1;
+    let src = a.as_ref();
+    Ok(Dense::from_fn(to.0, to.1, |i, j| {
+        let flat = i * to.1 + j;
+        src[(flat / n, flat % n)]
+    }))
+}
+
+/// Csr kernel of [`reshape()`]. Row-major order is preserved, so no sort is needed.
+/// O(nnz + rows).
+///
+/// # Errors
+/// [`Error::Shape`] as [`reshape()`].
+pub fn reshape_csr(a: &Csr, to: (usize, usize)) -> Result<Csr> {
+    reshape_shape("reshape", a.shape(), to)?;
+    let (m, n) = a.shape();
+    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    let mut indptr = vec![0usize; to.0 + 1];
+    let mut indices = Vec::with_capacity(idx.len());
+    for i in 0..m {
+        for &c in &idx[p[i]..p[i + 1]] {
+            let flat = i * n + c;
+            indptr[flat / to.1 + 1] += 1;
+            indices.push(flat % to.1);
+        }
+    }
+    for r in 0..to.0 {
+        indptr[r + 1] += indptr[r];
+    }
+    Ok(Csr::from_parts(to, indptr, indices, val.to_vec()))
+}
+
+/// Stack the columns into one m·n×1 column (`vec`). Kernels: Dense, Csr.
+pub static COLUMN_STACK: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
+    Dispatcher::builder("column_stack", 1)
+        .specialisation(Specialisation::unary(
+            "column_stack_dense",
+            |a: &Dense, _: &()| Ok(column_stack_dense(a)),
+        ))
+        .specialisation(Specialisation::unary(
+            "column_stack_csr",
+            |a: &Csr, _: &()| Ok(column_stack_csr(a)),
+        ))
+        .builtin()
+});
+
+/// `vec(a)`: the columns of the m×n matrix `a` one below the other, an m·n×1 column whose
+/// entry `i + m·j` is `a[i, j]`. The inverse of [`column_unstack`].
+///
+/// # Errors
+/// None for Dense and Csr inputs; conversion errors for other kinds.
+///
+/// ```
+/// use polymat::{Dense, Out, c64};
+/// let a = Dense::from_fn(2, 2, |i, j| c64::new((i + 2 * j) as f64, 0.0));
+/// let v = polymat::column_stack(&a.into(), Out::Csr).unwrap();
+/// assert_eq!(v.shape(), (4, 1));
+/// let back = polymat::column_unstack(&v, 2, Out::Dense).unwrap();
+/// assert_eq!(back.downcast_ref::<Dense>().unwrap().get(1, 1), c64::new(3.0, 0.0));
+/// ```
+pub fn column_stack(a: &Data, out: Out) -> Result<Data> {
+    COLUMN_STACK.call(&[a], out, &())
+}
+
+/// Dense kernel of [`column_stack`]. O(mn).
+pub fn column_stack_dense(a: &Dense) -> Dense {
+    let (m, n) = a.shape();
+    let mut out = Dense::zeros(m * n, 1);
+    let dst = out.col_mut(0);
+    for j in 0..n {
+        dst[j * m..(j + 1) * m].copy_from_slice(a.col(j));
+    }
+    out
+}
+
+/// Csr kernel of [`column_stack`], through a transpose so the stacked rows come out sorted.
+/// O(nnz + m·n) (the result has one row per entry).
+pub fn column_stack_csr(a: &Csr) -> Csr {
+    let (m, n) = a.shape();
+    let t = transpose_csr(a, false); // row j of t is column j of a, sorted
+    let (p, idx, val) = (t.indptr(), t.indices(), t.data());
+    let mut indptr = vec![0usize; m * n + 1];
+    for j in 0..n {
+        for &i in &idx[p[j]..p[j + 1]] {
+            indptr[j * m + i + 1] += 1;
+        }
+    }
+    for r in 0..m * n {
+        indptr[r + 1] += indptr[r];
+    }
+    Csr::from_parts((m * n, 1), indptr, vec![0; val.len()], val.to_vec())
+}
+
+/// Undo [`column_stack`]: an m·n×1 column to an m×n matrix. Kernels: Dense, Csr.
+pub static COLUMN_UNSTACK: LazyLock<Dispatcher<usize>> = LazyLock::new(|| {
+    Dispatcher::builder("column_unstack", 1)
+        .check(|op, args, rows| unstack_shape(op, args[0].shape(), *rows).map(|_| ()))
+        .specialisation(Specialisation::unary(
+            "column_unstack_dense",
+            |a: &Dense, rows: &usize| column_unstack_dense(a, *rows),
+        ))
+        .specialisation(Specialisation::unary(
+            "column_unstack_csr",
+            |a: &Csr, rows: &usize| column_unstack_csr(a, *rows),
+        ))
+        .builtin()
+});
+
+/// The input must be a column whose length `rows` divides; returns the column count.
+fn unstack_shape(op: &str, shape: (usize, usize), rows: usize) -> Result<usize> {
+    if shape.1 == 1 && rows > 0 && shape.0.is_multiple_of(rows) {
+        Ok(shape.0 / rows)
+    } else {
+        Err(Error::shape(
+            op,
+            &[shape],
+            format!("the input must be a column whose length is a multiple of rows = {rows}"),
+        ))
+    }
+}
+
+/// The m·n×1 column `a` as an m×n matrix with `m = rows`, column-major: entry `k` goes to
+/// `(k mod m, k div m)`.
+///
+/// # Errors
+/// [`Error::Shape`] unless `a` is a column whose length is a nonzero multiple of `rows`
+/// (an empty column unstacks to `rows × 0`).
+pub fn column_unstack(a: &Data, rows: usize, out: Out) -> Result<Data> {
+    COLUMN_UNSTACK.call(&[a], out, &rows)
+}
+
+/// Dense kernel of [`column_unstack`]. O(mn).
+///
+/// # Errors
+/// [`Error::Shape`] as [`column_unstack`].
+pub fn column_unstack_dense(a: &Dense, rows: usize) -> Result<Dense> {
+    let cols = unstack_shape("column_unstack", a.shape(), rows)?;
+    Dense::from_col_major(rows, cols, a.col(0))
+}
+
+/// Csr kernel of [`column_unstack`], a counting sort by row. O(nnz + m·n).
+///
+/// # Errors
+/// [`Error::Shape`] as [`column_unstack`].
+pub fn column_unstack_csr(a: &Csr, rows: usize) -> Result<Csr> {
+    let cols = unstack_shape("column_unstack", a.shape(), rows)?;
+    let (p, val) = (a.indptr(), a.data());
+    let mut indptr = vec![0usize; rows + 1];
+    for k in 0..a.shape().0 {
+        indptr[k % rows + 1] += p[k + 1] - p[k];
+    }
+    for r in 0..rows {
+        indptr[r + 1] += indptr[r];
+    }
+    let mut next = indptr[..rows].to_vec();
+    let mut indices = vec![0usize; val.len()];
+    let mut data = vec![ZERO; val.len()];
+    // Stacked rows in increasing k visit each output row's columns in increasing order.
+    for k in 0..a.shape().0 {
+        for &v in &val[p[k]..p[k + 1]] {
+            let slot = &mut next[k % rows];
+            indices[*slot] = k / rows;
+            data[*slot] = v;
+            *slot += 1;
+        }
+    }
+    Ok(Csr::from_parts((rows, cols), indptr, indices, data))
+}
+
+/// The columns of a matrix as separate m×1 matrices. Kernels: Dense, Csr.
+pub static SPLIT_COLUMNS: LazyLock<Dispatcher<(), Vec<Data>>> = LazyLock::new(|| {
+    Dispatcher::builder("split_columns", 1)
+        .specialisation(Specialisation::unary(
+            "split_columns_dense",
+            |a: &Dense, _: &()| Ok(split_columns_dense(a)),
+        ))
+        .specialisation(Specialisation::unary(
+            "split_columns_csr",
+            |a: &Csr, _: &()| Ok(split_columns_csr(a)),
+        ))
+        .builtin()
+});
+
+/// The n columns of an m×n matrix, each an m×1 matrix of the input's kind (Dense or Csr; other
+/// kinds are converted to the cheapest of the two).
+///
+/// # Errors
+/// Conversion errors only.
+///
+/// ```
+/// use polymat::Csr;
+/// let cols = polymat::split_columns(&Csr::identity(3).into()).unwrap();
+/// assert_eq!(cols.len(), 3);
+/// assert_eq!(cols[2].to_string(), "Csr(3×1, nnz=1)");
+/// ```
+pub fn split_columns(a: &Data) -> Result<Vec<Data>> {
+    SPLIT_COLUMNS.call(&[a], Out::Auto, &())
+}
+
+/// Dense kernel of [`split_columns`]. O(mn).
+pub fn split_columns_dense(a: &Dense) -> Vec<Data> {
+    let (m, n) = a.shape();
+    (0..n)
+        .map(|j| Dense::from_fn(m, 1, |i, _| a.col(j)[i]).into())
+        .collect()
+}
+
+/// Csr kernel of [`split_columns`], through one transpose. O(nnz + m·n).
+pub fn split_columns_csr(a: &Csr) -> Vec<Data> {
+    let (m, n) = a.shape();
+    let t = transpose_csr(a, false);
+    let (p, idx, val) = (t.indptr(), t.indices(), t.data());
+    (0..n)
+        .map(|j| {
+            let mut indptr = vec![0usize; m + 1];
+            for &i in &idx[p[j]..p[j + 1]] {
+                indptr[i + 1] = 1;
+            }
+            for r in 0..m {
+                indptr[r + 1] += indptr[r];
+            }
+            let len = p[j + 1] - p[j];
+            Csr::from_parts((m, 1), indptr, vec![0; len], val[p[j]..p[j + 1]].to_vec()).into()
+        })
+        .collect()
+}

@@ -1,0 +1,222 @@
+//! Operations on operators stored as column-stacked vectors (QuTiP's "operator-ket" form).
+//!
+//! A density matrix ρ of size n×n is stored as the n²×1 column `vec(ρ)`, whose entry
+//! `i + n·j` is `ρ[i, j]`; a superoperator acts on it as an n²×n² matrix.
+
+use std::sync::LazyLock;
+
+use super::ZERO;
+use crate::c64;
+use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::error::{Error, Result};
+use crate::storage::{Csr, Data, Dense};
+
+/// `n` if `len == n²`.
+pub(crate) fn exact_sqrt(len: usize) -> Option<usize> {
+    let r = (len as f64).sqrt().round() as usize;
+    // Check the neighbours too: the float square root can be off by one for huge `len`.
+    (r.saturating_sub(1)..=r + 1).find(|&n| n.checked_mul(n) == Some(len))
+}
+
+/// The operand must be an n²×1 column; returns `n`.
+fn oper_ket(op: &str, shape: (usize, usize), others: &[(usize, usize)]) -> Result<usize> {
+    match exact_sqrt(shape.0) {
+        Some(n) if shape.1 == 1 => Ok(n),
+        _ => {
+            let mut shapes = others.to_vec();
+            shapes.push(shape);
+            Err(Error::shape(
+                op,
+                &shapes,
+                "the state must be a column-stacked operator, of shape n²×1",
+            ))
+        }
+    }
+}
+
+/// `Tr(unstack(a))` for an n²×1 column-stacked operator. Kernels: Dense, Csr.
+pub static TRACE_OPER_KET: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
+    Dispatcher::builder("trace_oper_ket", 1)
+        .check(|op, args, _| oper_ket(op, args[0].shape(), &[]).map(|_| ()))
+        .specialisation(Specialisation::unary(
+            "trace_oper_ket_dense",
+            |a: &Dense, _: &()| trace_oper_ket_dense(a),
+        ))
+        .specialisation(Specialisation::unary(
+            "trace_oper_ket_csr",
+            |a: &Csr, _: &()| trace_oper_ket_csr(a),
+        ))
+        .builtin()
+});
+
+/// `Σᵢ a[i·(n+1)]`: the trace of the n×n operator whose column stack is `a`.
+///
+/// # Errors
+/// [`Error::Shape`] unless `a` is n²×1.
+///
+/// ```
+/// use polymat::{Dense, c64};
+/// // vec of [[1, 2], [3, 4]] is (1, 3, 2, 4)ᵀ; its trace is 5.
+/// let v = Dense::from_col_major(4, 1, &[1.0, 3.0, 2.0, 4.0].map(|x| c64::new(x, 0.0))).unwrap();
+/// assert_eq!(polymat::trace_oper_ket(&v.into()).unwrap(), c64::new(5.0, 0.0));
+/// ```
+pub fn trace_oper_ket(a: &Data) -> Result<c64> {
+    TRACE_OPER_KET.call(&[a], Out::Auto, &())
+}
+
+/// Dense kernel of [`trace_oper_ket`]. O(n).
+///
+/// # Errors
+/// [`Error::Shape`] unless `a` is n²×1.
+pub fn trace_oper_ket_dense(a: &Dense) -> Result<c64> {
+    let n = oper_ket("trace_oper_ket", a.shape(), &[])?;
+    let col = a.col(0);
+    Ok((0..n).map(|i| col[i * (n + 1)]).sum())
+}
+
+/// Csr kernel of [`trace_oper_ket`]. O(n).
+///
+/// # Errors
+/// [`Error::Shape`] unless `a` is n²×1.
+pub fn trace_oper_ket_csr(a: &Csr) -> Result<c64> {
+    let n = oper_ket("trace_oper_ket", a.shape(), &[])?;
+    let (p, val) = (a.indptr(), a.data());
+    // A single column: every stored entry of row r is at column 0 (duplicates were summed).
+    Ok((0..n)
+        .map(|i| {
+            let r = i * (n + 1);
+            val[p[r]..p[r + 1]].iter().sum::<c64>()
+        })
+        .sum())
+}
+
+/// `Tr(unstack(S·vec(ρ)))`. Kernels: (Dense, Dense), (Csr, Dense), (Csr, Csr).
+pub static EXPECT_SUPER: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
+    Dispatcher::builder("expect_super", 2)
+        .check(|op, args, _| super_shapes(op, args[0].shape(), args[1].shape()).map(|_| ()))
+        .specialisation(Specialisation::binary(
+            "expect_super_dense",
+            |s: &Dense, r: &Dense, _: &()| expect_super_dense(s, r),
+        ))
+        .specialisation(Specialisation::binary(
+            "expect_super_csr_dense",
+            |s: &Csr, r: &Dense, _: &()| expect_super_csr_dense(s, r),
+        ))
+        .specialisation(Specialisation::binary(
+            "expect_super_csr",
+            |s: &Csr, r: &Csr, _: &()| expect_super_csr(s, r),
+        ))
+        .builtin()
+});
+
+/// `S` must be n²×n² and `ρ` n²×1; returns `n`.
+fn super_shapes(op: &str, s: (usize, usize), r: (usize, usize)) -> Result<usize> {
+    let n = oper_ket(op, r, &[s])?;
+    if s == (r.0, r.0) {
+        Ok(n)
+    } else {
+        Err(Error::shape(
+            op,
+            &[s, r],
+            "the superoperator must be n²×n² for a state of shape n²×1",
+        ))
+    }
+}
+
+/// The expectation value of a superoperator: `Σᵢ (S·vec ρ)[i·(n+1)]`, only the rows of `S`
+/// that land on the diagonal are used.
+///
+/// # Errors
+/// [`Error::Shape`] unless `ρ` is n²×1 and `S` is n²×n².
+///
+/// ```
+/// use polymat::{Csr, Dense, c64};
+/// // The identity superoperator on a 2×2 ρ gives Tr ρ.
+/// let rho = Dense::from_col_major(4, 1, &[0.25, 0.0, 0.0, 0.75].map(|x| c64::new(x, 0.0))).unwrap();
+/// let e = polymat::expect_super(&Csr::identity(4).into(), &rho.into()).unwrap();
+/// assert_eq!(e, c64::new(1.0, 0.0));
+/// ```
+pub fn expect_super(s: &Data, rho: &Data) -> Result<c64> {
+    EXPECT_SUPER.call(&[s, rho], Out::Auto, &())
+}
+
+/// Dense kernel of [`expect_super`]. O(n³) = O(n · n²).
+///
+/// # Errors
+/// [`Error::Shape`] as [`expect_super`].
+pub fn expect_super_dense(s: &Dense, rho: &Dense) -> Result<c64> {
+    let n = super_shapes("expect_super", s.shape(), rho.shape())?;
+    let r = rho.col(0);
+    let mat = s.as_ref();
+    let mut sum = ZERO;
+    for (k, &rk) in r.iter().enumerate() {
+        if rk != ZERO {
+            for i in 0..n {
+                sum += mat[(i * (n + 1), k)] * rk;
+            }
+        }
+    }
+    Ok(sum)
+}
+
+/// Csr·Dense kernel of [`expect_super`]. O(stored entries of the n diagonal rows).
+///
+/// # Errors
+/// [`Error::Shape`] as [`expect_super`].
+pub fn expect_super_csr_dense(s: &Csr, rho: &Dense) -> Result<c64> {
+    let n = super_shapes("expect_super", s.shape(), rho.shape())?;
+    let r = rho.col(0);
+    let (p, idx, val) = (s.indptr(), s.indices(), s.data());
+    Ok((0..n)
+        .map(|i| {
+            let row = i * (n + 1);
+            (p[row]..p[row + 1])
+                .map(|k| val[k] * r[idx[k]])
+                .sum::<c64>()
+        })
+        .sum())
+}
+
+/// Csr·Csr kernel of [`expect_super`]: sparse dot products of the diagonal rows with `ρ`.
+///
+/// # Errors
+/// [`Error::Shape`] as [`expect_super`].
+pub fn expect_super_csr(s: &Csr, rho: &Csr) -> Result<c64> {
+    let n = super_shapes("expect_super", s.shape(), rho.shape())?;
+    let (p, idx, val) = (s.indptr(), s.indices(), s.data());
+    let (rp, rv) = (rho.indptr(), rho.data());
+    Ok((0..n)
+        .map(|i| {
+            let row = i * (n + 1);
+            (p[row]..p[row + 1])
+                .map(|k| {
+                    let c = idx[k];
+                    val[k] * rv[rp[c]..rp[c + 1]].iter().sum::<c64>()
+                })
+                .sum::<c64>()
+        })
+        .sum())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exact_sqrt_finds_squares_only() {
+        assert_eq!(exact_sqrt(0), Some(0));
+        assert_eq!(exact_sqrt(1), Some(1));
+        assert_eq!(exact_sqrt(10_000), Some(100));
+        assert_eq!(exact_sqrt(10_001), None);
+        assert_eq!(exact_sqrt(3), None);
+    }
+
+    #[test]
+    fn bad_shapes_are_errors() {
+        let v: Data = Dense::zeros(3, 1).into();
+        assert!(matches!(trace_oper_ket(&v), Err(Error::Shape { .. })));
+        let s: Data = Dense::zeros(4, 4).into();
+        let r: Data = Dense::zeros(9, 1).into();
+        assert!(matches!(expect_super(&s, &r), Err(Error::Shape { .. })));
+    }
+}
