@@ -326,19 +326,8 @@ pub fn block_build(
             row.extend((p[i]..p[i + 1]).map(|k| (col_at[b.col] + idx[k], val[k])));
         }
     }
-    let nnz = rows.iter().map(Vec::len).sum();
-    let mut indptr = Vec::with_capacity(shape.0 + 1);
-    let (mut indices, mut data) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
-    indptr.push(0);
-    for row in &mut rows {
-        row.sort_unstable_by_key(|e| e.0); // blocks do not overlap, so no duplicates
-        for &(c, v) in row.iter() {
-            indices.push(c);
-            data.push(v);
-        }
-        indptr.push(indices.len());
-    }
-    let m: Data = Csr::from_parts(shape, indptr, indices, data).into();
+    // Blocks do not overlap, so no entries are summed.
+    let m: Data = super::csr_from_row_lists(shape, &mut rows).into();
     match out.kind() {
         Some(k) if k != Kind::CSR => registry().convert(&m, k),
         _ => Ok(m),

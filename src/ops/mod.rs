@@ -170,3 +170,28 @@ pub(crate) fn csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Csr {
         a.data().iter().map(|&x| f(x)).collect(),
     )
 }
+
+/// A Csr from one entry list per row, in any column order; entries of the same column are
+/// summed. O(nnz log(row length) + rows).
+pub(crate) fn csr_from_row_lists(shape: (usize, usize), rows: &mut [Vec<(usize, c64)>]) -> Csr {
+    let nnz = rows.iter().map(Vec::len).sum();
+    let mut indptr = Vec::with_capacity(rows.len() + 1);
+    let (mut indices, mut data): (Vec<usize>, Vec<c64>) =
+        (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
+    indptr.push(0);
+    for row in rows.iter_mut() {
+        row.sort_unstable_by_key(|e| e.0);
+        let start = indices.len();
+        for &(c, v) in row.iter() {
+            if indices.len() > start && indices[indices.len() - 1] == c {
+                let end = data.len() - 1;
+                data[end] += v;
+            } else {
+                indices.push(c);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    Csr::from_parts(shape, indptr, indices, data)
+}

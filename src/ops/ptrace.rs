@@ -159,7 +159,7 @@ pub fn ptrace_dense(a: &Dense, p: &Ptrace) -> Result<Dense> {
 pub fn ptrace_csr(a: &Csr, p: &Ptrace) -> Result<Csr> {
     let l = Layout::new("ptrace", a.shape(), p)?;
     let (ap, idx, val) = (a.indptr(), a.indices(), a.data());
-    // Collect each output row's entries, then sort them and merge duplicates.
+    // Collect each output row's entries; the helper sorts them and sums duplicates.
     let mut rows: Vec<Vec<(usize, crate::c64)>> = vec![Vec::new(); l.k];
     for i in 0..a.shape().0 {
         for x in ap[i]..ap[i + 1] {
@@ -169,23 +169,5 @@ pub fn ptrace_csr(a: &Csr, p: &Ptrace) -> Result<Csr> {
             }
         }
     }
-    let mut indptr = Vec::with_capacity(l.k + 1);
-    let (mut indices, mut data) = (Vec::new(), Vec::new());
-    indptr.push(0);
-    for row in &mut rows {
-        row.sort_unstable_by_key(|e| e.0);
-        let mut last = usize::MAX;
-        for &(c, v) in row.iter() {
-            if c == last {
-                let end = data.len() - 1;
-                data[end] += v;
-            } else {
-                indices.push(c);
-                data.push(v);
-                last = c;
-            }
-        }
-        indptr.push(indices.len());
-    }
-    Ok(Csr::from_parts((l.k, l.k), indptr, indices, data))
+    Ok(super::csr_from_row_lists((l.k, l.k), &mut rows))
 }
