@@ -258,6 +258,16 @@ fn vec_entries(a: &Ref) -> Vec<c64> {
     entries(a).collect()
 }
 
+/// The left operand of `inner` / `inner_op` as a bra: a 1×n row as it is, an n×1 column
+/// conjugated (QuTiP's convention), `None` for a matrix.
+fn bra_entries(a: &Ref) -> Option<Vec<c64>> {
+    match shape(a) {
+        (1, _) => Some(vec_entries(a)),
+        (_, 1) => Some(entries(a).map(|x| x.conj()).collect()),
+        _ => None,
+    }
+}
+
 const S: c64 = c64::new(0.5, -1.25);
 
 // ---------------------------------------------------------------- elementwise and products
@@ -376,17 +386,10 @@ fn products() {
         outs: &VALUE_OUTS,
         prep: &no_prep,
         expect: &|r| {
-            let (l, k) = (shape(r[0]), shape(r[1]));
-            let bra = l.0 == 1;
-            let dim = if bra { l.1 } else { l.0 };
-            ((l.0 == 1 || l.1 == 1) && k.1 == 1 && k.0 == dim).then(|| {
-                let lv: Vec<c64> = if bra {
-                    vec_entries(r[0])
-                } else {
-                    entries(r[0]).map(|x| x.conj()).collect()
-                };
-                Val::S(lv.iter().zip(entries(r[1])).map(|(x, y)| x * y).sum())
-            })
+            let k = shape(r[1]);
+            let lv = bra_entries(r[0])?;
+            (k.1 == 1 && k.0 == lv.len())
+                .then(|| Val::S(lv.iter().zip(entries(r[1])).map(|(x, y)| x * y).sum()))
         },
         call: &|d, _| polymat::inner(d[0], d[1]).map(Val::S),
     });
@@ -437,15 +440,9 @@ fn products() {
         outs: &VALUE_OUTS,
         prep: &no_prep,
         expect: &|r| {
-            let (l, o, k) = (shape(r[0]), shape(r[1]), shape(r[2]));
-            let bra = l.0 == 1;
-            let dim = if bra { l.1 } else { l.0 };
-            ((l.0 == 1 || l.1 == 1) && dim == o.0 && k.1 == 1 && k.0 == o.1).then(|| {
-                let lv: Vec<c64> = if bra {
-                    vec_entries(r[0])
-                } else {
-                    entries(r[0]).map(|x| x.conj()).collect()
-                };
+            let (o, k) = (shape(r[1]), shape(r[2]));
+            let lv = bra_entries(r[0])?;
+            (lv.len() == o.0 && k.1 == 1 && k.0 == o.1).then(|| {
                 let ok = matmul(r[1], r[2]);
                 Val::S(lv.iter().zip(entries(&ok)).map(|(x, y)| x * y).sum())
             })
