@@ -3,19 +3,221 @@
 //! Kernels ask here instead of hard-coding `Par::Seq` or spawning rayon tasks themselves, so the
 //! policy (and its thresholds) can be measured and changed in one file.
 
-use faer::Par;
+use std::mem::MaybeUninit;
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-/// Work (complex multiply-adds) below which a parallel `faer` product is not tried:
-/// 2²⁰ ≈ a 100×100×100 product. Provisional: not yet measured on this machine; issue #4 (the
-/// execution engine) is to measure it and replace this with the measured crossover.
-pub(crate) const PAR_MATMUL_MIN_WORK: usize = 1 << 20;
+use faer::{Mat, Par};
+use rayon::prelude::*;
+
+use crate::c64;
+
+/// Environment variable read once, on first use, when [`set_threads`] has not been called.
+pub const THREADS_ENV: &str = "POLYMAT_NUM_THREADS";
+
+/// 0 = not decided yet.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+/// Ignore the thresholds (calibration and parity tests).
+static FORCE_PARALLEL: AtomicBool = AtomicBool::new(false);
+
+/// Caps the number of threads polymat's kernels use; `0` restores the default.
+///
+/// The default is the environment variable `POLYMAT_NUM_THREADS` if it holds a positive
+/// integer, else the size of the current rayon pool. With 1 every kernel runs serially on the
+/// calling thread. Parallel kernels run on the current rayon pool (the global one unless the
+/// call happens inside [`rayon::ThreadPool::install`]) and never split work into more pieces
+/// than this many threads. The setting is process-wide and may change at any time; calls in
+/// flight keep the value they read.
+///
+/// ```
+/// polymat::set_threads(1);
+/// assert_eq!(polymat::threads(), 1);
+/// polymat::set_threads(0); // back to POLYMAT_NUM_THREADS or rayon's pool size
+/// assert!(polymat::threads() >= 1);
+/// ```
+pub fn set_threads(n: usize) {
+    THREADS.store(n, Ordering::Relaxed);
+}
+
+/// The number of threads polymat's kernels may use (at least 1). See [`set_threads`].
+pub fn threads() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => {
+            let n = default_threads();
+            // Only fill in the default; a concurrent `set_threads` wins.
+            let _ = THREADS.compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed);
+            THREADS.load(Ordering::Relaxed).max(1)
+        }
+        n => n,
+    }
+}
+
+fn default_threads() -> usize {
+    std::env::var(THREADS_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(rayon::current_num_threads)
+        .max(1)
+}
+
+/// The thresholds, in units of work each kernel family counts. Measured on the 2-core
+/// development VM with `cargo run --release --example engine_calibrate` (1 vs 2 threads, the
+/// run is in `docs/benchmarks.md`): each is the size from which two threads beat one by at least
+/// 10 % at that size and every larger one, rounded to a power of two. Below them the rayon
+/// hand-off (about 15–20 µs on that machine) costs more than the second core saves.
+pub mod thresholds {
+    /// Dense elementwise (add, scale, conjugate, kron, Csr → Dense fill): entries of the result.
+    /// Measured crossover 65 536 entries (256×256): 1.22× there, 1.5–2.0× above.
+    pub const ELEMENTWISE: usize = 1 << 16;
+    /// Dense transpose and adjoint: entries of the result. Memory-bound and noisy; two threads
+    /// gain 1.3–1.6× from 524 288 entries (about 724×724).
+    pub const TRANSPOSE: usize = 1 << 19;
+    /// Csr row kernels (Csr·Dense, Csr + Csr): stored entries touched. Two threads gain
+    /// 1.14–2.8× from 524 280.
+    pub const CSR_ROWS: usize = 1 << 19;
+    /// Reductions (expectation values, traces, Frobenius norms): entries read. 1.12–2.5× from
+    /// 524 280.
+    pub const REDUCTION: usize = 1 << 19;
+    /// `faer` dense products: complex multiply-adds. 1.54–1.97× from 2 097 152 (128³); below
+    /// it `Par::rayon` was up to 2.8× slower.
+    pub const MATMUL: usize = 1 << 21;
+}
+
+/// A kind of kernel, for [`workers`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Family {
+    Elementwise,
+    Transpose,
+    CsrRows,
+    Reduction,
+    Matmul,
+}
+
+impl Family {
+    fn threshold(self) -> usize {
+        match self {
+            Family::Elementwise => thresholds::ELEMENTWISE,
+            Family::Transpose => thresholds::TRANSPOSE,
+            Family::CsrRows => thresholds::CSR_ROWS,
+            Family::Reduction => thresholds::REDUCTION,
+            Family::Matmul => thresholds::MATMUL,
+        }
+    }
+}
+
+/// Makes every kernel that has a parallel path take it whenever [`threads`] > 1, whatever the
+/// size (`false` restores the measured thresholds of [`thresholds`]). For calibrating the
+/// thresholds (`examples/engine_calibrate.rs`) and for tests that the serial and parallel paths
+/// agree; results stay correct either way, small inputs just run slower.
+///
+/// ```
+/// polymat::engine::set_force_parallel(true);
+/// polymat::engine::set_force_parallel(false);
+/// ```
+pub fn set_force_parallel(on: bool) {
+    FORCE_PARALLEL.store(on, Ordering::Relaxed);
+}
+
+/// How many workers a kernel of `family` doing `work` units should use: 1 below the family's
+/// threshold, else [`threads`].
+#[inline]
+pub(crate) fn workers(family: Family, work: usize) -> usize {
+    if work < family.threshold() && !FORCE_PARALLEL.load(Ordering::Relaxed) {
+        1
+    } else {
+        threads()
+    }
+}
 
 /// The `faer` parallelism for a product doing `work` multiply-adds.
 #[inline]
 pub(crate) fn matmul_par(work: usize) -> Par {
-    if work >= PAR_MATMUL_MIN_WORK && rayon::current_num_threads() > 1 {
-        Par::rayon(0)
-    } else {
-        Par::Seq
+    match workers(Family::Matmul, work) {
+        1 => Par::Seq,
+        t => Par::rayon(t),
     }
+}
+
+/// Runs `f` compiled for AVX2 + FMA when the CPU has them (runtime detection, cached by std),
+/// so the plain loops inside auto-vectorise; elsewhere `f` runs as compiled.
+#[inline(always)]
+pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(v3) = pulp::x86::V3::try_new() {
+        return v3.vectorize(f);
+    }
+    f()
+}
+
+/// Columns handed to one [`dense_build`] task at a time.
+const COLUMN_BLOCK: usize = 16;
+
+/// A new `m × n` matrix written exactly once, with no zero fill first.
+///
+/// `fill(rows, j0, cols)` must initialise every element of `cols`: `cols[k]` is rows `rows` of
+/// column `j0 + k`. The work is split into blocks of up to 16 columns, and, for matrices with
+/// fewer columns than workers (kets), into row ranges; with `workers > 1` the blocks run on the
+/// rayon pool. Each call runs under [`simd`].
+pub(crate) fn dense_build<F>(m: usize, n: usize, workers: usize, fill: F) -> Mat<c64>
+where
+    F: Fn(Range<usize>, usize, &mut [&mut [MaybeUninit<c64>]]) + Sync,
+{
+    let mut mat = Mat::<c64>::with_capacity(m, n);
+    // SAFETY: capacity for m×n is reserved. The elements are uninitialised until every column is
+    // written below; they are only reached through `MaybeUninit` slices until then, and `c64`
+    // has no drop glue, so a panic in `fill` leaks nothing and reads nothing.
+    unsafe { mat.set_dims(m, n) };
+    if m == 0 || n == 0 {
+        return mat;
+    }
+    let stride = usize::try_from(mat.col_stride()).expect("faer column stride is positive");
+    let base = mat.as_ptr_mut().cast::<MaybeUninit<c64>>();
+    // SAFETY: column j occupies [j·stride, j·stride + m) with stride ≥ m, so the n slices are
+    // disjoint and inside the allocation.
+    let mut cols: Vec<&mut [MaybeUninit<c64>]> = (0..n)
+        .map(|j| unsafe { std::slice::from_raw_parts_mut(base.add(j * stride), m) })
+        .collect();
+    if workers <= 1 {
+        for (b, block) in cols.chunks_mut(COLUMN_BLOCK).enumerate() {
+            simd(|| fill(0..m, b * COLUMN_BLOCK, block));
+        }
+    } else if n >= workers {
+        let per = n.div_ceil(workers * 4).clamp(1, COLUMN_BLOCK);
+        cols.par_chunks_mut(per)
+            .enumerate()
+            .for_each(|(b, block)| simd(|| fill(0..m, b * per, block)));
+    } else {
+        // Few columns: split each column's rows.
+        let rows = m.div_ceil(workers);
+        for (j, col) in cols.iter_mut().enumerate() {
+            col.par_chunks_mut(rows).enumerate().for_each(|(r, part)| {
+                let start = r * rows;
+                simd(|| fill(start..start + part.len(), j, &mut [part]));
+            });
+        }
+    }
+    drop(cols);
+    mat
+}
+
+/// `Σ f(range)` over `0..len` split into one range per worker (a single call when `workers`
+/// is 1). The split depends only on `len` and `workers`, so a given setting always sums in the
+/// same order.
+pub(crate) fn sum_ranges<T, F>(len: usize, workers: usize, f: F) -> T
+where
+    T: Send + std::iter::Sum<T>,
+    F: Fn(Range<usize>) -> T + Sync,
+{
+    if workers <= 1 || len < 2 {
+        return simd(|| f(0..len));
+    }
+    let per = len.div_ceil(workers);
+    (0..len.div_ceil(per))
+        .into_par_iter()
+        .map(|k| simd(|| f(k * per..((k + 1) * per).min(len))))
+        .collect::<Vec<T>>()
+        .into_iter()
+        .sum()
 }

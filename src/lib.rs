@@ -56,7 +56,7 @@
 
 pub mod convert;
 pub mod dispatch;
-mod engine;
+pub mod engine;
 pub mod error;
 pub mod ops;
 pub mod storage;
@@ -66,6 +66,7 @@ pub use dispatch::{
     CheckFn, Dispatcher, DispatcherBuilder, Explanation, KernelOutput, Out, Output, Resolved,
     Specialisation,
 };
+pub use engine::{THREADS_ENV, set_threads, threads};
 pub use error::{Error, Result, Shape};
 pub use ops::{
     add, add_scaled, adjoint, block_build, block_extract, block_overwrite, column_stack,

@@ -2,9 +2,12 @@
 
 use std::sync::LazyLock;
 
-use super::{ONE, check_same_shape, same_shape};
+use rayon::prelude::*;
+
+use super::{ONE, ZERO, check_same_shape, same_shape};
 use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::storage::{Csr, Data, Dense};
 
@@ -99,17 +102,11 @@ pub fn sub(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn add_dense(a: &Dense, b: &Dense, scale: c64) -> Result<Dense> {
     same_shape("add", a.shape(), b.shape())?;
-    Ok(super::dense_zip(a, b, |x, y, o| {
-        if scale == ONE {
-            for ((o, x), y) in o.iter_mut().zip(x).zip(y) {
-                *o = x + y;
-            }
-        } else {
-            for ((o, x), y) in o.iter_mut().zip(x).zip(y) {
-                *o = x + scale * y;
-            }
-        }
-    }))
+    Ok(if scale == ONE {
+        super::dense_zip(a, b, |x, y| x + y)
+    } else {
+        super::dense_zip(a, b, |x, y| x + scale * y)
+    })
 }
 
 /// Csr + scale·Csr by merging sorted rows. O(nnz(a) + nnz(b)); explicit zeros from
@@ -119,41 +116,98 @@ pub fn add_dense(a: &Dense, b: &Dense, scale: c64) -> Result<Dense> {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
     same_shape("add", a.shape(), b.shape())?;
-    let (m, _) = a.shape();
-    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
-    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+    let m = a.shape().0;
+    let workers = engine::workers(Family::CsrRows, a.nnz() + b.nnz());
+    if workers > 1 {
+        return Ok(add_csr_parallel(a, b, scale, workers));
+    }
     let cap = a.nnz() + b.nnz();
     let mut indptr = Vec::with_capacity(m + 1);
     let mut indices = Vec::with_capacity(cap);
     let mut data = Vec::with_capacity(cap);
     indptr.push(0);
     for i in 0..m {
-        let (mut x, xe) = (pa[i], pa[i + 1]);
-        let (mut y, ye) = (pb[i], pb[i + 1]);
-        while x < xe && y < ye {
-            let (cx, cy) = (ia[x], ib[y]);
-            if cx < cy {
-                indices.push(cx);
-                data.push(da[x]);
-                x += 1;
-            } else if cy < cx {
-                indices.push(cy);
-                data.push(scale * db[y]);
-                y += 1;
-            } else {
-                indices.push(cx);
-                data.push(da[x] + scale * db[y]);
-                x += 1;
-                y += 1;
-            }
-        }
-        indices.extend_from_slice(&ia[x..xe]);
-        data.extend_from_slice(&da[x..xe]);
-        indices.extend_from_slice(&ib[y..ye]);
-        data.extend(db[y..ye].iter().map(|v| scale * v));
+        merge_row(a, b, scale, i, |c, v| {
+            indices.push(c);
+            data.push(v);
+        });
         indptr.push(indices.len());
     }
     Ok(Csr::from_parts(a.shape(), indptr, indices, data))
+}
+
+/// Row `i` of `a + scale·b`, entry by entry in column order.
+#[inline(always)]
+fn merge_row(a: &Csr, b: &Csr, scale: c64, i: usize, mut emit: impl FnMut(usize, c64)) {
+    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
+    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+    let (mut x, xe) = (pa[i], pa[i + 1]);
+    let (mut y, ye) = (pb[i], pb[i + 1]);
+    while x < xe && y < ye {
+        let (cx, cy) = (ia[x], ib[y]);
+        if cx < cy {
+            emit(cx, da[x]);
+            x += 1;
+        } else if cy < cx {
+            emit(cy, scale * db[y]);
+            y += 1;
+        } else {
+            emit(cx, da[x] + scale * db[y]);
+            x += 1;
+            y += 1;
+        }
+    }
+    for k in x..xe {
+        emit(ia[k], da[k]);
+    }
+    for k in y..ye {
+        emit(ib[k], scale * db[k]);
+    }
+}
+
+/// The row-parallel Csr sum: the rows' lengths first (in parallel), then every row range
+/// written into its own part of arrays allocated once at their exact size.
+fn add_csr_parallel(a: &Csr, b: &Csr, scale: c64, workers: usize) -> Csr {
+    let m = a.shape().0;
+    let per = m.div_ceil(workers * 4).max(1);
+    let mut indptr = vec![0usize; m + 1];
+    indptr[1..]
+        .par_chunks_mut(per)
+        .enumerate()
+        .for_each(|(k, out)| {
+            for (r, o) in out.iter_mut().enumerate() {
+                let mut len = 0;
+                merge_row(a, b, scale, k * per + r, |_, _| len += 1);
+                *o = len;
+            }
+        });
+    for i in 0..m {
+        indptr[i + 1] += indptr[i];
+    }
+    let nnz = indptr[m];
+    let (mut indices, mut data) = (vec![0usize; nnz], vec![ZERO; nnz]);
+    // Cut the output arrays at the row-chunk boundaries.
+    let mut parts = Vec::with_capacity(m.div_ceil(per));
+    let (mut ir, mut dr) = (&mut indices[..], &mut data[..]);
+    for start in (0..m).step_by(per) {
+        let end = (start + per).min(m);
+        let len = indptr[end] - indptr[start];
+        let (i0, i1) = std::mem::take(&mut ir).split_at_mut(len);
+        let (d0, d1) = std::mem::take(&mut dr).split_at_mut(len);
+        parts.push((start..end, i0, d0));
+        (ir, dr) = (i1, d1);
+    }
+    parts.into_par_iter().for_each(|(rows, idx, val)| {
+        let mut at = 0;
+        for i in rows {
+            merge_row(a, b, scale, i, |c, v| {
+                idx[at] = c;
+                val[at] = v;
+                at += 1;
+            });
+        }
+    });
+    Csr::from_parts(a.shape(), indptr, indices, data)
 }
 
 /// Csr + scale·Dense → Dense. O(mn + nnz).

@@ -3,15 +3,15 @@
 
 use std::sync::LazyLock;
 
-use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
+use faer::{Accum, Col, ColRef};
 
 use super::matmul::matmul_csr;
 use super::transpose::transpose_csr;
 use super::{ONE, ZERO};
 use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
-use crate::engine;
+use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense};
 
@@ -266,11 +266,12 @@ fn dense_vec(v: &Dense) -> Vec<c64> {
 /// [`Error::Shape`] on incompatible shapes.
 pub fn inner_dense(l: &Dense, r: &Dense) -> Result<c64> {
     inner_shapes("inner", l.shape(), r.shape())?;
-    let r = r.col(0);
+    let r = ColRef::from_slice(r.col(0));
     Ok(if is_bra(l.shape()) {
-        dense_vec(l).iter().zip(r).map(|(a, b)| a * b).sum()
+        // A 1×n Dense is a row with stride = its column stride.
+        l.as_ref().row(0) * r
     } else {
-        l.col(0).iter().zip(r).map(|(a, b)| a.conj() * b).sum()
+        ColRef::from_slice(l.col(0)).adjoint() * r
     })
 }
 
@@ -339,18 +340,18 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
     expect_shapes("expect", o.shape(), s.shape())?;
     let n = o.shape().0;
     if s.shape().1 == 1 {
-        // A ket (QuTiP reads a 1×1 state as a ket too): Σ_j (ψ†·O[:, j]) ψ_j.
-        let psi = s.col(0);
-        return Ok((0..n)
-            .map(|j| {
-                o.col(j)
-                    .iter()
-                    .zip(psi)
-                    .map(|(a, p)| p.conj() * a)
-                    .sum::<c64>()
-                    * psi[j]
-            })
-            .sum());
+        // A ket (QuTiP reads a 1×1 state as a ket too): ψ†·(O·ψ), both with faer's SIMD kernels.
+        let psi = ColRef::from_slice(s.col(0));
+        let mut o_psi = Col::<c64>::zeros(n);
+        faer_matmul(
+            o_psi.as_mut(),
+            Accum::Replace,
+            o.as_ref(),
+            psi,
+            super::ONE,
+            engine::matmul_par(n * n),
+        );
+        return Ok(psi.adjoint() * o_psi.as_ref());
     }
     // Tr(O ρ) = Σ_ij O_ij ρ_ji
     Ok((0..n)
@@ -384,10 +385,21 @@ pub fn expect_csr(o: &Csr, s: &Csr) -> Result<c64> {
 pub fn expect_csr_dense(o: &Csr, s: &Dense) -> Result<c64> {
     expect_shapes("expect", o.shape(), s.shape())?;
     if s.shape().1 == 1 {
+        // Σ_i conj(ψ_i) Σ_k O_ik ψ_k, by row ranges.
         let psi = s.col(0);
-        return Ok(csr_entries(o)
-            .map(|((i, j), v)| psi[i].conj() * v * psi[j])
-            .sum());
+        let (p, idx, val) = (o.indptr(), o.indices(), o.data());
+        let workers = engine::workers(Family::Reduction, o.nnz().max(o.shape().0));
+        return Ok(engine::sum_ranges(o.shape().0, workers, |rows| {
+            let mut total = ZERO;
+            for i in rows {
+                let mut row = ZERO;
+                for k in p[i]..p[i + 1] {
+                    row += val[k] * psi[idx[k]];
+                }
+                total += psi[i].conj() * row;
+            }
+            total
+        }));
     }
     Ok(csr_entries(o).map(|((i, j), v)| v * s.get(j, i)).sum())
 }

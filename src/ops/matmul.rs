@@ -8,7 +8,7 @@ use faer::linalg::matmul::matmul as faer_matmul;
 use super::{ONE, ZERO};
 use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
-use crate::engine;
+use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense};
 
@@ -116,10 +116,22 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
                 acc[j] += va * db[kb];
             }
         }
-        pattern.sort_unstable();
-        for &j in &pattern {
-            indices.push(j);
-            data.push(acc[j]);
+        // Emit the row's columns in order: sort the pattern when it is short, otherwise scan
+        // the marks, which is cheaper once the pattern holds more than ~n/log n columns.
+        let len = pattern.len();
+        if len * (usize::BITS - len.leading_zeros()) as usize <= n {
+            pattern.sort_unstable();
+            for &j in &pattern {
+                indices.push(j);
+                data.push(acc[j]);
+            }
+        } else {
+            for (j, &mk) in mark.iter().enumerate() {
+                if mk == i + 1 {
+                    indices.push(j);
+                    data.push(acc[j]);
+                }
+            }
         }
         indptr.push(indices.len());
     }
@@ -135,19 +147,24 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     let m = a.shape().0;
     let n = b.shape().1;
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-    let mut out = Dense::zeros(m, n);
-    for j in 0..n {
-        let bj = b.col(j);
-        let oj = out.col_mut(j);
-        for (i, o) in oj.iter_mut().enumerate() {
-            let mut s = ZERO;
-            for k in p[i]..p[i + 1] {
-                s += val[k] * bj[idx[k]];
+    let workers = engine::workers(Family::CsrRows, a.nnz().max(m) * n);
+    Ok(Dense::new(engine::dense_build(
+        m,
+        n,
+        workers,
+        |rows, j0, cols| {
+            for (k, out) in cols.iter_mut().enumerate() {
+                let bj = b.col(j0 + k);
+                for (o, i) in out.iter_mut().zip(rows.clone()) {
+                    let mut s = ZERO;
+                    for t in p[i]..p[i + 1] {
+                        s += val[t] * bj[idx[t]];
+                    }
+                    o.write(s);
+                }
             }
-            *o = s;
-        }
-    }
-    Ok(out)
+        },
+    )))
 }
 
 /// Density of `ket·bra` at or above which [`matmul_outer`] returns Dense under `Out::Auto`.

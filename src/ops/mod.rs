@@ -101,6 +101,7 @@ pub use trace::{TRACE, trace};
 pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};
 
 use crate::c64;
+use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense};
 
@@ -139,26 +140,35 @@ pub(crate) fn check_square<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
     square(op, args[0].shape())
 }
 
-/// A new Dense whose column `j` is `f(a.col(j), b.col(j), out.col(j))`.
-pub(crate) fn dense_zip(a: &Dense, b: &Dense, f: impl Fn(&[c64], &[c64], &mut [c64])) -> Dense {
+/// A new Dense with entries `f(a[i, j], b[i, j])`, written once, vectorised and, above the
+/// engine's elementwise threshold, parallel.
+#[inline]
+pub(crate) fn dense_zip(a: &Dense, b: &Dense, f: impl Fn(c64, c64) -> c64 + Sync) -> Dense {
     let (m, n) = a.shape();
-    let mut out = Dense::zeros(m, n);
-    for j in 0..n {
-        f(a.col(j), b.col(j), out.col_mut(j));
-    }
-    out
+    let workers = engine::workers(Family::Elementwise, m * n);
+    Dense::new(engine::dense_build(m, n, workers, |rows, j0, cols| {
+        for (k, out) in cols.iter_mut().enumerate() {
+            let (x, y) = (&a.col(j0 + k)[rows.clone()], &b.col(j0 + k)[rows.clone()]);
+            for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
+                o.write(f(*x, *y));
+            }
+        }
+    }))
 }
 
-/// A new Dense with `f` applied to every entry.
-pub(crate) fn dense_map(a: &Dense, f: impl Fn(c64) -> c64) -> Dense {
+/// A new Dense with `f` applied to every entry (written once, vectorised, parallel above the
+/// elementwise threshold).
+#[inline]
+pub(crate) fn dense_map(a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> Dense {
     let (m, n) = a.shape();
-    let mut out = Dense::zeros(m, n);
-    for j in 0..n {
-        for (o, x) in out.col_mut(j).iter_mut().zip(a.col(j)) {
-            *o = f(*x);
+    let workers = engine::workers(Family::Elementwise, m * n);
+    Dense::new(engine::dense_build(m, n, workers, |rows, j0, cols| {
+        for (k, out) in cols.iter_mut().enumerate() {
+            for (o, x) in out.iter_mut().zip(&a.col(j0 + k)[rows.clone()]) {
+                o.write(f(*x));
+            }
         }
-    }
-    out
+    }))
 }
 
 /// A new Csr with the same structure and `f` applied to every stored value.

@@ -43,11 +43,7 @@ pub fn multiply(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn multiply_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     same_shape("multiply", a.shape(), b.shape())?;
-    Ok(super::dense_zip(a, b, |x, y, o| {
-        for ((o, x), y) in o.iter_mut().zip(x).zip(y) {
-            *o = x * y;
-        }
-    }))
+    Ok(super::dense_zip(a, b, |x, y| x * y))
 }
 
 /// Csr∘Csr: the intersection of the two patterns. O(nnz(a) + nnz(b)).

@@ -6,6 +6,7 @@
 use std::sync::LazyLock;
 
 use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense};
 
@@ -146,12 +147,25 @@ pub fn trace(a: &Data) -> Result<f64> {
 
 /// Dense Frobenius norm, scaled to avoid overflow (faer's `norm_l2`). O(mn).
 pub fn frobenius_dense(a: &Dense) -> f64 {
-    a.as_ref().norm_l2()
+    let (m, n) = a.shape();
+    match engine::workers(Family::Reduction, m * n) {
+        // faer's scaled (overflow-safe) SIMD norm.
+        1 => a.as_ref().norm_l2(),
+        w => engine::sum_ranges(n, w, |cols| {
+            a.as_ref().subcols(cols.start, cols.len()).norm_l2().powi(2)
+        })
+        .sqrt(),
+    }
 }
 
 /// Csr Frobenius norm. O(nnz).
 pub fn frobenius_csr(a: &Csr) -> f64 {
-    a.data().iter().map(|x| x.norm_sqr()).sum::<f64>().sqrt()
+    let d = a.data();
+    let workers = engine::workers(Family::Reduction, d.len());
+    engine::sum_ranges(d.len(), workers, |r| {
+        d[r].iter().map(|x| x.norm_sqr()).sum::<f64>()
+    })
+    .sqrt()
 }
 
 /// Dense induced 1-norm. O(mn).

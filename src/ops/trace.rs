@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use super::{ZERO, check_square, square};
 use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::storage::{Csr, Data, Dense};
 
@@ -41,7 +42,11 @@ pub fn trace(a: &Data) -> Result<c64> {
 /// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
 pub fn trace_dense(a: &Dense) -> Result<c64> {
     square("trace", a.shape())?;
-    Ok((0..a.shape().0).map(|i| a.get(i, i)).sum())
+    let n = a.shape().0;
+    let workers = engine::workers(Family::Reduction, n);
+    Ok(engine::sum_ranges(n, workers, |rows| {
+        rows.map(|i| a.col(i)[i]).sum()
+    }))
 }
 
 /// Csr trace, a binary search per row. O(m log(row length)).
@@ -51,10 +56,13 @@ pub fn trace_dense(a: &Dense) -> Result<c64> {
 pub fn trace_csr(a: &Csr) -> Result<c64> {
     square("trace", a.shape())?;
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-    Ok((0..a.shape().0)
-        .map(|i| match idx[p[i]..p[i + 1]].binary_search(&i) {
+    let n = a.shape().0;
+    let workers = engine::workers(Family::Reduction, n);
+    Ok(engine::sum_ranges(n, workers, |rows| {
+        rows.map(|i| match idx[p[i]..p[i + 1]].binary_search(&i) {
             Ok(k) => val[p[i] + k],
             Err(_) => ZERO,
         })
-        .sum())
+        .sum()
+    }))
 }

@@ -3,9 +3,13 @@
 use std::sync::LazyLock;
 
 use super::{csr_map, dense_map};
+use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::storage::{Csr, Data, Dense};
+use faer::Mat;
+use rayon::prelude::*;
 
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
 pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
@@ -93,17 +97,56 @@ pub fn conj(a: &Data, out: Out) -> Result<Data> {
 
 /// Dense adjoint. O(mn).
 pub fn adjoint_dense(a: &Dense) -> Dense {
-    Dense::new(a.as_ref().adjoint().to_owned())
+    transpose_copy(a, true)
 }
 
 /// Dense transpose. O(mn).
 pub fn transpose_dense(a: &Dense) -> Dense {
-    Dense::new(a.as_ref().transpose().to_owned())
+    transpose_copy(a, false)
+}
+
+/// The transpose (`conjugate`: adjoint) as a new matrix: faer's copy of the transposed view,
+/// split by result columns across workers above the engine's transpose threshold.
+fn transpose_copy(a: &Dense, conjugate: bool) -> Dense {
+    let (m, n) = a.shape();
+    let (t, h) = (a.as_ref().transpose(), a.as_ref().adjoint());
+    let workers = engine::workers(Family::Transpose, m * n);
+    if workers == 1 || m == 0 {
+        return Dense::new(if conjugate {
+            h.to_owned()
+        } else {
+            t.to_owned()
+        });
+    }
+    let mut out = Mat::<c64>::zeros(n, m);
+    // Chunks of exactly `per` result columns (the last may be shorter), so chunk k starts at k·per.
+    let per = m.div_ceil(workers);
+    out.as_mut()
+        .par_col_chunks_mut(per)
+        .enumerate()
+        .for_each(|(k, mut dst)| {
+            let cols = dst.ncols();
+            if conjugate {
+                dst.copy_from(h.subcols(k * per, cols));
+            } else {
+                dst.copy_from(t.subcols(k * per, cols));
+            }
+        });
+    Dense::new(out)
 }
 
 /// Csr transpose (conjugated if `conjugate`), by counting sort over columns. O(nnz + m + n);
 /// rows of the result come out sorted.
 pub fn transpose_csr(a: &Csr, conjugate: bool) -> Csr {
+    if conjugate {
+        transpose_csr_map(a, |x| x.conj())
+    } else {
+        transpose_csr_map(a, |x| x)
+    }
+}
+
+/// The counting-sort transpose with `f` applied to each value.
+fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Csr {
     let (m, n) = a.shape();
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
     let mut indptr = vec![0usize; n + 1];
@@ -120,7 +163,7 @@ pub fn transpose_csr(a: &Csr, conjugate: bool) -> Csr {
         for k in p[i]..p[i + 1] {
             let slot = &mut next[idx[k]];
             indices[*slot] = i;
-            data[*slot] = if conjugate { val[k].conj() } else { val[k] };
+            data[*slot] = f(val[k]);
             *slot += 1;
         }
     }

@@ -1,0 +1,182 @@
+"""polymat plugin for shared/bench/qutip_anchor.py (``--plugin``).
+
+Adds three implementations to every anchor case, timed in the same interleaved rounds as
+QuTiP, scipy and numpy:
+
+* ``polymat``     the public API (``polymat::add(&a, &b, out)``, ...), so dispatch included,
+                  with ``POLYMAT_NUM_THREADS`` = the anchor's ``--threads`` (1 by default);
+* ``polymat-2t``  the same with 2 threads, for cases with n >= 10 000 (the issue's 2-thread
+                  target), when the anchor itself runs single-threaded;
+* ``faer`` / ``sprs``  the underlying library called directly on the same inputs (Dense cases
+                  through faer, Csr cases through sprs), the raw-kernel baseline.
+
+Each is an *external timer*: a long-lived Rust process (``examples/qutip_server``, built by
+``benches/qutip_compare/run.sh``) loads the case's inputs once and, on request, runs ``number``
+calls back to back and reports the elapsed time, so the pipe round trip is not counted.
+The server binary is ``$POLYMAT_SERVER`` or ``target/release/examples/qutip_server``.
+"""
+import atexit
+import os
+import subprocess
+import tempfile
+
+import numpy as np
+import scipy.sparse as sp
+
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_ROOT = os.path.dirname(os.path.dirname(_HERE))
+_BIN = os.environ.get("POLYMAT_SERVER",
+                      os.path.join(_ROOT, "target", "release", "examples", "qutip_server"))
+_TMP = tempfile.mkdtemp(prefix="polymat-bench-")
+_THREADS = int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
+
+
+class _Server:
+    """One server process with a fixed thread count."""
+
+    def __init__(self, threads):
+        env = dict(os.environ)
+        env["POLYMAT_NUM_THREADS"] = str(threads)
+        self.proc = subprocess.Popen([_BIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     env=env, text=True, bufsize=1)
+        self.live = []
+        got = self.request("threads")
+        if int(got) != threads:
+            raise RuntimeError(f"server runs {got} threads, asked for {threads}")
+
+    def request(self, line):
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+        reply = self.proc.stdout.readline().strip()
+        if not reply:
+            raise RuntimeError(f"polymat server died on {line!r}")
+        if reply == "unsupported":
+            return None
+        if not reply.startswith("ok"):
+            raise RuntimeError(f"polymat server: {reply} (request {line!r})")
+        return reply[3:]
+
+    def free_all(self):
+        for case_id in self.live:
+            self.request(f"free {case_id}")
+        self.live = []
+
+    def close(self):
+        try:
+            self.proc.stdin.close()
+            self.proc.wait(timeout=10)
+        except Exception:
+            self.proc.kill()
+
+
+_SERVERS = {}
+
+
+def _server(threads):
+    if threads not in _SERVERS:
+        _SERVERS[threads] = _Server(threads)
+    return _SERVERS[threads]
+
+
+@atexit.register
+def _shutdown():
+    for s in _SERVERS.values():
+        s.close()
+    for f in os.listdir(_TMP):
+        os.unlink(os.path.join(_TMP, f))
+    os.rmdir(_TMP)
+
+
+def _write_inputs(path, inputs):
+    with open(path, "wb") as f:
+        for tname, obj in inputs:
+            if tname == "CSR":
+                m = sp.csr_array(obj)
+                f.write(b"CSR %d %d %d\n" % (m.shape[0], m.shape[1], m.nnz))
+                f.write(np.ascontiguousarray(m.indptr, dtype="<i8").tobytes())
+                f.write(np.ascontiguousarray(m.indices, dtype="<i8").tobytes())
+                f.write(np.ascontiguousarray(m.data, dtype="<c16").tobytes())
+            else:
+                a = np.asarray(obj, dtype=np.complex128)
+                f.write(b"Dense %d %d\n" % a.shape)
+                # column-major, written in row blocks' worth of memory at a time
+                f.write(np.asfortranarray(a).tobytes(order="F"))
+
+
+def _read_result(path):
+    with open(path, "rb") as f:
+        head = f.readline().split()
+        rows, cols = int(head[1]), int(head[2])
+        if head[0] == b"Dense":
+            v = np.frombuffer(f.read(rows * cols * 16), dtype="<c16")
+            return v.reshape((rows, cols), order="F")
+        nnz = int(head[3])
+        indptr = np.frombuffer(f.read((rows + 1) * 8), dtype="<i8")
+        indices = np.frombuffer(f.read(nnz * 8), dtype="<i8")
+        data = np.frombuffer(f.read(nnz * 16), dtype="<c16")
+        return sp.csr_array((data, indices, indptr), shape=(rows, cols))
+
+
+class _Timer:
+    """External timer (see qutip_anchor.py): ``number`` calls timed inside the server."""
+
+    def __init__(self, server, case_id):
+        self.server, self.case_id = server, case_id
+
+    def timeit(self, number):
+        return float(self.server.request(f"time {self.case_id} {number}"))
+
+    def result(self):
+        path = os.path.join(_TMP, f"result-{self.case_id}.bin")
+        kind = self.server.request(f"result {self.case_id} {path}")
+        if kind.startswith("scalar"):
+            _, re, im = kind.split()
+            return complex(float(re), float(im))
+        try:
+            return _read_result(path)
+        finally:
+            os.unlink(path)
+
+
+def _load(server, variant, case, path):
+    scale = complex(case["params"].get("scale", 0))
+    out = case["out"] or "-"
+    if case["op"] == "to":
+        out = case["types"].split("->")[1]
+    reply = server.request(f"load {variant} {case['op']} {out} {scale.real!r} {scale.imag!r} "
+                           f"{path}")
+    if reply is None:
+        return None
+    server.live.append(reply)
+    return _Timer(server, reply)
+
+
+def build(case):
+    if case["op"] == "noop":
+        return None
+    plans = [("polymat", _THREADS, "polymat")]
+    if _THREADS == 1 and case["n"] >= 10_000:
+        plans.append(("polymat-2t", 2, "polymat"))
+    kinds = {t for t, _ in case["inputs"]}
+    if case["op"] != "to" and case["out"] is None:
+        if kinds == {"Dense"}:
+            plans.append(("faer", _THREADS, "faer"))
+        elif case["inputs"][0][0] == "CSR":
+            plans.append(("sprs", _THREADS, "sprs"))
+    # Inputs of the previous case are no longer needed: free them before loading new ones.
+    for s in _SERVERS.values():
+        s.free_all()
+    path = os.path.join(_TMP, "inputs.bin")
+    _write_inputs(path, case["inputs"])
+    try:
+        variants = {}
+        for name, threads, variant in plans:
+            t = _load(_server(threads), variant, case, path)
+            if t is not None:
+                variants[name] = t
+        return variants or None
+    finally:
+        os.unlink(path)
+
+
+IMPLS = {"polymat": build}

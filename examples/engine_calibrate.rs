@@ -1,0 +1,181 @@
+//! Measures where parallel execution starts to pay, per kernel family of the execution engine
+//! (`polymat::engine`), by timing each kernel with `set_threads(1)` and `set_threads(T)` at
+//! doubling sizes. The thresholds in `polymat::engine::thresholds` come from its output
+//! (`docs/benchmarks.md` records the run).
+//!
+//! ```sh
+//! cargo run --release --example engine_calibrate            # T = 2
+//! cargo run --release --example engine_calibrate -- 4       # T = 4
+//! ```
+//!
+//! Each cell is the median of 9 repetitions, each long enough to last ≥ 2 ms; the ratio is
+//! serial time / parallel time (> 1: parallel is faster).
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use polymat::{Csr, Data, Dense, Out, c64};
+
+/// Median seconds per call of `f`.
+fn time(f: &dyn Fn()) -> f64 {
+    f();
+    let mut loops = 1usize;
+    loop {
+        let t = Instant::now();
+        for _ in 0..loops {
+            f();
+        }
+        if t.elapsed().as_secs_f64() >= 2e-3 {
+            break;
+        }
+        loops *= 2;
+    }
+    let mut v: Vec<f64> = (0..9)
+        .map(|_| {
+            let t = Instant::now();
+            for _ in 0..loops {
+                f();
+            }
+            t.elapsed().as_secs_f64() / loops as f64
+        })
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v[4]
+}
+
+fn value(i: usize) -> c64 {
+    c64::new(
+        ((i * 7919) % 13) as f64 - 6.0,
+        ((i * 104_729) % 11) as f64 - 5.0,
+    )
+}
+
+/// A random-looking Csr with `k` entries per row.
+fn csr(n: usize, k: usize) -> Data {
+    let rows: Vec<usize> = (0..n * k).map(|t| t / k).collect();
+    let cols: Vec<usize> = (0..n * k).map(|t| (t * 2_654_435_761) % n).collect();
+    let vals: Vec<c64> = (0..n * k).map(value).collect();
+    Csr::from_triplets((n, n), &rows, &cols, &vals)
+        .unwrap()
+        .into()
+}
+
+fn dense(m: usize, n: usize) -> Data {
+    Dense::from_fn(m, n, |i, j| value(i * n + j)).into()
+}
+
+type Case = (
+    &'static str,
+    &'static str,
+    Box<dyn Fn(usize) -> (usize, Box<dyn Fn()>)>,
+);
+
+fn main() {
+    let parallel: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2);
+    let cases: Vec<Case> = vec![
+        (
+            "ELEMENTWISE",
+            "add Dense+Dense, n×n",
+            Box::new(|w| {
+                let n = (w as f64).sqrt() as usize;
+                let (a, b) = (dense(n, n), dense(n, n));
+                (
+                    n * n,
+                    Box::new(move || drop(black_box(polymat::add(&a, &b, Out::Auto)))),
+                )
+            }),
+        ),
+        (
+            "TRANSPOSE",
+            "adjoint Dense, n×n",
+            Box::new(|w| {
+                let n = (w as f64).sqrt() as usize;
+                let a = dense(n, n);
+                (
+                    n * n,
+                    Box::new(move || drop(black_box(polymat::adjoint(&a, Out::Auto)))),
+                )
+            }),
+        ),
+        (
+            "CSR_ROWS",
+            "Csr(10/row)·ket",
+            Box::new(|w| {
+                let n = w / 10;
+                let (a, x) = (csr(n, 10), dense(n, 1));
+                (
+                    10 * n,
+                    Box::new(move || drop(black_box(polymat::matmul(&a, &x, Out::Auto)))),
+                )
+            }),
+        ),
+        (
+            "REDUCTION",
+            "expect Csr(10/row), ket",
+            Box::new(|w| {
+                let n = w / 10;
+                let (a, x) = (csr(n, 10), dense(n, 1));
+                (
+                    10 * n,
+                    Box::new(move || drop(black_box(polymat::expect(&a, &x)))),
+                )
+            }),
+        ),
+        (
+            "MATMUL",
+            "matmul Dense·Dense, n×n×n",
+            Box::new(|w| {
+                let n = (w as f64).cbrt().round() as usize;
+                let (a, b) = (dense(n, n), dense(n, n));
+                (
+                    n * n * n,
+                    Box::new(move || drop(black_box(polymat::matmul(&a, &b, Out::Auto)))),
+                )
+            }),
+        ),
+    ];
+    // Take the parallel path at every size, so the crossover can be seen.
+    polymat::engine::set_force_parallel(true);
+    println!(
+        "threads: 1 vs {parallel}; rayon pool: {}",
+        rayon::current_num_threads()
+    );
+    for (name, what, make) in &cases {
+        println!("\n{name} ({what})");
+        println!(
+            "{:>12} {:>12} {:>12} {:>7}",
+            "work",
+            "1 thread",
+            format!("{parallel} threads"),
+            "ratio"
+        );
+        let mut crossover = None;
+        let top = if *name == "MATMUL" { 26 } else { 23 };
+        for e in 10..=top {
+            let (work, f) = make(1 << e);
+            polymat::set_threads(1);
+            let serial = time(&*f);
+            polymat::set_threads(parallel);
+            let par = time(&*f);
+            let ratio = serial / par;
+            if ratio >= 1.1 {
+                crossover.get_or_insert(work);
+            } else {
+                crossover = None;
+            }
+            println!(
+                "{work:>12} {:>10.2}µs {:>10.2}µs {ratio:>7.2}",
+                serial * 1e6,
+                par * 1e6
+            );
+        }
+        polymat::set_threads(0);
+        match crossover {
+            Some(w) => println!("=> {name}: parallel ≥ 1.1× from work {w} on"),
+            None => println!("=> {name}: parallel never ≥ 1.1× at the largest size"),
+        }
+    }
+}

@@ -1,0 +1,272 @@
+//! The execution engine: `set_threads` / `POLYMAT_NUM_THREADS`, and parity of every kernel's
+//! serial and parallel paths.
+//!
+//! The thread setting is process-wide, so this file is its own test binary and its tests take
+//! a lock: no other test observes a changed setting.
+
+use std::sync::Mutex;
+
+use polymat::engine::set_force_parallel;
+use polymat::{Csr, Data, Dense, Kind, Out, c64};
+
+static SETTING: Mutex<()> = Mutex::new(());
+
+fn value(i: usize, salt: usize) -> c64 {
+    let h = (i.wrapping_mul(2_654_435_761) ^ salt.wrapping_mul(40_503)) % 1000;
+    c64::new(
+        h as f64 / 100.0 - 5.0,
+        ((h * 7) % 1000) as f64 / 250.0 - 2.0,
+    )
+}
+
+fn dense(m: usize, n: usize, salt: usize) -> Data {
+    Dense::from_fn(m, n, |i, j| value(i * n + j, salt)).into()
+}
+
+/// About `k` entries per row, some rows empty, columns unsorted in the input.
+fn csr(m: usize, n: usize, k: usize, salt: usize) -> Data {
+    let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+    for i in 0..m {
+        if (i + salt) % 7 == 3 {
+            continue;
+        }
+        for t in 0..k {
+            rows.push(i);
+            cols.push((i * 31 + t * 17 + salt) % n.max(1));
+            vals.push(value(i * k + t, salt));
+        }
+    }
+    if n == 0 {
+        return Csr::zeros(m, n).into();
+    }
+    Csr::from_triplets((m, n), &rows, &cols, &vals)
+        .unwrap()
+        .into()
+}
+
+/// Runs `f` serially, then on 2 threads with every parallel path forced, and returns both.
+fn both<T>(f: impl Fn() -> T) -> (T, T) {
+    polymat::set_threads(1);
+    set_force_parallel(false);
+    let serial = f();
+    polymat::set_threads(2);
+    set_force_parallel(true);
+    let parallel = f();
+    set_force_parallel(false);
+    polymat::set_threads(0);
+    (serial, parallel)
+}
+
+/// Kind, shape, and the stored arrays (indptr, indices, values; Dense: values column by column).
+type Entries = (Kind, (usize, usize), Vec<usize>, Vec<usize>, Vec<c64>);
+
+fn entries(d: &Data) -> Entries {
+    if let Some(c) = d.downcast_ref::<Csr>() {
+        return (
+            d.kind(),
+            d.shape(),
+            c.indptr().to_vec(),
+            c.indices().to_vec(),
+            c.data().to_vec(),
+        );
+    }
+    let x = d.downcast_ref::<Dense>().unwrap();
+    let vals = (0..x.shape().1).flat_map(|j| x.col(j).to_vec()).collect();
+    (d.kind(), d.shape(), vec![], vec![], vals)
+}
+
+/// Matrix results must agree exactly: the parallel paths split the same per-entry arithmetic.
+fn assert_same(what: &str, (s, p): (polymat::Result<Data>, polymat::Result<Data>)) {
+    let (s, p) = (s.unwrap(), p.unwrap());
+    assert_eq!(
+        entries(&s),
+        entries(&p),
+        "{what}: serial and parallel differ"
+    );
+}
+
+/// Reductions may sum in a different order: agree to 1e-12 relative.
+fn assert_close(what: &str, (s, p): (c64, c64)) {
+    let tol = 1e-12 * s.norm().max(1.0);
+    assert!((s - p).norm() <= tol, "{what}: serial {s} vs parallel {p}");
+}
+
+const SHAPES: [(usize, usize); 6] = [(0, 0), (1, 1), (1, 9), (9, 1), (37, 23), (130, 130)];
+
+#[test]
+fn elementwise_and_transposes_match() {
+    let _g = SETTING.lock().unwrap();
+    let s = c64::new(0.5, -2.0);
+    for (m, n) in SHAPES {
+        let (a, b) = (dense(m, n, 1), dense(m, n, 2));
+        let sh = format!("{m}×{n}");
+        assert_same(
+            &format!("add {sh}"),
+            both(|| polymat::add(&a, &b, Out::Auto)),
+        );
+        assert_same(
+            &format!("add_scaled {sh}"),
+            both(|| polymat::add_scaled(&a, &b, s, Out::Auto)),
+        );
+        assert_same(
+            &format!("mul {sh}"),
+            both(|| polymat::mul(&a, s, Out::Auto)),
+        );
+        assert_same(
+            &format!("multiply {sh}"),
+            both(|| polymat::multiply(&a, &b, Out::Auto)),
+        );
+        assert_same(&format!("conj {sh}"), both(|| polymat::conj(&a, Out::Auto)));
+        assert_same(
+            &format!("adjoint {sh}"),
+            both(|| polymat::adjoint(&a, Out::Auto)),
+        );
+        assert_same(
+            &format!("transpose {sh}"),
+            both(|| polymat::transpose(&a, Out::Auto)),
+        );
+        let c = csr(m, n, 3, 4);
+        assert_same(
+            &format!("Csr→Dense {sh}"),
+            both(|| polymat::to(Kind::DENSE, &c)),
+        );
+        assert_same(
+            &format!("Csr+Csr {sh}"),
+            both(|| polymat::add(&c, &csr(m, n, 2, 5), Out::Auto)),
+        );
+        assert_same(
+            &format!("Csr−Csr {sh}"),
+            both(|| polymat::sub(&c, &csr(m, n, 4, 6), Out::Auto)),
+        );
+    }
+    let (x, y) = (dense(7, 5, 3), dense(4, 9, 4));
+    assert_same("kron Dense", both(|| polymat::kron(&x, &y, Out::Auto)));
+}
+
+#[test]
+fn products_match() {
+    let _g = SETTING.lock().unwrap();
+    for (m, n) in SHAPES {
+        let a = csr(m, n, 4, 7);
+        for k in [1, 3, 40] {
+            let b = dense(n, k, 8);
+            assert_same(
+                &format!("Csr({m}×{n})·Dense({n}×{k})"),
+                both(|| polymat::matmul(&a, &b, Out::Auto)),
+            );
+        }
+        let d = dense(m, n, 9);
+        let e = dense(n, m, 10);
+        let (s, p) = both(|| polymat::matmul(&d, &e, Out::Auto));
+        let (s, p) = (entries(&s.unwrap()).4, entries(&p.unwrap()).4);
+        for (x, y) in s.iter().zip(&p) {
+            assert!(
+                (x - y).norm() <= 1e-12 * x.norm().max(1.0),
+                "matmul Dense {m}×{n}"
+            );
+        }
+    }
+}
+
+#[test]
+fn reductions_match() {
+    let _g = SETTING.lock().unwrap();
+    for n in [0, 1, 2, 3, 64, 257] {
+        let (op, ket) = (csr(n, n, 5, 11), dense(n, 1, 12));
+        assert_close(
+            &format!("expect Csr {n}"),
+            both(|| polymat::expect(&op, &ket).unwrap()),
+        );
+        let dop = dense(n, n, 13);
+        assert_close(
+            &format!("expect Dense {n}"),
+            both(|| polymat::expect(&dop, &ket).unwrap()),
+        );
+        assert_close(
+            &format!("trace Csr {n}"),
+            both(|| polymat::trace(&op).unwrap()),
+        );
+        assert_close(
+            &format!("trace Dense {n}"),
+            both(|| polymat::trace(&dop).unwrap()),
+        );
+        for a in [&op, &dop] {
+            let (s, p) = both(|| polymat::ops::norm::frobenius(a).unwrap());
+            assert!(
+                (s - p).abs() <= 1e-12 * s.max(1.0),
+                "frobenius {n}: {s} vs {p}"
+            );
+        }
+    }
+}
+
+/// A parallel result must also be right, not just equal to the serial one: check against the
+/// definition on one case above every threshold, without forcing.
+#[test]
+fn parallel_results_above_thresholds_are_correct() {
+    let _g = SETTING.lock().unwrap();
+    polymat::set_threads(2);
+    let n = 1100; // 1 210 000 entries, above the elementwise, transpose and row thresholds
+    let (a, b) = (dense(n, n, 21), dense(n, n, 22));
+    let sum = polymat::add(&a, &b, Out::Auto).unwrap();
+    let adj = polymat::adjoint(&a, Out::Auto).unwrap();
+    let (a_, b_) = (
+        a.downcast_ref::<Dense>().unwrap(),
+        b.downcast_ref::<Dense>().unwrap(),
+    );
+    let (sum, adj) = (
+        sum.downcast_ref::<Dense>().unwrap(),
+        adj.downcast_ref::<Dense>().unwrap(),
+    );
+    for (i, j) in [
+        (0, 0),
+        (n - 1, 0),
+        (17, n - 1),
+        (n / 2, n / 3),
+        (n - 1, n - 1),
+    ] {
+        assert_eq!(sum.get(i, j), a_.get(i, j) + b_.get(i, j));
+        assert_eq!(adj.get(j, i), a_.get(i, j).conj());
+    }
+    let big = csr(60_000, 60_000, 10, 23);
+    let ket = dense(60_000, 1, 24);
+    let y = polymat::matmul(&big, &ket, Out::Auto).unwrap();
+    let (c, x, y) = (
+        big.downcast_ref::<Csr>().unwrap(),
+        ket.downcast_ref::<Dense>().unwrap().col(0),
+        y.downcast_ref::<Dense>().unwrap().col(0),
+    );
+    for i in [0, 1, 29_999, 59_999] {
+        let want: c64 = (c.indptr()[i]..c.indptr()[i + 1])
+            .map(|k| c.data()[k] * x[c.indices()[k]])
+            .sum();
+        assert!((y[i] - want).norm() <= 1e-12 * want.norm().max(1.0));
+    }
+    polymat::set_threads(0);
+}
+
+#[test]
+fn thread_setting_and_environment() {
+    let _g = SETTING.lock().unwrap();
+    polymat::set_threads(3);
+    assert_eq!(polymat::threads(), 3);
+    // SAFETY (edition 2024 marks set_var unsafe): the lock keeps this file's other tests out,
+    // and nothing else in this test binary reads the environment concurrently.
+    unsafe { std::env::set_var(polymat::THREADS_ENV, "5") };
+    polymat::set_threads(0);
+    assert_eq!(
+        polymat::threads(),
+        5,
+        "the variable is read when no explicit setting exists"
+    );
+    unsafe { std::env::set_var(polymat::THREADS_ENV, "not a number") };
+    polymat::set_threads(0);
+    assert_eq!(polymat::threads(), rayon::current_num_threads().max(1));
+    unsafe { std::env::set_var(polymat::THREADS_ENV, "0") };
+    polymat::set_threads(0);
+    assert_eq!(polymat::threads(), rayon::current_num_threads().max(1));
+    unsafe { std::env::remove_var(polymat::THREADS_ENV) };
+    polymat::set_threads(1);
+    assert_eq!(polymat::threads(), 1);
+    polymat::set_threads(0);
+}
