@@ -8,7 +8,9 @@ QuTiP, scipy and numpy:
 * ``polymat-2t``  the same with 2 threads, for cases with n >= 10 000 (the issue's 2-thread
                   target), when the anchor itself runs single-threaded;
 * ``faer`` / ``sprs``  the underlying library called directly on the same inputs (Dense cases
-                  through faer, Csr cases through sprs), the raw-kernel baseline.
+                  through faer, Csr cases through sprs), the raw-kernel baseline; left out for
+                  the n = 10 000 dense cases, whose extra input copies (1.6 GB each) would not
+                  fit beside the anchor's own on a 24 GB machine.
 
 Each is an *external timer*: a long-lived Rust process (``examples/qutip_server``, built by
 ``benches/qutip_compare/run.sh``) loads the case's inputs once and, on request, runs ``number``
@@ -18,6 +20,7 @@ The server binary is ``$POLYMAT_SERVER`` or ``target/release/examples/qutip_serv
 import atexit
 import os
 import subprocess
+import sys
 import tempfile
 
 import numpy as np
@@ -32,17 +35,15 @@ _THREADS = int(os.environ.get("OMP_NUM_THREADS", "1") or 1)
 
 
 class _Server:
-    """One server process with a fixed thread count."""
+    """The server process; each loaded case carries its own thread count."""
 
-    def __init__(self, threads):
-        env = dict(os.environ)
-        env["POLYMAT_NUM_THREADS"] = str(threads)
+    def __init__(self):
         self.proc = subprocess.Popen([_BIN], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     env=env, text=True, bufsize=1)
+                                     text=True, bufsize=1)
         self.live = []
-        got = self.request("threads")
-        if int(got) != threads:
-            raise RuntimeError(f"server runs {got} threads, asked for {threads}")
+        mode = self.request("malloc")
+        if mode != "reuse":
+            print(f"    [polymat] server malloc mode: {mode}", file=sys.stderr)
 
     def request(self, line):
         self.proc.stdin.write(line + "\n")
@@ -69,18 +70,23 @@ class _Server:
             self.proc.kill()
 
 
-_SERVERS = {}
+_SERVER = []
 
 
-def _server(threads):
-    if threads not in _SERVERS:
-        _SERVERS[threads] = _Server(threads)
-    return _SERVERS[threads]
+def _server():
+    """The live server, started (again, if an earlier one died) on demand."""
+    if _SERVER and _SERVER[0].proc.poll() is not None:
+        print(f"    [polymat] server exited ({_SERVER[0].proc.returncode}); restarting",
+              file=sys.stderr)
+        _SERVER.clear()
+    if not _SERVER:
+        _SERVER.append(_Server())
+    return _SERVER[0]
 
 
 @atexit.register
 def _shutdown():
-    for s in _SERVERS.values():
+    for s in _SERVER:
         s.close()
     for f in os.listdir(_TMP):
         os.unlink(os.path.join(_TMP, f))
@@ -138,13 +144,13 @@ class _Timer:
             os.unlink(path)
 
 
-def _load(server, variant, case, path):
+def _load(server, variant, threads, case, path):
     scale = complex(case["params"].get("scale", 0))
     out = case["out"] or "-"
     if case["op"] == "to":
         out = case["types"].split("->")[1]
-    reply = server.request(f"load {variant} {case['op']} {out} {scale.real!r} {scale.imag!r} "
-                           f"{path}")
+    reply = server.request(f"load {variant} {threads} {case['op']} {out} {scale.real!r} "
+                           f"{scale.imag!r} {path}")
     if reply is None:
         return None
     server.live.append(reply)
@@ -159,19 +165,19 @@ def build(case):
         plans.append(("polymat-2t", 2, "polymat"))
     kinds = {t for t, _ in case["inputs"]}
     if case["op"] != "to" and case["out"] is None:
-        if kinds == {"Dense"}:
+        if kinds == {"Dense"} and case["n"] < 10_000:
             plans.append(("faer", _THREADS, "faer"))
         elif case["inputs"][0][0] == "CSR":
             plans.append(("sprs", _THREADS, "sprs"))
     # Inputs of the previous case are no longer needed: free them before loading new ones.
-    for s in _SERVERS.values():
-        s.free_all()
+    server = _server()
+    server.free_all()
     path = os.path.join(_TMP, "inputs.bin")
     _write_inputs(path, case["inputs"])
     try:
         variants = {}
         for name, threads, variant in plans:
-            t = _load(_server(threads), variant, case, path)
+            t = _load(server, variant, threads, case, path)
             if t is not None:
                 variants[name] = t
         return variants or None

@@ -6,13 +6,17 @@
 //! Rust round trip is never timed. One request per line on stdin, one reply per line on stdout:
 //!
 //! ```text
-//! load VARIANT OP OUT SCALE_RE SCALE_IM PATH  → ok ID          (or: unsupported / err MESSAGE)
+//! load VARIANT THREADS OP OUT SCALE_RE SCALE_IM PATH → ok ID   (or: unsupported / err MESSAGE)
 //! time ID NUMBER                              → ok SECONDS     (NUMBER calls, back to back)
 //! result ID PATH                              → ok scalar RE IM | ok matrix (written to PATH)
 //! free ID                                     → ok
 //! threads                                     → ok N           (polymat::threads())
 //! malloc                                      → ok MODE        (see apply_malloc_mode)
 //! ```
+//!
+//! Inputs are read once per PATH and shared by every case loaded from it (the n = 10 000 dense
+//! inputs are 1.6 GB each); `free` drops a case, and the inputs go with their last case.
+//! THREADS is the `polymat::set_threads` value the case's calls run with.
 //!
 //! Variants: `polymat` calls the public API (`polymat::add(&a, &b, out)`, ...), so it pays for
 //! dispatch; `faer` and `sprs` call the underlying library directly on the same inputs (the
@@ -68,6 +72,7 @@ type Res<T> = Result<T, String>;
 struct Case {
     time: Box<dyn Fn(u64) -> f64>,
     eval: Box<dyn Fn() -> Res<Value>>,
+    threads: usize,
 }
 
 /// Builds a case from a call returning `Result<R, E>` or a plain value.
@@ -87,6 +92,7 @@ where
             start.elapsed().as_secs_f64()
         }),
         eval: Box::new(move || g().into_value()),
+        threads: 1,
     }
 }
 
@@ -122,19 +128,15 @@ impl IntoValue for c64 {
     }
 }
 
-/// One input matrix as read from the plugin's file.
-#[derive(Clone)]
-enum Input {
-    Dense(Dense),
-    Csr(Csr),
-}
+/// One input matrix as read from the plugin's file (a `Dense` or a `Csr`).
+struct Input(Data);
 
 impl Input {
-    fn data(&self) -> Data {
-        match self {
-            Input::Dense(d) => d.clone().into(),
-            Input::Csr(c) => c.clone().into(),
-        }
+    fn dense(&self) -> Option<&Dense> {
+        self.0.downcast_ref::<Dense>()
+    }
+    fn csr(&self) -> Option<&Csr> {
+        self.0.downcast_ref::<Csr>()
     }
 }
 
@@ -191,7 +193,7 @@ fn read_inputs(path: &str) -> Res<Vec<Input>> {
             "Dense" => {
                 let v = read_c64s(&mut r, rows * cols)?;
                 let d = Dense::from_col_major(rows, cols, &v).map_err(|e| e.to_string())?;
-                out.push(Input::Dense(d));
+                out.push(Input(d.into()));
             }
             "CSR" => {
                 let nnz = num(3)?;
@@ -200,7 +202,7 @@ fn read_inputs(path: &str) -> Res<Vec<Input>> {
                 let data = read_c64s(&mut r, nnz)?;
                 let c = Csr::from_raw((rows, cols), indptr, indices, data)
                     .map_err(|e| e.to_string())?;
-                out.push(Input::Csr(c));
+                out.push(Input(c.into()));
             }
             other => return Err(format!("unknown block {other:?}")),
         }
@@ -267,7 +269,7 @@ fn parse_out(s: &str) -> Res<Out> {
 
 /// The case for the public polymat API, or `None` if the op is not benchmarked.
 fn polymat_case(op: &str, out: Out, s: c64, ins: &[Input]) -> Option<Case> {
-    let d: Vec<Data> = ins.iter().map(Input::data).collect();
+    let d: Vec<Data> = ins.iter().map(|i| i.0.clone()).collect();
     let a = d.first()?.clone();
     let b = d.get(1).cloned();
     Some(match (op, b) {
@@ -304,10 +306,7 @@ fn par() -> Par {
 fn faer_case(op: &str, s: c64, ins: &[Input]) -> Option<Case> {
     let mats: Vec<Mat<c64>> = ins
         .iter()
-        .map(|i| match i {
-            Input::Dense(d) => Some(d.as_mat().clone()),
-            Input::Csr(_) => None,
-        })
+        .map(|i| i.dense().map(|d| d.as_mat().clone()))
         .collect::<Option<_>>()?;
     let a = mats.first()?.clone();
     let b = mats.get(1).cloned();
@@ -353,21 +352,18 @@ fn faer_case(op: &str, s: c64, ins: &[Input]) -> Option<Case> {
 
 /// The same operation through sprs alone (Csr inputs; Csr·ket uses sprs's CSR × vector).
 fn sprs_case(op: &str, s: c64, ins: &[Input]) -> Option<Case> {
-    let a = match ins.first()? {
-        Input::Csr(c) => c.as_csmat().clone(),
-        Input::Dense(_) => return None,
-    };
-    let b = ins.get(1).cloned();
+    let a = ins.first()?.csr()?.as_csmat().clone();
+    let b = ins.get(1).map(|b| (b.csr().cloned(), b.dense().cloned()));
     Some(match (op, b) {
-        ("add", Some(Input::Csr(b))) => {
+        ("add", Some((Some(b), _))) => {
             let b = b.as_csmat().clone();
             case(move || &a + &b)
         }
-        ("matmul", Some(Input::Csr(b))) => {
+        ("matmul", Some((Some(b), _))) => {
             let b = b.as_csmat().clone();
             case(move || &a * &b)
         }
-        ("matmul", Some(Input::Dense(b))) if b.shape().1 == 1 => {
+        ("matmul", Some((_, Some(b)))) if b.shape().1 == 1 => {
             let x = b.col(0).to_vec();
             case(move || {
                 let mut y = vec![c64::new(0.0, 0.0); a.rows()];
@@ -375,7 +371,7 @@ fn sprs_case(op: &str, s: c64, ins: &[Input]) -> Option<Case> {
                 Column(y)
             })
         }
-        ("expect", Some(Input::Dense(b))) => {
+        ("expect", Some((_, Some(b)))) => {
             let x = b.col(0).to_vec();
             case(move || {
                 let mut y = vec![c64::new(0.0, 0.0); a.rows()];
@@ -383,7 +379,7 @@ fn sprs_case(op: &str, s: c64, ins: &[Input]) -> Option<Case> {
                 x.iter().zip(&y).map(|(p, q)| p.conj() * q).sum::<c64>()
             })
         }
-        ("kron", Some(Input::Csr(b))) => {
+        ("kron", Some((Some(b), _))) => {
             let b = b.as_csmat().clone();
             case(move || sprs::kronecker_product(a.view(), b.view()))
         }
@@ -429,18 +425,29 @@ fn main() {
     let stdin = std::io::stdin();
     let mut stdout = std::io::stdout().lock();
     let mut cases: HashMap<u64, Case> = HashMap::new();
+    // The inputs of the case being loaded, by file; dropped when a different file is loaded.
+    let mut inputs: Option<(String, Rc<Vec<Input>>)> = None;
     let mut next_id = 0u64;
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         let f: Vec<&str> = line.split_whitespace().collect();
         let reply = match f.as_slice() {
-            ["load", variant, op, out, re, im, path] => (|| -> Res<String> {
+            ["load", variant, threads, op, out, re, im, path] => (|| -> Res<String> {
                 let out = parse_out(out)?;
+                let threads: usize = threads.parse().map_err(|e| format!("{e}"))?;
                 let s = c64::new(
                     re.parse().map_err(|e| format!("{e}"))?,
                     im.parse().map_err(|e| format!("{e}"))?,
                 );
-                let ins = read_inputs(path)?;
+                let ins = match &inputs {
+                    Some((p, ins)) if p == path => Rc::clone(ins),
+                    _ => {
+                        inputs = None;
+                        let ins = Rc::new(read_inputs(path)?);
+                        inputs = Some(((*path).to_owned(), Rc::clone(&ins)));
+                        ins
+                    }
+                };
                 let c = match *variant {
                     "polymat" => polymat_case(op, out, s, &ins),
                     "faer" => faer_case(op, s, &ins),
@@ -448,7 +455,8 @@ fn main() {
                     other => return Err(format!("unknown variant {other:?}")),
                 };
                 Ok(match c {
-                    Some(c) => {
+                    Some(mut c) => {
+                        c.threads = threads;
                         next_id += 1;
                         cases.insert(next_id, c);
                         format!("ok {next_id}")
@@ -461,6 +469,7 @@ fn main() {
                     .get(&id.parse().map_err(|e| format!("{e}"))?)
                     .ok_or("no such id")?;
                 let n: u64 = number.parse().map_err(|e| format!("{e}"))?;
+                polymat::set_threads(c.threads);
                 Ok(format!("ok {:e}", (c.time)(n)))
             })(),
             ["result", id, path] => (|| -> Res<String> {
@@ -471,6 +480,9 @@ fn main() {
             })(),
             ["free", id] => {
                 cases.remove(&id.parse().unwrap_or(0));
+                if cases.is_empty() {
+                    inputs = None;
+                }
                 Ok("ok".to_owned())
             }
             ["threads"] => Ok(format!("ok {}", polymat::threads())),
