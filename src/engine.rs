@@ -174,16 +174,22 @@ where
     }
     let stride = usize::try_from(mat.col_stride()).expect("faer column stride is positive");
     let base = mat.as_ptr_mut().cast::<MaybeUninit<c64>>();
-    // SAFETY: column j occupies [j·stride, j·stride + m) with stride ≥ m, so the n slices are
-    // disjoint and inside the allocation.
-    let mut cols: Vec<&mut [MaybeUninit<c64>]> = (0..n)
-        .map(|j| unsafe { std::slice::from_raw_parts_mut(base.add(j * stride), m) })
-        .collect();
+    // SAFETY: column j occupies [j·stride, j·stride + m) with stride ≥ m, so the slices of
+    // distinct columns are disjoint and inside the allocation; each column is handed out once.
+    let column = |j: usize| unsafe { std::slice::from_raw_parts_mut(base.add(j * stride), m) };
     if workers <= 1 {
-        for (b, block) in cols.chunks_mut(COLUMN_BLOCK).enumerate() {
-            simd(|| fill(0..m, b * COLUMN_BLOCK, block));
+        // Serial: the block's column slices live on the stack, so small results allocate
+        // nothing but the matrix itself.
+        for j0 in (0..n).step_by(COLUMN_BLOCK) {
+            let width = COLUMN_BLOCK.min(n - j0);
+            let mut block: [&mut [MaybeUninit<c64>]; COLUMN_BLOCK] =
+                std::array::from_fn(|k| if k < width { column(j0 + k) } else { &mut [] });
+            simd(|| fill(0..m, j0, &mut block[..width]));
         }
-    } else if n >= workers {
+        return mat;
+    }
+    let mut cols: Vec<&mut [MaybeUninit<c64>]> = (0..n).map(column).collect();
+    if n >= workers {
         let per = n.div_ceil(workers * 4).clamp(1, COLUMN_BLOCK);
         cols.par_chunks_mut(per)
             .enumerate()
