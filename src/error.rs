@@ -170,6 +170,22 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A GPU was needed but none can be used: polymat was built without the `cuda` feature,
+    /// the CUDA driver or libraries are missing, or no device is present.
+    #[error("no usable CUDA GPU: {reason}")]
+    NoGpu {
+        /// Why no GPU can be used.
+        reason: String,
+    },
+    /// A CUDA driver, cuBLAS or NVRTC call failed (out of device memory, a launch failure, a
+    /// matrix too large for cuBLAS's 32-bit dimensions).
+    #[error("{op}: GPU error: {reason}")]
+    Gpu {
+        /// The operation or step that failed.
+        op: String,
+        /// The error reported by CUDA, or what does not fit.
+        reason: String,
+    },
     /// A kernel received a value of a type other than the one it was registered for.
     ///
     /// This indicates a bug in a user-registered kernel or converter, never bad matrix input.

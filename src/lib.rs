@@ -58,6 +58,7 @@ pub mod convert;
 pub mod dispatch;
 pub mod engine;
 pub mod error;
+pub mod gpu;
 pub mod ops;
 pub mod storage;
 
@@ -68,6 +69,7 @@ pub use dispatch::{
 };
 pub use engine::{THREADS_ENV, set_threads, threads};
 pub use error::{Error, Result, Shape};
+pub use gpu::GpuDense;
 pub use ops::{
     add, add_scaled, adjoint, block_build, block_extract, block_overwrite, column_stack,
     column_unstack, conj, diag, eigs, expect, expect_super, expm, extract, iadd, identity,

@@ -6,13 +6,14 @@ use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::storage::{Csr, Dense};
 
-/// Dense and Csr (in that order: their kinds are fixed) and the two converters, with QuTiP's
-/// weights.
+/// Dense, Csr and GpuDense (in that order: their kinds are fixed) and the converters, with
+/// QuTiP's and qutip-jax's weights.
 pub(super) fn register(b: &mut Batch) {
     b.register_type::<Dense>("Dense", &["dense", "mat", "matrix"])
         .register_type::<Csr>("Csr", &["csr", "sparse"])
         .add_conversion(Conversion::new(csr_to_dense, 1.0))
         .add_conversion(Conversion::new(dense_to_csr, 1.4));
+    crate::gpu::register(b);
 }
 
 /// Scatters the stored entries into a zeroed column-major matrix. O(rows·cols + nnz).

@@ -449,6 +449,7 @@ impl ConversionRegistry {
             .unwrap_or_else(|e| unreachable!("built-in registration failed: {e}"));
         debug_assert_eq!(reg.kind_of::<crate::Dense>(), Ok(Kind::DENSE));
         debug_assert_eq!(reg.kind_of::<crate::Csr>(), Ok(Kind::CSR));
+        debug_assert_eq!(reg.kind_of::<crate::GpuDense>(), Ok(Kind::GPU_DENSE));
         reg
     }
 

@@ -31,6 +31,8 @@ pub enum Out {
     Dense,
     /// [`Csr`](crate::Csr).
     Csr,
+    /// [`GpuDense`](crate::GpuDense): GPU memory (needs the `cuda` feature and a GPU).
+    GpuDense,
     /// Any registered kind.
     Kind(Kind),
 }
@@ -43,6 +45,7 @@ impl Out {
             Out::Auto => None,
             Out::Dense => Some(Kind::DENSE),
             Out::Csr => Some(Kind::CSR),
+            Out::GpuDense => Some(Kind::GPU_DENSE),
             Out::Kind(k) => Some(k),
         }
     }
@@ -53,6 +56,7 @@ impl From<Kind> for Out {
         match kind {
             Kind::DENSE => Out::Dense,
             Kind::CSR => Out::Csr,
+            Kind::GPU_DENSE => Out::GpuDense,
             k => Out::Kind(k),
         }
     }

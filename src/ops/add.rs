@@ -9,6 +9,7 @@ use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::Result;
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// `a + scale·b`. Parameter: the scale. Kernels: Dense+Dense → Dense, Csr+Csr → Csr,
@@ -31,6 +32,10 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
         .specialisation(Specialisation::binary(
             "add_dense_csr",
             |a: &Dense, b: &Csr, s: &c64| add_dense_csr(a, b, *s),
+        ))
+        .specialisation(Specialisation::binary(
+            "add_gpu",
+            |a: &GpuDense, b: &GpuDense, s: &c64| a.add_scaled(b, *s),
         ))
         .builtin()
 });

@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use super::{ZERO, check_same_shape, same_shape};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// Absolute and relative tolerances: `|a − b| ≤ atol + rtol·|b|` entry by entry.
@@ -36,6 +37,10 @@ pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("iszero_csr", |a: &Csr, t: &f64| {
             Ok(iszero_csr(a, *t))
         }))
+        .specialisation(Specialisation::unary(
+            "iszero_gpu",
+            |a: &GpuDense, t: &f64| a.iszero(*t),
+        ))
         .builtin()
 });
 
@@ -155,6 +160,10 @@ pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("isherm_csr", |a: &Csr, t: &f64| {
             isherm_csr(a, *t)
         }))
+        .specialisation(Specialisation::unary(
+            "isherm_gpu",
+            |a: &GpuDense, t: &f64| a.isherm(*t),
+        ))
         .builtin()
 });
 

@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// The `rows × cols` zero matrix. Parameter: `(rows, cols)`. Kernels: Dense, Csr;
@@ -12,6 +13,10 @@ use crate::storage::{Csr, Data, Dense};
 pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     // Registered last, Csr wins the tie under Out::Auto.
     Dispatcher::builder("zeros", 0)
+        .specialisation(Specialisation::nullary(
+            "zeros_gpu",
+            |&(r, c): &(usize, usize)| GpuDense::zeros(r, c),
+        ))
         .specialisation(Specialisation::nullary(
             "zeros_dense",
             |&(r, c): &(usize, usize)| Ok(Dense::zeros(r, c)),
@@ -27,6 +32,10 @@ pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
 /// `Out::Auto` gives Csr.
 pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
     Dispatcher::builder("identity", 0)
+        .specialisation(Specialisation::nullary(
+            "identity_gpu",
+            |&(n, s): &(usize, c64)| GpuDense::scaled_identity(n, s),
+        ))
         .specialisation(Specialisation::nullary(
             "identity_dense",
             |&(n, s): &(usize, c64)| {
@@ -89,6 +98,9 @@ pub struct Diagonals {
 /// `Out::Auto` gives Csr.
 pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
     Dispatcher::builder("diag", 0)
+        .specialisation(Specialisation::nullary("diag_gpu", |p: &Diagonals| {
+            GpuDense::diag(p)
+        }))
         .check(|op, _, p: &Diagonals| diagonal_triplets(op, p).map(|_| ()))
         .specialisation(Specialisation::nullary("diag_dense", |p: &Diagonals| {
             let (rows, cols, vals) = diagonal_triplets("diag", p)?;

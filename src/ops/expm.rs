@@ -14,6 +14,7 @@ use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// `exp(a)` for square `a`. Kernels: Dense → Dense, Csr → Csr, Csr → Dense.
@@ -33,6 +34,9 @@ pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         ))
         .specialisation(Specialisation::unary("expm_csr", |a: &Csr, _: &()| {
             expm_csr(a)
+        }))
+        .specialisation(Specialisation::unary("expm_gpu", |a: &GpuDense, _: &()| {
+            a.expm()
         }))
         .builtin()
 });

@@ -13,6 +13,7 @@ use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 fn is_vector(s: (usize, usize)) -> bool {
@@ -82,6 +83,10 @@ pub static INNER: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
             "inner_csr",
             |l: &Csr, r: &Csr, _: &()| inner_csr(l, r),
         ))
+        .specialisation(Specialisation::binary(
+            "inner_gpu",
+            |l: &GpuDense, r: &GpuDense, _: &()| l.inner(r),
+        ))
         .builtin()
 });
 
@@ -100,6 +105,10 @@ pub static INNER_OP: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .specialisation(Specialisation::ternary(
             "inner_op_dense_csr_dense",
             |l: &Dense, o: &Csr, r: &Dense, _: &()| inner_op_dense_csr_dense(l, o, r),
+        ))
+        .specialisation(Specialisation::ternary(
+            "inner_op_gpu",
+            |l: &GpuDense, o: &GpuDense, r: &GpuDense, _: &()| l.inner_op(o, r),
         ))
         .builtin()
 });
@@ -121,6 +130,10 @@ pub static EXPECT: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
             "expect_csr_dense",
             |o: &Csr, s: &Dense, _: &()| expect_csr_dense(o, s),
         ))
+        .specialisation(Specialisation::binary(
+            "expect_gpu",
+            |o: &GpuDense, s: &GpuDense, _: &()| o.expect(s),
+        ))
         .builtin()
 });
 
@@ -135,6 +148,10 @@ pub static MATMUL_DAG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::binary(
             "matmul_dag_csr",
             |a: &Csr, b: &Csr, _: &()| matmul_dag_csr(a, b),
+        ))
+        .specialisation(Specialisation::binary(
+            "matmul_dag_gpu",
+            |a: &GpuDense, b: &GpuDense, _: &()| a.matmul_dag(b),
         ))
         .builtin()
 });
@@ -160,6 +177,10 @@ pub static PROJECT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("project_csr", |a: &Csr, _: &()| {
             project_csr(a)
         }))
+        .specialisation(Specialisation::unary(
+            "project_gpu",
+            |a: &GpuDense, _: &()| a.project(),
+        ))
         .builtin()
 });
 

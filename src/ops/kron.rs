@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// `a ⊗ b`. Kernels: Dense⊗Dense, Csr⊗Csr.
@@ -18,6 +19,10 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::binary(
             "kron_csr",
             |a: &Csr, b: &Csr, _: &()| kron_csr(a, b),
+        ))
+        .specialisation(Specialisation::binary(
+            "kron_gpu",
+            |a: &GpuDense, b: &GpuDense, _: &()| a.kron(b),
         ))
         .builtin()
 });

@@ -10,6 +10,7 @@ use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// `a·b`. Kernels: Dense·Dense → Dense, Csr·Csr → Csr, Csr·Dense → Dense.
@@ -30,6 +31,10 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::binary(
             "matmul_csr_dense",
             |a: &Csr, b: &Dense, _: &()| matmul_csr_dense(a, b),
+        ))
+        .specialisation(Specialisation::binary(
+            "matmul_gpu",
+            |a: &GpuDense, b: &GpuDense, _: &()| a.matmul(b),
         ))
         .builtin()
 });

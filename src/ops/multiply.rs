@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use super::{check_same_shape, same_shape};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// `a ∘ b`, entry by entry. Kernels: Dense∘Dense, Csr∘Csr.
@@ -18,6 +19,10 @@ pub static MULTIPLY: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::binary(
             "multiply_csr",
             |a: &Csr, b: &Csr, _: &()| multiply_csr(a, b),
+        ))
+        .specialisation(Specialisation::binary(
+            "multiply_gpu",
+            |a: &GpuDense, b: &GpuDense, _: &()| a.multiply(b),
         ))
         .builtin()
 });

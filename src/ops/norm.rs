@@ -1,23 +1,26 @@
 //! Norms: `l2` (vectors), `frobenius`, `max`, `one`, `trace`.
 //!
 //! Each is a dispatcher returning `f64`, with direct Dense and Csr kernels (the trace norm of a
-//! Csr matrix goes through Dense: it needs every singular value).
+//! Csr matrix goes through Dense: it needs every singular value) and, except for the trace norm,
+//! a GpuDense kernel (the trace norm of a GpuDense matrix is computed on the CPU).
 
 use std::sync::LazyLock;
 
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 macro_rules! norm_dispatcher {
-    ($(#[$doc:meta])* $name:ident, $op:literal, $check:expr, $dense:expr, $csr:expr) => {
+    ($(#[$doc:meta])* $name:ident, $op:literal, $check:expr, $dense:expr, $csr:expr $(, $gpu:expr)?) => {
         $(#[$doc])*
         pub static $name: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
             Dispatcher::builder($op, 1)
                 .check($check)
                 .specialisation(Specialisation::unary(concat!($op, "_dense"), $dense))
                 .specialisation(Specialisation::unary(concat!($op, "_csr"), $csr))
+                $(.specialisation(Specialisation::unary(concat!($op, "_gpu"), $gpu)))?
                 .builtin()
         });
     };
@@ -48,25 +51,29 @@ norm_dispatcher!(
     /// `‖v‖₂ = √Σ|vᵢ|²` of a ket or bra.
     L2, "norm_l2", vector,
     |a: &Dense, _: &()| Ok(frobenius_dense(a)),
-    |a: &Csr, _: &()| Ok(frobenius_csr(a))
+    |a: &Csr, _: &()| Ok(frobenius_csr(a)),
+    |a: &GpuDense, _: &()| a.norm_frobenius()
 );
 norm_dispatcher!(
     /// `‖A‖_F = √Σ|aᵢⱼ|²`.
     FROBENIUS, "norm_frobenius", any_shape,
     |a: &Dense, _: &()| Ok(frobenius_dense(a)),
-    |a: &Csr, _: &()| Ok(frobenius_csr(a))
+    |a: &Csr, _: &()| Ok(frobenius_csr(a)),
+    |a: &GpuDense, _: &()| a.norm_frobenius()
 );
 norm_dispatcher!(
     /// `max |aᵢⱼ|`.
     MAX, "norm_max", any_shape,
     |a: &Dense, _: &()| Ok(dense_entries(a).map(|x| x.norm()).fold(0.0, f64::max)),
-    |a: &Csr, _: &()| Ok(a.data().iter().map(|x| x.norm()).fold(0.0, f64::max))
+    |a: &Csr, _: &()| Ok(a.data().iter().map(|x| x.norm()).fold(0.0, f64::max)),
+    |a: &GpuDense, _: &()| a.norm_max()
 );
 norm_dispatcher!(
     /// The induced 1-norm: the largest column sum `max_j Σᵢ |aᵢⱼ|`.
     ONE, "norm_one", any_shape,
     |a: &Dense, _: &()| Ok(one_dense(a)),
-    |a: &Csr, _: &()| Ok(one_csr(a))
+    |a: &Csr, _: &()| Ok(one_csr(a)),
+    |a: &GpuDense, _: &()| a.norm_one()
 );
 norm_dispatcher!(
     /// The trace (nuclear) norm: the sum of the singular values.

@@ -6,6 +6,7 @@ use super::check_square;
 use super::matmul::{matmul_csr, matmul_dense};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// `aⁿ` for square `a` (`a⁰` is the identity). Parameter: `n`. Kernels: Dense, Csr.
@@ -17,6 +18,9 @@ pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
         }))
         .specialisation(Specialisation::unary("pow_csr", |a: &Csr, n: &u32| {
             pow_csr(a, *n)
+        }))
+        .specialisation(Specialisation::unary("pow_gpu", |a: &GpuDense, n: &u32| {
+            a.pow(*n)
         }))
         .builtin()
 });

@@ -7,6 +7,7 @@ use super::ZERO;
 use super::transpose::transpose_csr;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// Reshape to `(rows, cols)` in row-major (C) order, numpy's default. Kernels: Dense, Csr.
@@ -20,6 +21,10 @@ pub static RESHAPE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary(
             "reshape_csr",
             |a: &Csr, to: &(usize, usize)| reshape_csr(a, *to),
+        ))
+        .specialisation(Specialisation::unary(
+            "reshape_gpu",
+            |a: &GpuDense, to: &(usize, usize)| a.reshape(*to),
         ))
         .builtin()
 });
@@ -103,6 +108,13 @@ pub static COLUMN_STACK: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             "column_stack_csr",
             |a: &Csr, _: &()| Ok(column_stack_csr(a)),
         ))
+        .specialisation(Specialisation::unary(
+            "column_stack_gpu",
+            |a: &GpuDense, _: &()| {
+                let (m, n) = a.shape();
+                a.relabel("column_stack", m * n, 1)
+            },
+        ))
         .builtin()
 });
 
@@ -164,6 +176,13 @@ pub static COLUMN_UNSTACK: LazyLock<Dispatcher<usize>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary(
             "column_unstack_csr",
             |a: &Csr, rows: &usize| column_unstack_csr(a, *rows),
+        ))
+        .specialisation(Specialisation::unary(
+            "column_unstack_gpu",
+            |a: &GpuDense, rows: &usize| {
+                let cols = unstack_shape("column_unstack", a.shape(), *rows)?;
+                a.relabel("column_unstack", *rows, cols)
+            },
         ))
         .builtin()
 });

@@ -6,6 +6,7 @@ use super::{ZERO, csr_map, dense_map};
 use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
@@ -16,6 +17,9 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
         }))
         .specialisation(Specialisation::unary("mul_csr", |a: &Csr, s: &c64| {
             Ok(mul_csr(a, *s))
+        }))
+        .specialisation(Specialisation::unary("mul_gpu", |a: &GpuDense, s: &c64| {
+            a.scale(*s)
         }))
         .builtin()
 });
@@ -28,6 +32,9 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         }))
         .specialisation(Specialisation::unary("neg_csr", |a: &Csr, _: &()| {
             Ok(csr_map(a, |x| -x))
+        }))
+        .specialisation(Specialisation::unary("neg_gpu", |a: &GpuDense, _: &()| {
+            a.scale(c64::new(-1.0, 0.0))
         }))
         .builtin()
 });

@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// Zeroes every real or imaginary part with modulus below `atol` (QuTiP's `tidyup`); a Csr
@@ -18,6 +19,10 @@ pub static TIDYUP: LazyLock<Dispatcher<f64>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("tidyup_csr", |a: &Csr, t: &f64| {
             Ok(tidyup_csr(a, *t))
         }))
+        .specialisation(Specialisation::unary(
+            "tidyup_gpu",
+            |a: &GpuDense, t: &f64| a.tidyup(*t),
+        ))
         .builtin()
 });
 

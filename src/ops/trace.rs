@@ -7,6 +7,7 @@ use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::Result;
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// `Tr a` for square `a`, a scalar. Kernels: Dense, Csr.
@@ -19,6 +20,10 @@ pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("trace_csr", |a: &Csr, _: &()| {
             trace_csr(a)
         }))
+        .specialisation(Specialisation::unary(
+            "trace_gpu",
+            |a: &GpuDense, _: &()| a.trace(),
+        ))
         .builtin()
 });
 

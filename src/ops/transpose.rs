@@ -7,6 +7,7 @@ use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::Result;
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 use faer::Mat;
 use rayon::prelude::*;
@@ -21,6 +22,10 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("adjoint_csr", |a: &Csr, _: &()| {
             Ok(transpose_csr(a, true))
         }))
+        .specialisation(Specialisation::unary(
+            "adjoint_gpu",
+            |a: &GpuDense, _: &()| a.transpose(true),
+        ))
         .builtin()
 });
 
@@ -34,6 +39,10 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .specialisation(Specialisation::unary("transpose_csr", |a: &Csr, _: &()| {
             Ok(transpose_csr(a, false))
         }))
+        .specialisation(Specialisation::unary(
+            "transpose_gpu",
+            |a: &GpuDense, _: &()| a.transpose(false),
+        ))
         .builtin()
 });
 
@@ -45,6 +54,9 @@ pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         }))
         .specialisation(Specialisation::unary("conj_csr", |a: &Csr, _: &()| {
             Ok(csr_map(a, |x| x.conj()))
+        }))
+        .specialisation(Specialisation::unary("conj_gpu", |a: &GpuDense, _: &()| {
+            a.conj()
         }))
         .builtin()
 });

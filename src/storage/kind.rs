@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 /// The kind of a storage type: an index assigned when the type is registered.
 ///
 /// Kinds are cheap to copy and compare and index the dispatch tables directly. The built-in
-/// kinds have fixed values ([`Kind::DENSE`], [`Kind::CSR`]); user kinds get the next free index
+/// kinds have fixed values ([`Kind::DENSE`], [`Kind::CSR`], [`Kind::GPU_DENSE`]); user kinds get the next free index
 /// when they are registered. A kind displays as its registered name and parses from its name or
 /// any alias, case-insensitively.
 ///
@@ -18,6 +18,7 @@ use crate::error::{Error, Result};
 /// assert_eq!("csr".parse::<Kind>().unwrap(), Kind::CSR);
 /// assert_eq!("Dense".parse::<Kind>().unwrap(), Kind::DENSE);
 /// assert_eq!(Kind::CSR.to_string(), "Csr");
+/// assert_eq!("gpu".parse::<Kind>().unwrap(), Kind::GPU_DENSE);
 /// assert!("coo".parse::<Kind>().is_err());
 /// ```
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -28,6 +29,9 @@ impl Kind {
     pub const DENSE: Kind = Kind(0);
     /// Compressed sparse row storage, [`Csr`](crate::Csr).
     pub const CSR: Kind = Kind(1);
+    /// Column-major dense storage in GPU memory, [`GpuDense`](crate::GpuDense). Registered in
+    /// every build; creating a value needs the `cuda` feature and a GPU.
+    pub const GPU_DENSE: Kind = Kind(2);
 
     /// The kind's index, dense from 0 in registration order.
     #[inline]

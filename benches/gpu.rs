@@ -1,0 +1,185 @@
+//! GpuDense against Dense on the CPU, and polymat's GPU matmul against a raw cuBLAS Zgemm call
+//! on the same device buffers.
+//!
+//! ```sh
+//! cargo bench --features cuda --bench gpu            # all cases
+//! python3 benches/gpu_table.py                       # medians and ratios as a markdown table
+//! ```
+//!
+//! Cases: `matmul`, `add`, `expm` at n = 256 … 8192 (the CPU side stops where one call takes
+//! seconds: matmul and expm at n ≤ 1024, add at every n). Every GPU sample ends with
+//! `gpu::synchronize()`, so queued work is counted. `cublas_raw` calls `cublasZgemm_v2` on the
+//! same input buffers into a preallocated output; polymat's call goes through the dispatcher
+//! and allocates its result from the stream-ordered pool. Without a GPU the bench prints why and
+//! exits successfully.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use criterion::{BenchmarkId, Criterion};
+use cudarc::cublas::CudaBlas;
+use cudarc::cublas::sys as blas;
+use cudarc::driver::{DevicePtr, DevicePtrMut};
+use polymat::{Data, Dense, GpuDense, Out, c64, gpu};
+
+const SIZES: [usize; 6] = [256, 512, 1024, 2048, 4096, 8192];
+const CPU_MATMUL_MAX: usize = 1024;
+const CPU_ADD_MAX: usize = 8192;
+
+fn random(n: usize, seed: u64, scale: f64) -> Dense {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        ((s.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 52) as f64 - 1.0) * scale
+    };
+    Dense::from_fn(n, n, |_, _| c64::new(next(), next()))
+}
+
+/// Times `iters` GPU calls, waiting for the device at the end.
+fn timed_gpu(iters: u64, mut f: impl FnMut()) -> Duration {
+    gpu::synchronize().unwrap();
+    let t = Instant::now();
+    for _ in 0..iters {
+        f();
+    }
+    gpu::synchronize().unwrap();
+    t.elapsed()
+}
+
+fn configure<'a>(
+    c: &'a mut Criterion,
+    group: &str,
+    n: usize,
+) -> criterion::BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(group);
+    g.sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(if n >= 4096 { 4 } else { 2 }));
+    g
+}
+
+fn bench_matmul(c: &mut Criterion) {
+    let stream = gpu::stream().unwrap();
+    let blas_handle = CudaBlas::new(stream.clone()).unwrap();
+    for n in SIZES {
+        let (a, b) = (random(n, 1, 1.0), random(n, 2, 1.0));
+        let (ga, gb) = (
+            GpuDense::from_dense(&a).unwrap(),
+            GpuDense::from_dense(&b).unwrap(),
+        );
+        let mut gc = GpuDense::zeros(n, n).unwrap();
+        let (da, db): (Data, Data) = (
+            ga.try_clone().unwrap().into(),
+            gb.try_clone().unwrap().into(),
+        );
+        let mut g = configure(c, "gpu_matmul", n);
+        g.bench_with_input(BenchmarkId::new("polymat_gpu", n), &n, |bch, _| {
+            bch.iter_custom(|iters| {
+                timed_gpu(iters, || {
+                    black_box(polymat::matmul(&da, &db, Out::Auto).unwrap());
+                })
+            })
+        });
+        let one = blas::cuDoubleComplex { x: 1.0, y: 0.0 };
+        let zero = blas::cuDoubleComplex { x: 0.0, y: 0.0 };
+        let ni = n as i32;
+        g.bench_with_input(BenchmarkId::new("cublas_raw", n), &n, |bch, _| {
+            bch.iter_custom(|iters| {
+                timed_gpu(iters, || {
+                    let (pa, _ga) = ga.cuda_slice().device_ptr(&stream);
+                    let (pb, _gb) = gb.cuda_slice().device_ptr(&stream);
+                    let (pc, _gc) = gc.cuda_slice_mut().device_ptr_mut(&stream);
+                    // SAFETY: three n×n column-major buffers on the handle's stream.
+                    unsafe {
+                        blas::cublasZgemm_v2(
+                            *blas_handle.handle(),
+                            blas::cublasOperation_t::CUBLAS_OP_N,
+                            blas::cublasOperation_t::CUBLAS_OP_N,
+                            ni,
+                            ni,
+                            ni,
+                            &one,
+                            pa as *const blas::cuDoubleComplex,
+                            ni,
+                            pb as *const blas::cuDoubleComplex,
+                            ni,
+                            &zero,
+                            pc as *mut blas::cuDoubleComplex,
+                            ni,
+                        )
+                    }
+                    .result()
+                    .unwrap();
+                })
+            })
+        });
+        if n <= CPU_MATMUL_MAX {
+            let (ca, cb): (Data, Data) = (a.clone().into(), b.clone().into());
+            g.bench_with_input(BenchmarkId::new("dense_cpu", n), &n, |bch, _| {
+                bch.iter(|| black_box(polymat::matmul(&ca, &cb, Out::Auto).unwrap()))
+            });
+        }
+        g.finish();
+    }
+}
+
+fn bench_add(c: &mut Criterion) {
+    for n in SIZES {
+        let (a, b) = (random(n, 3, 1.0), random(n, 4, 1.0));
+        let da: Data = GpuDense::from_dense(&a).unwrap().into();
+        let db: Data = GpuDense::from_dense(&b).unwrap().into();
+        let mut g = configure(c, "gpu_add", n);
+        g.bench_with_input(BenchmarkId::new("polymat_gpu", n), &n, |bch, _| {
+            bch.iter_custom(|iters| {
+                timed_gpu(iters, || {
+                    black_box(polymat::add(&da, &db, Out::Auto).unwrap());
+                })
+            })
+        });
+        if n <= CPU_ADD_MAX {
+            let (ca, cb): (Data, Data) = (a.into(), b.into());
+            g.bench_with_input(BenchmarkId::new("dense_cpu", n), &n, |bch, _| {
+                bch.iter(|| black_box(polymat::add(&ca, &cb, Out::Auto).unwrap()))
+            });
+        }
+        g.finish();
+    }
+}
+
+fn bench_expm(c: &mut Criterion) {
+    for n in SIZES {
+        // Norm about 1: a few squarings, like a short time step of a Hamiltonian.
+        let a = random(n, 5, 1.0 / n as f64);
+        let da: Data = GpuDense::from_dense(&a).unwrap().into();
+        let mut g = configure(c, "gpu_expm", n);
+        g.bench_with_input(BenchmarkId::new("polymat_gpu", n), &n, |bch, _| {
+            bch.iter_custom(|iters| {
+                timed_gpu(iters, || {
+                    black_box(polymat::expm(&da, Out::Auto).unwrap());
+                })
+            })
+        });
+        if n <= CPU_MATMUL_MAX {
+            let ca: Data = a.into();
+            g.bench_with_input(BenchmarkId::new("dense_cpu", n), &n, |bch, _| {
+                bch.iter(|| black_box(polymat::expm(&ca, Out::Auto).unwrap()))
+            });
+        }
+        g.finish();
+    }
+}
+
+fn main() {
+    if let Err(e) = gpu::check() {
+        eprintln!("gpu bench skipped: {e}");
+        return;
+    }
+    println!("GPU: {}", gpu::device_name().unwrap());
+    let mut c = Criterion::default().configure_from_args();
+    bench_matmul(&mut c);
+    bench_add(&mut c);
+    bench_expm(&mut c);
+    c.final_summary();
+}

@@ -1,0 +1,38 @@
+#!/usr/bin/env python3
+"""Markdown table of `cargo bench --features cuda --bench gpu`: criterion's medians per case,
+with the ratios measured in the same run (CPU / GPU, and polymat / raw cuBLAS for matmul)."""
+import json
+import pathlib
+import sys
+
+root = pathlib.Path(sys.argv[1] if len(sys.argv) > 1 else "target/criterion")
+
+
+def median(group, variant, n):
+    p = root / group / variant / str(n) / "new" / "estimates.json"
+    if not p.exists():
+        return None
+    return json.loads(p.read_text())["median"]["point_estimate"]  # ns
+
+
+def fmt(ns):
+    if ns is None:
+        return "–"
+    for unit, f in (("s", 1e9), ("ms", 1e6), ("µs", 1e3)):
+        if ns >= f:
+            return f"{ns / f:.3g} {unit}"
+    return f"{ns:.3g} ns"
+
+
+print("| op | n | polymat GpuDense | raw cuBLAS | polymat / raw | Dense (CPU) | CPU / GPU |")
+print("|---|---:|---:|---:|---:|---:|---:|")
+for group in ("gpu_matmul", "gpu_add", "gpu_expm"):
+    for n in (256, 512, 1024, 2048, 4096, 8192):
+        g = median(group, "polymat_gpu", n)
+        if g is None:
+            continue
+        raw = median(group, "cublas_raw", n)
+        cpu = median(group, "dense_cpu", n)
+        ratio = f"{g / raw:.3f}" if raw else "–"
+        speed = f"{cpu / g:.1f}×" if cpu else "–"
+        print(f"| {group[4:]} | {n} | {fmt(g)} | {fmt(raw)} | {ratio} | {fmt(cpu)} | {speed} |")

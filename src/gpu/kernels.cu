@@ -1,0 +1,230 @@
+// polymat's element-wise and reduction kernels for GpuDense, compiled once per process with
+// NVRTC (see gpu/cuda.rs). Matrices are column-major arrays of `cplx` (two doubles, the layout of
+// num_complex::Complex64). Sizes are 64-bit; every kernel uses a grid-stride loop, so any grid
+// size is correct.
+
+struct cplx {
+    double re;
+    double im;
+};
+
+__device__ __forceinline__ cplx cmul(cplx a, cplx b) {
+    cplx r;
+    r.re = a.re * b.re - a.im * b.im;
+    r.im = a.re * b.im + a.im * b.re;
+    return r;
+}
+
+__device__ __forceinline__ double cabs_(cplx a) { return hypot(a.re, a.im); }
+
+#define GRID_STRIDE(i, n)                                                            \
+    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; \
+         i < (n); i += (unsigned long long)blockDim.x * gridDim.x)
+
+// out = s * a
+extern "C" __global__ void pm_scale(const cplx* a, cplx* out, double sr, double si,
+                                    unsigned long long n) {
+    cplx s;
+    s.re = sr;
+    s.im = si;
+    GRID_STRIDE(i, n) { out[i] = cmul(s, a[i]); }
+}
+
+// out = a .* b (Hadamard product)
+extern "C" __global__ void pm_multiply(const cplx* a, const cplx* b, cplx* out,
+                                       unsigned long long n) {
+    GRID_STRIDE(i, n) { out[i] = cmul(a[i], b[i]); }
+}
+
+// out = conj(a)
+extern "C" __global__ void pm_conj(const cplx* a, cplx* out, unsigned long long n) {
+    GRID_STRIDE(i, n) {
+        cplx v = a[i];
+        v.im = -v.im;
+        out[i] = v;
+    }
+}
+
+// out (cols x rows) = a^T (rows x cols), conjugated when conj != 0.
+extern "C" __global__ void pm_transpose(const cplx* a, cplx* out, unsigned long long rows,
+                                        unsigned long long cols, int conj) {
+    GRID_STRIDE(k, rows * cols) {
+        unsigned long long i = k % rows;
+        unsigned long long j = k / rows;
+        cplx v = a[k];
+        if (conj) v.im = -v.im;
+        out[j + i * cols] = v;
+    }
+}
+
+// out ((ar*br) x (ac*bc)) = kron(a, b)
+extern "C" __global__ void pm_kron(const cplx* a, const cplx* b, cplx* out,
+                                   unsigned long long ar, unsigned long long ac,
+                                   unsigned long long br, unsigned long long bc) {
+    unsigned long long rows = ar * br;
+    GRID_STRIDE(k, rows * ac * bc) {
+        unsigned long long r = k % rows;
+        unsigned long long c = k / rows;
+        out[k] = cmul(a[(r / br) + (c / bc) * ar], b[(r % br) + (c % bc) * br]);
+    }
+}
+
+// out = a with real and imaginary parts of modulus < tol set to zero
+extern "C" __global__ void pm_tidyup(const cplx* a, cplx* out, double tol,
+                                     unsigned long long n) {
+    GRID_STRIDE(i, n) {
+        cplx v = a[i];
+        if (fabs(v.re) < tol) v.re = 0.0;
+        if (fabs(v.im) < tol) v.im = 0.0;
+        out[i] = v;
+    }
+}
+
+// out[start + t*stride] += vals[t] for t < count (diagonals; identity when vals is null)
+extern "C" __global__ void pm_add_strided(cplx* out, const cplx* vals, double sr, double si,
+                                          unsigned long long start, unsigned long long stride,
+                                          unsigned long long count) {
+    GRID_STRIDE(t, count) {
+        cplx v;
+        if (vals) {
+            v = vals[t];
+        } else {
+            v.re = sr;
+            v.im = si;
+        }
+        unsigned long long k = start + t * stride;
+        out[k].re += v.re;
+        out[k].im += v.im;
+    }
+}
+
+// Row-major reshape of an m x n matrix to r x c: out(p, q) = a(i, j) where p*c + q = i*n + j.
+extern "C" __global__ void pm_reshape(const cplx* a, cplx* out, unsigned long long m,
+                                      unsigned long long n, unsigned long long r,
+                                      unsigned long long c) {
+    GRID_STRIDE(k, r * c) {
+        unsigned long long p = k % r;
+        unsigned long long q = k / r;
+        unsigned long long flat = p * c + q;
+        out[k] = a[(flat / n) + (flat % n) * m];
+    }
+}
+
+// out = c0*I + c1*x1 + c2*x2 + c3*x3 for n x n matrices (a Paterson-Stockmeyer block of expm);
+// x2 / x3 may be null when their coefficient is unused.
+extern "C" __global__ void pm_lincomb(const cplx* x1, const cplx* x2, const cplx* x3, cplx* out,
+                                      double c0, double c1, double c2, double c3,
+                                      unsigned long long n) {
+    GRID_STRIDE(k, n * n) {
+        cplx v;
+        v.re = c1 * x1[k].re;
+        v.im = c1 * x1[k].im;
+        if (x2) {
+            v.re += c2 * x2[k].re;
+            v.im += c2 * x2[k].im;
+        }
+        if (x3) {
+            v.re += c3 * x3[k].re;
+            v.im += c3 * x3[k].im;
+        }
+        if (k % n == k / n) v.re += c0;
+        out[k] = v;
+    }
+}
+
+// out[0] = sum of a[start + t*stride], t < count; one block of 256 threads, fixed order.
+extern "C" __global__ void pm_strided_sum(const cplx* a, cplx* out, unsigned long long start,
+                                          unsigned long long stride,
+                                          unsigned long long count) {
+    __shared__ double sre[256];
+    __shared__ double sim[256];
+    double re = 0.0, im = 0.0;
+    for (unsigned long long t = threadIdx.x; t < count; t += blockDim.x) {
+        cplx v = a[start + t * stride];
+        re += v.re;
+        im += v.im;
+    }
+    sre[threadIdx.x] = re;
+    sim[threadIdx.x] = im;
+    __syncthreads();
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (threadIdx.x < s) {
+            sre[threadIdx.x] += sre[threadIdx.x + s];
+            sim[threadIdx.x] += sim[threadIdx.x + s];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        out[0].re = sre[0];
+        out[0].im = sim[0];
+    }
+}
+
+// Non-negative doubles order like their bit patterns, so atomicMax on the bits is a max.
+__device__ __forceinline__ void atomic_max_nonneg(double* addr, double v) {
+    atomicMax((unsigned long long*)addr, (unsigned long long)__double_as_longlong(v));
+}
+
+// Running max that keeps NaN: once a NaN is seen the result stays NaN.
+__device__ __forceinline__ double max_keep_nan(double m, double v) {
+    return (v != v) ? v : (m != m ? m : fmax(m, v));
+}
+
+// Block-level max of v, then one atomic per block into *out (which starts at 0). A NaN goes
+// straight to *out (its positive bit pattern exceeds every number's), since fmax drops NaN.
+__device__ void block_max_into(double v, double* out) {
+    __shared__ double s[256];
+    if (v != v) {
+        atomic_max_nonneg(out, fabs(v));
+        v = 0.0;
+    }
+    s[threadIdx.x] = v;
+    __syncthreads();
+    for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) s[threadIdx.x] = fmax(s[threadIdx.x], s[threadIdx.x + w]);
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) atomic_max_nonneg(out, s[0]);
+}
+
+// *out = max(*out, max_k |a_k|); NaN entries make the result NaN.
+extern "C" __global__ void pm_max_abs(const cplx* a, double* out, unsigned long long n) {
+    double m = 0.0;
+    GRID_STRIDE(k, n) {
+        m = max_keep_nan(m, cabs_(a[k]));
+    }
+    block_max_into(m, out);
+}
+
+// *out = max over columns of sum_i |a_ij| (the induced 1-norm); one column per block stride.
+extern "C" __global__ void pm_max_col_abs_sum(const cplx* a, double* out, unsigned long long rows,
+                                              unsigned long long cols) {
+    __shared__ double s[256];
+    for (unsigned long long j = blockIdx.x; j < cols; j += gridDim.x) {
+        double acc = 0.0;
+        for (unsigned long long i = threadIdx.x; i < rows; i += blockDim.x) {
+            acc += cabs_(a[i + j * rows]);
+        }
+        s[threadIdx.x] = acc;
+        __syncthreads();
+        for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
+            if (threadIdx.x < w) s[threadIdx.x] += s[threadIdx.x + w];
+            __syncthreads();
+        }
+        if (threadIdx.x == 0) atomic_max_nonneg(out, fabs(s[0]));
+        __syncthreads();
+    }
+}
+
+// *out = max(*out, max_{i,j} |a_ij - conj(a_ji)|) for an n x n matrix.
+extern "C" __global__ void pm_herm_dev(const cplx* a, double* out, unsigned long long n) {
+    double m = 0.0;
+    GRID_STRIDE(k, n * n) {
+        unsigned long long i = k % n;
+        unsigned long long j = k / n;
+        cplx x = a[k];
+        cplx y = a[j + i * n];
+        m = max_keep_nan(m, hypot(x.re - y.re, x.im + y.im));
+    }
+    block_max_into(m, out);
+}

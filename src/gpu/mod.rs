@@ -1,0 +1,126 @@
+//! GPU storage: [`GpuDense`], a dense complex matrix in CUDA device memory.
+//!
+//! `GpuDense` is a storage kind like any other ([`Kind::GPU_DENSE`](crate::Kind::GPU_DENSE),
+//! [`Out::GpuDense`](crate::Out::GpuDense)), registered in every build. With the cargo feature
+//! `cuda` it lives on device 0 through [cudarc](https://docs.rs/cudarc): products and sums run
+//! in cuBLAS (Zgemm, Zgeam, Zdotc, Dznrm2), element-wise work and reductions in kernels compiled
+//! once per process with NVRTC, and buffers come from the driver's stream-ordered memory pool,
+//! so repeated shapes reuse memory. Without the feature, or without a usable GPU at run time,
+//! every GPU entry point returns [`Error::NoGpu`](crate::Error::NoGpu) — never a panic: the
+//! driver, cuBLAS and NVRTC libraries are probed before the first call into them, and the
+//! answer is cached.
+//!
+//! # Where work runs
+//!
+//! The conversions follow qutip-jax: entering the GPU ([`Dense`] → `GpuDense`)
+//! weighs 1, leaving it weighs 2. With the dispatcher's cheapest-path rule this gives PyTorch's
+//! "GPU in, GPU out" behaviour:
+//!
+//! * all inputs on the GPU → the GPU kernel, result on the GPU under `Out::Auto`;
+//! * mixed CPU/GPU inputs → the CPU operands are uploaded and the GPU kernel runs (a tie with
+//!   a CPU route, as for `GpuDense + Csr`, goes to the GPU kernel);
+//! * all inputs on the CPU → CPU kernels; a GPU route would cost at least one upload more;
+//! * operations without a GPU kernel (decompositions, solves, …) download their GPU operands
+//!   and return a CPU result under `Out::Auto`; ask for `Out::GpuDense` to get it back on the
+//!   GPU;
+//! * an explicit `Out` always wins: `Out::Dense` on GPU inputs computes on the GPU and
+//!   downloads the result.
+//!
+//! # Example
+//!
+//! ```
+//! use polymat::{Dense, GpuDense, Out, gpu};
+//!
+//! let a = Dense::identity(4);
+//! match GpuDense::from_dense(&a) {
+//!     Ok(g) => {
+//!         let g: polymat::Data = g.into();
+//!         let sq = polymat::matmul(&g, &g, Out::Auto)?; // cuBLAS Zgemm, stays on the GPU
+//!         assert_eq!(sq.kind(), polymat::Kind::GPU_DENSE);
+//!         let back = polymat::to(polymat::Kind::DENSE, &sq)?;
+//!         assert_eq!(back.downcast_ref::<Dense>().unwrap().get(3, 3).re, 1.0);
+//!     }
+//!     // No `cuda` feature or no GPU: a clear error, never a panic.
+//!     Err(e) => assert!(matches!(e, polymat::Error::NoGpu { .. }) && !gpu::available()),
+//! }
+//! # Ok::<(), polymat::Error>(())
+//! ```
+
+#[cfg(feature = "cuda")]
+mod cuda;
+#[cfg(not(feature = "cuda"))]
+mod dummy;
+
+#[cfg(feature = "cuda")]
+use cuda as backend;
+#[cfg(not(feature = "cuda"))]
+use dummy as backend;
+
+pub use backend::GpuDense;
+
+use crate::convert::{Batch, Conversion};
+use crate::error::Result;
+use crate::storage::{Data, Dense, Kind};
+
+/// Whether GPU storage can be used: the `cuda` feature is on, the CUDA driver, cuBLAS and NVRTC
+/// load, and device 0 opens. The first call opens the device; the answer is cached.
+///
+/// ```
+/// if !polymat::gpu::available() {
+///     println!("no GPU: {}", polymat::gpu::check().unwrap_err());
+/// }
+/// ```
+pub fn available() -> bool {
+    backend::probe().is_ok()
+}
+
+/// `Ok(())` if GPU storage can be used, else the [`Error::NoGpu`](crate::Error::NoGpu) that
+/// says why not.
+///
+/// # Errors
+/// [`Error::NoGpu`](crate::Error::NoGpu) as described.
+pub fn check() -> Result<()> {
+    backend::probe()
+}
+
+/// The name of the GPU in use, e.g. `"NVIDIA H100 80GB HBM3"`.
+///
+/// # Errors
+/// [`Error::NoGpu`](crate::Error::NoGpu) without a usable GPU.
+pub fn device_name() -> Result<String> {
+    backend::device_name()
+}
+
+/// Waits until all queued GPU work has finished (GPU operations return as soon as their work
+/// is queued). For timing; reading results back waits on its own.
+///
+/// # Errors
+/// [`Error::NoGpu`](crate::Error::NoGpu) without a GPU, [`Error::Gpu`](crate::Error::Gpu) if
+/// queued work failed.
+pub fn synchronize() -> Result<()> {
+    backend::synchronize()
+}
+
+/// The CUDA stream every [`GpuDense`] lives on, for raw cudarc or cuBLAS calls on
+/// [`GpuDense::cuda_slice`] buffers (feature `cuda` only).
+///
+/// # Errors
+/// [`Error::NoGpu`](crate::Error::NoGpu) without a usable GPU.
+#[cfg(feature = "cuda")]
+pub fn stream() -> Result<std::sync::Arc<cudarc::driver::CudaStream>> {
+    cuda::stream()
+}
+
+impl From<GpuDense> for Data {
+    /// A handle of kind [`Kind::GPU_DENSE`].
+    fn from(value: GpuDense) -> Data {
+        Data::with_kind(Kind::GPU_DENSE, value)
+    }
+}
+
+/// Registers the kind and its two conversions (1 to enter the GPU, 2 to leave it).
+pub(crate) fn register(b: &mut Batch) {
+    b.register_type::<GpuDense>("GpuDense", &["gpudense", "gpu", "cuda"])
+        .add_conversion(Conversion::new(|a: &Dense| GpuDense::from_dense(a), 1.0))
+        .add_conversion(Conversion::new(|a: &GpuDense| a.to_dense(), 2.0));
+}

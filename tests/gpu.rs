@@ -1,0 +1,605 @@
+//! GpuDense: every operation is written once and run per device (candle's `test_device!`
+//! idea). On the CPU device the inputs are `Dense`; on the GPU device they are `GpuDense` and
+//! the result must stay on the GPU. Either way the result must equal an independent reference
+//! computed with plain loops (atol 1e-10, rtol 1e-7). Without a usable GPU (no `cuda` feature,
+//! no driver, no device) the GPU variants print why and skip.
+//!
+//! The dispatch-policy and no-GPU tests at the end run everywhere: they inspect the tables
+//! without executing GPU code.
+
+mod common;
+
+use common::{Ref, Rng, assert_data_close, close, eye, kron, make, matmul, random_ref};
+use polymat::ops;
+use polymat::{Csr, Data, Dense, Error, GpuDense, Kind, Out, c64, gpu};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Device {
+    Cpu,
+    Gpu,
+}
+
+impl Device {
+    fn kind(self) -> Kind {
+        match self {
+            Device::Cpu => Kind::DENSE,
+            Device::Gpu => Kind::GPU_DENSE,
+        }
+    }
+
+    fn out(self) -> Out {
+        Out::from(self.kind())
+    }
+
+    /// The reference matrix on this device.
+    fn put(self, r: &Ref) -> Data {
+        make(r, self.kind())
+    }
+
+    /// Asserts `d` is on this device and equals `want`.
+    fn check(self, d: &Data, want: &Ref, what: &str) {
+        assert_eq!(d.kind(), self.kind(), "{what}: result kind on {self:?}");
+        assert_data_close(d, want, &format!("{what} on {self:?}"));
+    }
+}
+
+macro_rules! test_device {
+    ($name:ident, $body:expr) => {
+        mod $name {
+            use super::*;
+
+            #[test]
+            fn cpu() {
+                let body: fn(Device) = $body;
+                body(Device::Cpu);
+            }
+
+            #[test]
+            fn gpu() {
+                if let Err(e) = polymat::gpu::check() {
+                    eprintln!("skipping {} on the GPU: {e}", stringify!($name));
+                    return;
+                }
+                let body: fn(Device) = $body;
+                body(Device::Gpu);
+            }
+        }
+    };
+}
+
+fn rand(m: usize, n: usize, seed: u64) -> Ref {
+    random_ref(&mut Rng::new(seed), m, n, 1.0)
+}
+
+fn map(a: &Ref, f: impl Fn(c64) -> c64) -> Ref {
+    common::map(a, f)
+}
+
+fn adjoint(a: &Ref) -> Ref {
+    map(&common::transpose(a), |x| x.conj())
+}
+
+fn scalar_close(got: c64, want: c64, what: &str) {
+    assert!(close(got, want), "{what}: got {got}, expected {want}");
+}
+
+fn real_close(got: f64, want: f64, what: &str) {
+    assert!(
+        (got - want).abs() <= 1e-10 + 1e-7 * want.abs(),
+        "{what}: got {got}, expected {want}"
+    );
+}
+
+const C: fn(f64, f64) -> c64 = c64::new;
+
+test_device!(add_sub_scale, |dev| {
+    for (m, n) in [(1, 1), (7, 5), (64, 64)] {
+        let (a, b) = (rand(m, n, 1), rand(m, n, 2));
+        let (x, y) = (dev.put(&a), dev.put(&b));
+        let s = C(0.5, -2.0);
+        let sum = common::zip(&a, &b, |p, q| p + q);
+        dev.check(&polymat::add(&x, &y, Out::Auto).unwrap(), &sum, "add");
+        let scaled = common::zip(&a, &b, |p, q| p + s * q);
+        let got = polymat::add_scaled(&x, &y, s, Out::Auto).unwrap();
+        dev.check(&got, &scaled, "add_scaled");
+        let diff = common::zip(&a, &b, |p, q| p - q);
+        dev.check(&polymat::sub(&x, &y, Out::Auto).unwrap(), &diff, "sub");
+        dev.check(
+            &polymat::mul(&x, s, Out::Auto).unwrap(),
+            &map(&a, |p| s * p),
+            "mul",
+        );
+        dev.check(
+            &polymat::neg(&x, Out::Auto).unwrap(),
+            &map(&a, |p| -p),
+            "neg",
+        );
+        let had = common::zip(&a, &b, |p, q| p * q);
+        dev.check(
+            &polymat::multiply(&x, &y, Out::Auto).unwrap(),
+            &had,
+            "multiply",
+        );
+    }
+    let err = polymat::add(
+        &dev.put(&rand(2, 3, 1)),
+        &dev.put(&rand(3, 2, 1)),
+        Out::Auto,
+    );
+    assert!(matches!(err, Err(Error::Shape { .. })), "{err:?}");
+});
+
+test_device!(transposes, |dev| {
+    for (m, n) in [(1, 1), (1, 9), (9, 1), (13, 7), (100, 100)] {
+        let a = rand(m, n, 3);
+        let x = dev.put(&a);
+        let t = common::transpose(&a);
+        dev.check(&polymat::transpose(&x, Out::Auto).unwrap(), &t, "transpose");
+        dev.check(
+            &polymat::adjoint(&x, Out::Auto).unwrap(),
+            &adjoint(&a),
+            "adjoint",
+        );
+        let c = map(&a, |p| p.conj());
+        dev.check(&polymat::conj(&x, Out::Auto).unwrap(), &c, "conj");
+    }
+});
+
+test_device!(products, |dev| {
+    for (m, k, n) in [(1, 1, 1), (3, 5, 2), (1, 8, 1), (8, 1, 8), (70, 50, 60)] {
+        let (a, b) = (rand(m, k, 4), rand(k, n, 5));
+        let got = polymat::matmul(&dev.put(&a), &dev.put(&b), Out::Auto).unwrap();
+        dev.check(&got, &matmul(&a, &b), "matmul");
+        let c = rand(n, k, 6);
+        let got = ops::matmul_dag(&dev.put(&a), &dev.put(&c), Out::Auto).unwrap();
+        dev.check(&got, &matmul(&a, &adjoint(&c)), "matmul_dag");
+    }
+    let err = polymat::matmul(
+        &dev.put(&rand(2, 3, 1)),
+        &dev.put(&rand(2, 3, 1)),
+        Out::Auto,
+    );
+    assert!(matches!(err, Err(Error::Shape { .. })), "{err:?}");
+    for ((ma, na), (mb, nb)) in [((1, 1), (3, 2)), ((2, 3), (4, 1)), ((5, 5), (5, 5))] {
+        let (a, b) = (rand(ma, na, 7), rand(mb, nb, 8));
+        let got = polymat::kron(&dev.put(&a), &dev.put(&b), Out::Auto).unwrap();
+        dev.check(&got, &kron(&a, &b), "kron");
+    }
+});
+
+test_device!(scalars, |dev| {
+    let n = 40;
+    let (op, rho) = (rand(n, n, 9), rand(n, n, 10));
+    let (ket, bra) = (rand(n, 1, 11), rand(1, n, 12));
+    let (o, r, k, b) = (dev.put(&op), dev.put(&rho), dev.put(&ket), dev.put(&bra));
+    scalar_close(polymat::trace(&o).unwrap(), common::trace(&op), "trace");
+    let want: c64 = (0..n).map(|i| ket[i][0].conj() * ket[i][0]).sum();
+    scalar_close(polymat::inner(&k, &k).unwrap(), want, "inner ket");
+    let want: c64 = (0..n).map(|i| bra[0][i] * ket[i][0]).sum();
+    scalar_close(polymat::inner(&b, &k).unwrap(), want, "inner bra");
+    let ok = matmul(&op, &ket);
+    let want: c64 = (0..n).map(|i| bra[0][i] * ok[i][0]).sum();
+    scalar_close(polymat::inner_op(&b, &o, &k).unwrap(), want, "inner_op");
+    let want: c64 = (0..n).map(|i| ket[i][0].conj() * ok[i][0]).sum();
+    scalar_close(polymat::expect(&o, &k).unwrap(), want, "expect ket");
+    let want = common::trace(&matmul(&op, &rho));
+    scalar_close(polymat::expect(&o, &r).unwrap(), want, "expect operator");
+    let one = dev.put(&vec![vec![C(0.5, 2.0)]]);
+    let s = dev.put(&vec![vec![C(1.0, -1.0)]]);
+    // A 1×1 state is a ket: |ψ|²·op.
+    scalar_close(
+        polymat::expect(&one, &s).unwrap(),
+        C(1.0, 4.0),
+        "expect 1×1",
+    );
+    assert!(matches!(
+        polymat::trace(&dev.put(&rand(2, 3, 1))),
+        Err(Error::Shape { .. })
+    ));
+});
+
+test_device!(norms_and_predicates, |dev| {
+    let a = rand(30, 20, 13);
+    let x = dev.put(&a);
+    let entries = || a.iter().flatten().copied();
+    let fro = entries().map(|z| z.norm_sqr()).sum::<f64>().sqrt();
+    real_close(ops::norm::frobenius(&x).unwrap(), fro, "frobenius");
+    let max = entries().map(|z| z.norm()).fold(0.0, f64::max);
+    real_close(ops::norm::max(&x).unwrap(), max, "max");
+    let one = (0..20)
+        .map(|j| (0..30).map(|i| a[i][j].norm()).sum::<f64>())
+        .fold(0.0, f64::max);
+    real_close(ops::norm::one(&x).unwrap(), one, "one");
+    let ket = rand(17, 1, 14);
+    let l2 = ket
+        .iter()
+        .flatten()
+        .map(|z| z.norm_sqr())
+        .sum::<f64>()
+        .sqrt();
+    real_close(ops::norm::l2(&dev.put(&ket)).unwrap(), l2, "l2");
+    // Trace norm: no GPU kernel, computed through Dense.
+    let tn = ops::norm::trace(&dev.put(&eye(4))).unwrap();
+    real_close(tn, 4.0, "trace norm");
+
+    let h = {
+        let r = rand(25, 25, 15);
+        common::zip(&r, &adjoint(&r), |p, q| p + q)
+    };
+    assert!(polymat::isherm(&dev.put(&h), 1e-12).unwrap());
+    let mut nh = h.clone();
+    nh[3][7] += C(1e-6, 0.0);
+    assert!(!polymat::isherm(&dev.put(&nh), 1e-9).unwrap());
+    assert!(polymat::isherm(&dev.put(&nh), 1e-5).unwrap());
+    assert!(!polymat::isherm(&dev.put(&rand(2, 3, 1)), 1.0).unwrap());
+    let tiny = map(&rand(6, 6, 16), |z| z * 1e-13);
+    assert!(polymat::iszero(&dev.put(&tiny), 1e-12).unwrap());
+    assert!(!polymat::iszero(&dev.put(&tiny), 1e-16).unwrap());
+    let mut nan = tiny.clone();
+    nan[2][2] = C(f64::NAN, 0.0);
+    assert!(!polymat::iszero(&dev.put(&nan), 1.0).unwrap());
+});
+
+test_device!(powers_and_exponential, |dev| {
+    let a = map(&rand(12, 12, 17), |z| z * 0.3);
+    let x = dev.put(&a);
+    dev.check(&polymat::pow(&x, 0, Out::Auto).unwrap(), &eye(12), "pow 0");
+    dev.check(&polymat::pow(&x, 1, Out::Auto).unwrap(), &a, "pow 1");
+    let a5 = matmul(&a, &matmul(&a, &matmul(&a, &matmul(&a, &a))));
+    dev.check(&polymat::pow(&x, 5, Out::Auto).unwrap(), &a5, "pow 5");
+    // expm against its Taylor series, summed in plain loops, for a small and a large norm
+    // (the large one exercises scaling and squaring).
+    for (scale, seed) in [(0.05, 18), (1.5, 19)] {
+        let h = map(&rand(10, 10, seed), |z| z * scale);
+        let want = taylor_expm(&h);
+        let got = polymat::expm(&dev.put(&h), Out::Auto).unwrap();
+        dev.check(&got, &want, &format!("expm (scale {scale})"));
+    }
+    // exp(iθσx) in closed form.
+    let t = 0.7f64;
+    let sx = vec![vec![C(0.0, 0.0), C(0.0, t)], vec![C(0.0, t), C(0.0, 0.0)]];
+    let want = vec![
+        vec![C(t.cos(), 0.0), C(0.0, t.sin())],
+        vec![C(0.0, t.sin()), C(t.cos(), 0.0)],
+    ];
+    dev.check(
+        &polymat::expm(&dev.put(&sx), Out::Auto).unwrap(),
+        &want,
+        "expm σx",
+    );
+});
+
+/// `exp(h)` by squaring a Taylor series of `h/2^s` summed to convergence.
+fn taylor_expm(h: &Ref) -> Ref {
+    let n = h.len();
+    let s = 6;
+    let x = map(h, |z| z / f64::from(1 << s));
+    let mut sum = eye(n);
+    let mut term = eye(n);
+    for k in 1..40 {
+        term = map(&matmul(&term, &x), |z| z / k as f64);
+        sum = common::zip(&sum, &term, |p, q| p + q);
+    }
+    for _ in 0..s {
+        sum = matmul(&sum, &sum);
+    }
+    sum
+}
+
+test_device!(elementwise_misc, |dev| {
+    let mut a = rand(6, 4, 20);
+    a[1][2] = C(1e-15, 0.5);
+    a[3][0] = C(0.25, -1e-14);
+    let want = map(&a, |z| {
+        C(
+            if z.re.abs() < 1e-12 { 0.0 } else { z.re },
+            if z.im.abs() < 1e-12 { 0.0 } else { z.im },
+        )
+    });
+    let got = polymat::tidyup(&dev.put(&a), 1e-12, Out::Auto).unwrap();
+    dev.check(&got, &want, "tidyup");
+    let ket = rand(5, 1, 21);
+    let bra = rand(1, 5, 22);
+    let outer = matmul(&ket, &adjoint(&ket));
+    dev.check(
+        &polymat::project(&dev.put(&ket), Out::Auto).unwrap(),
+        &outer,
+        "project ket",
+    );
+    let outer = matmul(&adjoint(&bra), &bra);
+    dev.check(
+        &polymat::project(&dev.put(&bra), Out::Auto).unwrap(),
+        &outer,
+        "project bra",
+    );
+});
+
+test_device!(reshaping, |dev| {
+    let a = rand(4, 6, 23);
+    let x = dev.put(&a);
+    let flat: Vec<c64> = a.iter().flatten().copied().collect(); // row-major
+    let want: Ref = (0..3).map(|i| flat[i * 8..(i + 1) * 8].to_vec()).collect();
+    dev.check(
+        &polymat::reshape(&x, (3, 8), Out::Auto).unwrap(),
+        &want,
+        "reshape",
+    );
+    let stacked: Ref = (0..6)
+        .flat_map(|j| (0..4).map(move |i| (i, j)))
+        .map(|(i, j)| vec![a[i][j]])
+        .collect();
+    let s = polymat::column_stack(&x, Out::Auto).unwrap();
+    dev.check(&s, &stacked, "column_stack");
+    let back = polymat::column_unstack(&s, 4, Out::Auto).unwrap();
+    dev.check(&back, &a, "column_unstack");
+    assert!(matches!(
+        polymat::column_unstack(&s, 5, Out::Auto),
+        Err(Error::Shape { .. })
+    ));
+});
+
+test_device!(constructors, |dev| {
+    dev.check(
+        &polymat::zeros(3, 2, dev.out()).unwrap(),
+        &vec![vec![C(0.0, 0.0); 2]; 3],
+        "zeros",
+    );
+    dev.check(
+        &polymat::identity(4, dev.out()).unwrap(),
+        &eye(4),
+        "identity",
+    );
+    let d = ops::diag(
+        vec![
+            vec![C(1.0, 0.0); 3],
+            vec![C(2.0, 1.0); 2],
+            vec![C(0.5, 0.0); 3],
+        ],
+        vec![0, -1, 0],
+        (3, 4),
+        dev.out(),
+    )
+    .unwrap();
+    let mut want = vec![vec![C(0.0, 0.0); 4]; 3];
+    for (i, row) in want.iter_mut().enumerate() {
+        row[i] = C(1.5, 0.0);
+    }
+    want[1][0] = C(2.0, 1.0);
+    want[2][1] = C(2.0, 1.0);
+    dev.check(&d, &want, "diag");
+});
+
+test_device!(round_trip, |dev| {
+    for (m, n) in [(0, 0), (0, 3), (1, 1), (33, 17)] {
+        let a = random_ref(&mut Rng::new(24), m, n, 1.0);
+        let x = if m == 0 {
+            polymat::zeros(m, n, dev.out()).unwrap()
+        } else {
+            dev.put(&a)
+        };
+        assert_eq!(x.shape(), (m, n));
+        if m > 0 {
+            assert_data_close(&x, &a, "round trip");
+        }
+        let csr = polymat::to(Kind::CSR, &x).unwrap();
+        assert_eq!(csr.shape(), (m, n));
+    }
+});
+
+/// Mixed inputs follow the policy in `polymat::gpu`: GPU in, GPU out.
+#[test]
+fn mixed_inputs_run_on_the_gpu() {
+    if let Err(e) = gpu::check() {
+        eprintln!("skipping mixed_inputs_run_on_the_gpu: {e}");
+        return;
+    }
+    let (a, b) = (rand(8, 8, 25), rand(8, 8, 26));
+    let g = make(&a, Kind::GPU_DENSE);
+    for other in [make(&b, Kind::DENSE), make(&b, Kind::CSR)] {
+        let sum = polymat::add(&g, &other, Out::Auto).unwrap();
+        assert_eq!(sum.kind(), Kind::GPU_DENSE);
+        assert_data_close(&sum, &common::zip(&a, &b, |p, q| p + q), "mixed add");
+        let prod = polymat::matmul(&other, &g, Out::Auto).unwrap();
+        assert_eq!(prod.kind(), Kind::GPU_DENSE);
+        assert_data_close(&prod, &matmul(&b, &a), "mixed matmul");
+    }
+    let down = polymat::matmul(&g, &g, Out::Dense).unwrap();
+    assert_eq!(down.kind(), Kind::DENSE);
+    assert_data_close(&down, &matmul(&a, &a), "matmul to Dense");
+    // No GPU kernel: computed on the CPU, returned as the CPU kernel's kind.
+    let inv = polymat::inv(&g, Out::Auto).unwrap();
+    assert_eq!(inv.kind(), Kind::DENSE);
+    let inv_g = polymat::inv(&g, Out::GpuDense).unwrap();
+    assert_eq!(inv_g.kind(), Kind::GPU_DENSE);
+    let id = polymat::matmul(&g, &inv_g, Out::Auto).unwrap();
+    assert_data_close(&id, &eye(8), "a·inv(a)");
+    let name = gpu::device_name().unwrap();
+    assert!(!name.is_empty());
+    gpu::synchronize().unwrap();
+}
+
+// ----- runs everywhere: tables and errors, no GPU code executed -----
+
+/// Every operation with a GPU kernel takes it directly for GPU inputs.
+#[test]
+fn gpu_inputs_resolve_to_gpu_kernels() {
+    let g = Kind::GPU_DENSE;
+    let cases: Vec<(String, bool)> = vec![
+        direct(&ops::ADD.get(&[g, g], Out::Auto)),
+        direct(&ops::MATMUL.get(&[g, g], Out::Auto)),
+        direct(&ops::KRON.get(&[g, g], Out::Auto)),
+        direct(&ops::MUL.get(&[g], Out::Auto)),
+        direct(&ops::NEG.get(&[g], Out::Auto)),
+        direct(&ops::MULTIPLY.get(&[g, g], Out::Auto)),
+        direct(&ops::ADJOINT.get(&[g], Out::Auto)),
+        direct(&ops::TRANSPOSE.get(&[g], Out::Auto)),
+        direct(&ops::CONJ.get(&[g], Out::Auto)),
+        direct(&ops::EXPM.get(&[g], Out::Auto)),
+        direct(&ops::POW.get(&[g], Out::Auto)),
+        direct(&ops::TIDYUP.get(&[g], Out::Auto)),
+        direct(&ops::PROJECT.get(&[g], Out::Auto)),
+        direct(&ops::RESHAPE.get(&[g], Out::Auto)),
+        direct(&ops::COLUMN_STACK.get(&[g], Out::Auto)),
+        direct(&ops::COLUMN_UNSTACK.get(&[g], Out::Auto)),
+        direct(&ops::MATMUL_DAG.get(&[g, g], Out::Auto)),
+        direct(&ops::TRACE.get(&[g], Out::Auto)),
+        direct(&ops::INNER.get(&[g, g], Out::Auto)),
+        direct(&ops::INNER_OP.get(&[g, g, g], Out::Auto)),
+        direct(&ops::EXPECT.get(&[g, g], Out::Auto)),
+        direct(&ops::ISHERM.get(&[g], Out::Auto)),
+        direct(&ops::ISZERO.get(&[g], Out::Auto)),
+        direct(&ops::norm::FROBENIUS.get(&[g], Out::Auto)),
+        direct(&ops::norm::L2.get(&[g], Out::Auto)),
+        direct(&ops::norm::MAX.get(&[g], Out::Auto)),
+        direct(&ops::norm::ONE.get(&[g], Out::Auto)),
+        direct(&ops::ZEROS.get(&[], Out::GpuDense)),
+        direct(&ops::IDENTITY.get(&[], Out::GpuDense)),
+        direct(&ops::DIAG.get(&[], Out::GpuDense)),
+    ];
+    for (name, is_direct) in cases {
+        assert!(
+            is_direct && name.ends_with("_gpu"),
+            "{name} (direct: {is_direct})"
+        );
+    }
+}
+
+fn direct<P: Send + Sync + 'static, R: polymat::Output>(
+    r: &polymat::Result<polymat::Resolved<P, R>>,
+) -> (String, bool) {
+    let r = r.as_ref().unwrap();
+    (r.kernel_name().to_owned(), r.is_direct())
+}
+
+/// Mixed CPU/GPU inputs go to the GPU kernel; CPU inputs never touch the GPU; `Out::Auto` of a
+/// constructor stays on the CPU.
+#[test]
+fn placement_policy() {
+    let (d, s, g) = (Kind::DENSE, Kind::CSR, Kind::GPU_DENSE);
+    for pair in [[g, d], [d, g], [g, s], [s, g]] {
+        let r = ops::ADD.get(&pair, Out::Auto).unwrap();
+        assert_eq!(r.kernel_name(), "add_gpu", "{pair:?}");
+        let r = ops::MATMUL.get(&pair, Out::Auto).unwrap();
+        assert_eq!(r.kernel_name(), "matmul_gpu", "{pair:?}");
+    }
+    for out in [Out::Auto, Out::Dense, Out::Csr] {
+        for a in [d, s] {
+            for b in [d, s] {
+                for name in [
+                    ops::ADD.get(&[a, b], out).unwrap().kernel_name().to_owned(),
+                    ops::MATMUL
+                        .get(&[a, b], out)
+                        .unwrap()
+                        .kernel_name()
+                        .to_owned(),
+                    ops::KRON
+                        .get(&[a, b], out)
+                        .unwrap()
+                        .kernel_name()
+                        .to_owned(),
+                    ops::MULTIPLY
+                        .get(&[a, b], out)
+                        .unwrap()
+                        .kernel_name()
+                        .to_owned(),
+                ] {
+                    assert!(!name.ends_with("_gpu"), "{a:?},{b:?} -> {out}: {name}");
+                }
+            }
+            for name in [
+                ops::EXPM.get(&[a], out).unwrap().kernel_name().to_owned(),
+                ops::ADJOINT
+                    .get(&[a], out)
+                    .unwrap()
+                    .kernel_name()
+                    .to_owned(),
+                ops::TIDYUP.get(&[a], out).unwrap().kernel_name().to_owned(),
+                ops::POW.get(&[a], out).unwrap().kernel_name().to_owned(),
+            ] {
+                assert!(!name.ends_with("_gpu"), "{a:?} -> {out}: {name}");
+            }
+        }
+    }
+    // Scalar results with CPU inputs.
+    for a in [d, s] {
+        assert!(
+            !ops::TRACE
+                .get(&[a], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .ends_with("_gpu")
+        );
+        assert!(
+            !ops::EXPECT
+                .get(&[a, a], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .ends_with("_gpu")
+        );
+    }
+    assert_eq!(
+        ops::ZEROS.get(&[], Out::Auto).unwrap().kernel_name(),
+        "zeros_csr"
+    );
+    assert_eq!(
+        ops::IDENTITY.get(&[], Out::Auto).unwrap().kernel_name(),
+        "identity_csr"
+    );
+    // No GPU kernel: the GPU operand is downloaded (weight 2).
+    let r = ops::INV.get(&[g], Out::Auto).unwrap();
+    assert!(
+        !r.is_direct() && r.kernel_name() == "inv_dense",
+        "{}",
+        r.kernel_name()
+    );
+    let reg = polymat::registry();
+    assert_eq!(reg.weight(d, g), 1.0);
+    assert_eq!(reg.weight(g, d), 2.0);
+    assert_eq!(reg.path(s, g).unwrap(), vec![s, d, g]);
+}
+
+#[test]
+fn kind_and_out_names() {
+    assert_eq!("gpu".parse::<Kind>().unwrap(), Kind::GPU_DENSE);
+    assert_eq!("GpuDense".parse::<Out>().unwrap(), Out::GpuDense);
+    assert_eq!(Out::from(Kind::GPU_DENSE), Out::GpuDense);
+    assert_eq!(Out::GpuDense.kind(), Some(Kind::GPU_DENSE));
+    assert_eq!(Kind::GPU_DENSE.to_string(), "GpuDense");
+}
+
+/// Without a usable GPU every entry point returns `Error::NoGpu`, never panics.
+#[test]
+fn no_gpu_is_an_error() {
+    if gpu::available() {
+        eprintln!("a GPU is available: no_gpu_is_an_error has nothing to check");
+        return;
+    }
+    let err = gpu::check().unwrap_err();
+    assert!(matches!(err, Error::NoGpu { .. }), "{err:?}");
+    eprintln!("no GPU: {err}");
+    assert!(err.to_string().starts_with("no usable CUDA GPU: "));
+    let is_no_gpu = |r: polymat::Result<Data>| matches!(r, Err(Error::NoGpu { .. }));
+    assert!(matches!(
+        GpuDense::from_dense(&Dense::identity(2)),
+        Err(Error::NoGpu { .. })
+    ));
+    assert!(matches!(GpuDense::zeros(2, 2), Err(Error::NoGpu { .. })));
+    assert!(matches!(GpuDense::identity(2), Err(Error::NoGpu { .. })));
+    assert!(is_no_gpu(polymat::to(
+        Kind::GPU_DENSE,
+        &Dense::identity(2).into()
+    )));
+    assert!(is_no_gpu(polymat::to(
+        Kind::GPU_DENSE,
+        &Csr::identity(2).into()
+    )));
+    assert!(is_no_gpu(polymat::zeros(2, 2, Out::GpuDense)));
+    assert!(is_no_gpu(polymat::identity(2, Out::GpuDense)));
+    let i: Data = Dense::identity(3).into();
+    assert!(is_no_gpu(polymat::add(&i, &i, Out::GpuDense)));
+    assert!(is_no_gpu(polymat::expm(&i, Out::GpuDense)));
+    assert!(matches!(gpu::device_name(), Err(Error::NoGpu { .. })));
+    assert!(matches!(gpu::synchronize(), Err(Error::NoGpu { .. })));
+    // CPU work is untouched.
+    assert_eq!(polymat::add(&i, &i, Out::Auto).unwrap().kind(), Kind::DENSE);
+}
