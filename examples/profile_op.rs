@@ -1,0 +1,107 @@
+//! Runs one operation in a loop, for profiling (`perf record`), on inputs shaped like the QuTiP
+//! anchor's: `rand10` Csr (about 10 nonzeros per row, random columns), `tridiag` Csr, or a
+//! full Dense.
+//!
+//! ```sh
+//! cargo build --release --example profile_op
+//! perf record -g target/release/examples/profile_op mul csr 10000 3
+//! perf report --no-children --percent-limit 2
+//! ```
+//!
+//! Arguments: `OP KIND N [SECONDS]`, with OP one of add, matmul, kron, adjoint, transpose, mul,
+//! to_dense, to_csr; KIND one of csr (rand10), tridiag, dense. Prints the mean time per call.
+
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+use polymat::{Csr, Data, Dense, Kind, Out, c64};
+
+fn rng(seed: u64) -> impl FnMut() -> u64 {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    move || {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+}
+
+fn value(next: &mut impl FnMut() -> u64) -> c64 {
+    let u = |x: u64| (x >> 11) as f64 / (1u64 << 53) as f64;
+    c64::new(u(next()), u(next()))
+}
+
+fn input(kind: &str, n: usize, seed: u64) -> polymat::Result<Data> {
+    let mut next = rng(seed);
+    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+    match kind {
+        "dense" => return Ok(Dense::from_fn(n, n, |_, _| value(&mut next)).into()),
+        "tridiag" => {
+            for i in 0..n {
+                for j in i.saturating_sub(1)..(i + 2).min(n) {
+                    rows.push(i);
+                    cols.push(j);
+                    vals.push(value(&mut next));
+                }
+            }
+        }
+        _ => {
+            let per_row = 10.min(n);
+            for i in 0..n {
+                for _ in 0..per_row {
+                    rows.push(i);
+                    cols.push((next() % n as u64) as usize);
+                    vals.push(value(&mut next));
+                }
+            }
+        }
+    }
+    Ok(Csr::from_triplets((n, n), &rows, &cols, &vals)?.into())
+}
+
+fn main() -> polymat::Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if args.len() < 4 {
+        eprintln!("usage: profile_op OP KIND N [SECONDS]");
+        std::process::exit(2);
+    }
+    let (op, kind) = (args[1].as_str(), args[2].as_str());
+    let n: usize = args[3].parse().expect("N must be an integer");
+    let secs: f64 = args
+        .get(4)
+        .map_or(3.0, |s| s.parse().expect("SECONDS must be a number"));
+    let a = input(kind, n, 1)?;
+    let b = input(kind, n, 2)?;
+    let k = if op == "kron" {
+        let m = (n as f64).sqrt() as usize;
+        (input(kind, m, 3)?, input(kind, m, 4)?)
+    } else {
+        (a.clone(), b.clone())
+    };
+    let call = || -> polymat::Result<Data> {
+        match op {
+            "add" => polymat::add(&a, &b, Out::Auto),
+            "matmul" => polymat::matmul(&a, &b, Out::Auto),
+            "kron" => polymat::kron(&k.0, &k.1, Out::Auto),
+            "adjoint" => polymat::adjoint(&a, Out::Auto),
+            "transpose" => polymat::transpose(&a, Out::Auto),
+            "mul" => polymat::mul(&a, c64::new(0.5, 1.0), Out::Auto),
+            "to_dense" => polymat::to(Kind::DENSE, &a),
+            "to_csr" => polymat::to(Kind::CSR, &a),
+            _ => panic!("unknown op {op}"),
+        }
+    };
+    let budget = Duration::from_secs_f64(secs);
+    let start = Instant::now();
+    let mut calls = 0u64;
+    while start.elapsed() < budget {
+        black_box(call()?);
+        calls += 1;
+    }
+    let per = start.elapsed().as_secs_f64() / calls as f64;
+    println!(
+        "{op} {kind} n={n}: {calls} calls, {:.3} µs per call",
+        per * 1e6
+    );
+    Ok(())
+}
