@@ -16,6 +16,9 @@ use cudarc::driver::{
 use crate::c64;
 use crate::error::{Error, Result};
 use crate::ops::Diagonals;
+use crate::ops::inner::{expect_shapes, inner_op_shapes, inner_shapes};
+use crate::ops::reshape::reshape_shape;
+use crate::ops::{same_shape, square};
 use crate::storage::{Dense, Storage};
 
 /// One complex entry in device memory: `[re, im]`, the layout of [`c64`].
@@ -183,10 +186,6 @@ fn one_block() -> LaunchConfig {
         block_dim: (BLOCK, 1, 1),
         shared_mem_bytes: 0,
     }
-}
-
-fn shape_err(op: &str, shapes: &[(usize, usize)], requirement: &'static str) -> Error {
-    Error::shape(op, shapes, requirement)
 }
 
 /// `&[c64]` as `&[[f64; 2]]`.
@@ -388,13 +387,7 @@ impl GpuDense {
 
     /// Entry-wise (Hadamard) product.
     pub(crate) fn multiply(&self, b: &GpuDense) -> Result<GpuDense> {
-        if self.shape() != b.shape() {
-            return Err(shape_err(
-                "multiply",
-                &[self.shape(), b.shape()],
-                "operands must have the same shape",
-            ));
-        }
+        same_shape("multiply", self.shape(), b.shape())?;
         let dev = device()?;
         let mut out = GpuDense::uninit(dev, self.rows, self.cols)?;
         let n = self.len() as u64;
@@ -430,7 +423,7 @@ impl GpuDense {
         let rows = self.rows.checked_mul(b.rows);
         let cols = self.cols.checked_mul(b.cols);
         let (Some(rows), Some(cols)) = (rows, cols) else {
-            return Err(shape_err(
+            return Err(Error::shape(
                 "kron",
                 &[self.shape(), b.shape()],
                 "the result's dimensions overflow usize",
@@ -454,13 +447,7 @@ impl GpuDense {
 
     /// Row-major (numpy) reshape to `to`.
     pub(crate) fn reshape(&self, to: (usize, usize)) -> Result<GpuDense> {
-        if to.0.checked_mul(to.1) != Some(self.len()) {
-            return Err(shape_err(
-                "reshape",
-                &[self.shape(), to],
-                "the new shape must hold as many entries as the old one",
-            ));
-        }
+        reshape_shape("reshape", self.shape(), to)?;
         let dev = device()?;
         let mut out = GpuDense::uninit(dev, to.0, to.1)?;
         if self.len() == 0 {
@@ -479,13 +466,7 @@ impl GpuDense {
 
     /// The same column-major entries as a `rows × cols` matrix (a device-to-device copy).
     pub(crate) fn relabel(&self, op: &'static str, rows: usize, cols: usize) -> Result<GpuDense> {
-        if rows.checked_mul(cols) != Some(self.len()) {
-            return Err(shape_err(
-                op,
-                &[self.shape(), (rows, cols)],
-                "the new shape must hold as many entries as the old one",
-            ));
-        }
+        reshape_shape(op, self.shape(), (rows, cols))?;
         let mut out = self.try_clone()?;
         out.rows = rows;
         out.cols = cols;
@@ -584,7 +565,7 @@ impl GpuDense {
         let (m, k) = dims(a, ta);
         let (k2, n) = dims(b, tb);
         if k != k2 || c.is_some_and(|c| c.shape() != (m, n)) {
-            return Err(shape_err(
+            return Err(Error::shape(
                 op,
                 &[a.shape(), b.shape()],
                 "the inner dimensions must agree",
@@ -668,13 +649,7 @@ impl GpuDense {
     /// `a + s·b` (cuBLAS Zgeam).
     pub(crate) fn add_scaled(&self, b: &GpuDense, s: c64) -> Result<GpuDense> {
         const OP: &str = "add";
-        if self.shape() != b.shape() {
-            return Err(shape_err(
-                OP,
-                &[self.shape(), b.shape()],
-                "operands must have the same shape",
-            ));
-        }
+        same_shape(OP, self.shape(), b.shape())?;
         let dev = device()?;
         let mut out = GpuDense::uninit(dev, self.rows, self.cols)?;
         if self.len() == 0 {
@@ -716,7 +691,7 @@ impl GpuDense {
             return Ok(c64::new(0.0, 0.0));
         }
         if x.len() < n || y.len() < n {
-            return Err(shape_err(
+            return Err(Error::shape(
                 op,
                 &[x.shape(), y.shape()],
                 "dot: operands too short",
@@ -753,34 +728,22 @@ impl GpuDense {
 
     /// `⟨left|right⟩`: a 1×n left is a bra (no conjugation), an n×1 left a ket.
     pub(crate) fn inner(&self, right: &GpuDense) -> Result<c64> {
-        inner_check("inner", self.shape(), right.shape())?;
+        inner_shapes("inner", self.shape(), right.shape())?;
         GpuDense::dot("inner", self, right, right.rows, self.rows != 1)
     }
 
     /// `⟨left|op|right⟩`.
     pub(crate) fn inner_op(&self, op: &GpuDense, right: &GpuDense) -> Result<c64> {
+        inner_op_shapes("inner_op", self.shape(), op.shape(), right.shape())?;
         let n = if self.rows == 1 { self.cols } else { self.rows };
-        if !(self.rows == 1 || self.cols == 1) || op.rows != n || right.shape() != (op.cols, 1) {
-            return Err(shape_err(
-                "inner_op",
-                &[self.shape(), op.shape(), right.shape()],
-                "left must be a bra or ket of dimension n, the operator n×m and right a ket m×1",
-            ));
-        }
         let t = op.matmul(right)?;
         GpuDense::dot("inner_op", self, &t, n, self.rows != 1)
     }
 
     /// `⟨ψ|op|ψ⟩` for a ket state, `Tr(op·ρ)` for an operator state.
     pub(crate) fn expect(&self, state: &GpuDense) -> Result<c64> {
+        expect_shapes("expect", self.shape(), state.shape())?;
         let n = self.rows;
-        if self.cols != n || state.rows != n || !(state.cols == 1 || state.cols == n) {
-            return Err(shape_err(
-                "expect",
-                &[self.shape(), state.shape()],
-                "the operator must be n×n and the state a ket n×1 or an operator n×n",
-            ));
-        }
         if state.cols == 1 {
             // A ket (a 1×1 state too, as in QuTiP): ψ†·(op·ψ).
             let t = self.matmul(state)?;
@@ -817,7 +780,7 @@ impl GpuDense {
                 None,
             )
         } else {
-            Err(shape_err(
+            Err(Error::shape(
                 "project",
                 &[self.shape()],
                 "the operand must be a ket (n×1) or a bra (1×n)",
@@ -913,9 +876,7 @@ impl GpuDense {
     /// `Tr a` for square `a`.
     pub(crate) fn trace(&self) -> Result<c64> {
         const OP: &str = "trace";
-        if self.rows != self.cols {
-            return Err(shape_err(OP, &[self.shape()], "the operand must be square"));
-        }
+        square(OP, self.shape())?;
         let n = self.rows;
         if n == 0 {
             return Ok(c64::new(0.0, 0.0));
@@ -938,13 +899,7 @@ impl GpuDense {
 
     /// `aⁿ` by square-and-multiply (Zgemm).
     pub(crate) fn pow(&self, mut n: u32) -> Result<GpuDense> {
-        if self.rows != self.cols {
-            return Err(shape_err(
-                "pow",
-                &[self.shape()],
-                "the operand must be square",
-            ));
-        }
+        square("pow", self.shape())?;
         let mut result: Option<GpuDense> = None;
         let mut base: Option<GpuDense> = None;
         while n > 0 {
@@ -1000,9 +955,7 @@ impl GpuDense {
     pub(crate) fn expm(&self) -> Result<GpuDense> {
         const OP: &str = "expm";
         let n = self.rows;
-        if n != self.cols {
-            return Err(shape_err(OP, &[self.shape()], "the operand must be square"));
-        }
+        square(OP, self.shape())?;
         if n == 0 {
             return GpuDense::zeros(0, 0);
         }
@@ -1047,19 +1000,6 @@ impl GpuDense {
             acc = acc.matmul(&acc)?;
         }
         Ok(acc)
-    }
-}
-
-fn inner_check(op: &str, l: (usize, usize), r: (usize, usize)) -> Result<()> {
-    let n = if l.0 == 1 { l.1 } else { l.0 };
-    if (l.0 == 1 || l.1 == 1) && r.1 == 1 && r.0 == n {
-        Ok(())
-    } else {
-        Err(shape_err(
-            op,
-            &[l, r],
-            "left must be a bra (1×n) or ket (n×1) and right a ket (n×1)",
-        ))
     }
 }
 

@@ -26,7 +26,7 @@ fn is_bra(s: (usize, usize)) -> bool {
 }
 
 /// `left` is a bra (1×n) or a ket (n×1), `right` a ket (n×1) of the same dimension.
-fn inner_shapes(op: &str, l: (usize, usize), r: (usize, usize)) -> Result<()> {
+pub(crate) fn inner_shapes(op: &str, l: (usize, usize), r: (usize, usize)) -> Result<()> {
     let n = if l.0 == 1 { l.1 } else { l.0 };
     if is_vector(l) && r.1 == 1 && r.0 == n {
         Ok(())
@@ -40,7 +40,7 @@ fn inner_shapes(op: &str, l: (usize, usize), r: (usize, usize)) -> Result<()> {
 }
 
 /// `⟨left|op|right⟩` shapes: left bra/ket of dimension n, op n×m, right a ket m×1.
-fn inner_op_shapes(
+pub(crate) fn inner_op_shapes(
     op: &str,
     l: (usize, usize),
     o: (usize, usize),
@@ -59,7 +59,7 @@ fn inner_op_shapes(
 }
 
 /// `expect(op, state)` shapes: op n×n, state a ket n×1 or an operator n×n.
-fn expect_shapes(name: &str, o: (usize, usize), s: (usize, usize)) -> Result<()> {
+pub(crate) fn expect_shapes(name: &str, o: (usize, usize), s: (usize, usize)) -> Result<()> {
     if o.0 == o.1 && s.0 == o.0 && (s.1 == 1 || s.1 == o.0) {
         Ok(())
     } else {

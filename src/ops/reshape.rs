@@ -29,7 +29,7 @@ pub static RESHAPE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
         .builtin()
 });
 
-fn reshape_shape(op: &str, from: (usize, usize), to: (usize, usize)) -> Result<()> {
+pub(crate) fn reshape_shape(op: &str, from: (usize, usize), to: (usize, usize)) -> Result<()> {
     if from.0.checked_mul(from.1) == to.0.checked_mul(to.1) {
         Ok(())
     } else {
