@@ -9,7 +9,8 @@
 //! ```
 //!
 //! Arguments: `OP KIND N [SECONDS]`, with OP one of add, matmul, kron, adjoint, transpose, mul,
-//! to_dense, to_csr; KIND one of csr (rand10), tridiag, dense. Prints the mean time per call.
+//! to_dense, to_csr; KIND one of csr (rand10), tridiag, dense, or csr-dense / tridiag-dense
+//! (that sparse pattern stored as Dense). Prints the mean time per call.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -32,6 +33,10 @@ fn value(next: &mut impl FnMut() -> u64) -> c64 {
 }
 
 fn input(kind: &str, n: usize, seed: u64) -> polymat::Result<Data> {
+    if let Some(pattern) = kind.strip_suffix("-dense") {
+        // A sparse pattern stored dense: the anchor's "rand10-pattern" input of Dense → Csr.
+        return polymat::to(Kind::DENSE, &input(pattern, n, seed)?);
+    }
     let mut next = rng(seed);
     let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
     match kind {

@@ -131,12 +131,87 @@ pub(crate) fn workers(family: Family, work: usize) -> usize {
     }
 }
 
-/// The `faer` parallelism for a product doing `work` multiply-adds.
+/// Runs a faer product doing `work` multiply-adds: `f` gets the parallelism (`Par::Seq` below
+/// the engine's product threshold, else `Par::rayon(threads)`), and the AVX upper state is
+/// cleared when it returns (see [`clear_upper_vector_state`]).
 #[inline]
-pub(crate) fn matmul_par(work: usize) -> Par {
-    match workers(Family::Matmul, work) {
+pub(crate) fn product<R>(work: usize, f: impl FnOnce(Par) -> R) -> R {
+    let par = match workers(Family::Matmul, work) {
         1 => Par::Seq,
         t => Par::rayon(t),
+    };
+    let _avx = AvxGuard {
+        pool: matches!(par, Par::Rayon(_)),
+    };
+    f(par)
+}
+
+/// Clears the upper halves of the vector registers (`vzeroupper`) on the calling thread.
+///
+/// faer's matrix products (and the decompositions built on them) run hand-written AVX-512
+/// microkernels from `private-gemm-x86` that return without `vzeroupper`. The dirty upper
+/// register state they leave behind makes every later SSE-encoded instruction on that thread
+/// wait on the upper halves: on the AMD EPYC (Zen 4) benchmark machine a plain complex scaling
+/// loop ran 3.5× slower after one 100×100 `faer` product, until something cleared the state
+/// (docs/benchmarks.md, "Run-order effect"). Kernels that call into faer's products hold an
+/// `AvxGuard`, which calls this when dropped. No-op off x86-64 or without AVX.
+///
+/// Call it yourself after your own calls into faer's products, before scalar or sparse work on
+/// the same thread:
+///
+/// ```
+/// use faer::{Accum, Mat, Par, c64, linalg::matmul::matmul};
+///
+/// let a = Mat::<c64>::identity(64, 64);
+/// let mut c = Mat::<c64>::zeros(64, 64);
+/// matmul(c.as_mut(), Accum::Replace, a.as_ref(), a.as_ref(), c64::new(1.0, 0.0), Par::Seq);
+/// polymat::clear_upper_vector_state();
+/// assert_eq!(c, a);
+/// ```
+#[inline(always)]
+pub fn clear_upper_vector_state() {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx") {
+        // SAFETY: the CPU has AVX, so `vzeroupper` exists. It zeroes bits 128 and up of the
+        // vector registers; `clobber_abi("C")` tells the compiler every caller-saved register
+        // (all vector registers on x86-64) is clobbered, so no live value is kept in them.
+        unsafe {
+            std::arch::asm!(
+                "vzeroupper",
+                options(nomem, nostack, preserves_flags),
+                clobber_abi("C")
+            );
+        }
+    }
+}
+
+/// Calls [`clear_upper_vector_state`] when dropped: on the calling thread, and, when `pool`, on
+/// every thread of the current rayon pool too, whose workers ran the same microkernels. Held
+/// across a kernel's calls into faer so that early returns clean up as well; [`product`] holds
+/// one for each product.
+pub(crate) struct AvxGuard {
+    pool: bool,
+}
+
+impl AvxGuard {
+    /// A guard for faer's decompositions of an `n`-row matrix, which run with faer's own
+    /// (global) parallelism: the pool is cleaned too when it has more than one thread and the
+    /// matrix is large enough (n ≥ 128) for faer to have split the work.
+    #[inline]
+    pub(crate) fn for_size(n: usize) -> Self {
+        Self {
+            pool: n >= 128 && rayon::current_num_threads() > 1,
+        }
+    }
+}
+
+impl Drop for AvxGuard {
+    #[inline]
+    fn drop(&mut self) {
+        clear_upper_vector_state();
+        if self.pool {
+            rayon::broadcast(|_| clear_upper_vector_state());
+        }
     }
 }
 

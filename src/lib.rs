@@ -67,7 +67,7 @@ pub use dispatch::{
     CheckFn, Dispatcher, DispatcherBuilder, Explanation, KernelOutput, Out, Output, Resolved,
     Specialisation,
 };
-pub use engine::{THREADS_ENV, set_threads, threads};
+pub use engine::{THREADS_ENV, clear_upper_vector_state, set_threads, threads};
 pub use error::{Error, Result, Shape};
 pub use gpu::GpuDense;
 pub use ops::{

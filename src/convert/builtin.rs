@@ -43,16 +43,107 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
     Ok(Dense::new(mat))
 }
 
-/// Keeps the entries that are not exactly zero. O(rows·cols).
+/// Keeps the entries that are not exactly zero (`-0.0` counts as zero, NaN does not). O(rows·cols).
+///
+/// Sparse patterns take one contiguous pass over the columns ([`collect_columns`]) and a counting
+/// sort by row; once the non-zeros pass a quarter of the entries, the walk switches to
+/// [`dense_to_csr_blocked`], whose two strided passes cost less than scattering that many entries.
 pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
     let (m, n) = a.shape();
+    let limit = (m * n / 4).max(64);
+    let Some(csc) = engine::simd(|| collect_columns(a, limit)) else {
+        return Ok(dense_to_csr_blocked(a));
+    };
+    let mut indptr = csc.row_counts;
+    for i in 0..m {
+        indptr[i + 1] += indptr[i];
+    }
+    let nnz = csc.rows.len();
+    let mut indices = vec![0usize; nnz];
+    let mut data = vec![c64::new(0.0, 0.0); nnz];
+    let mut next = indptr[..m].to_vec();
+    // Columns in increasing order, so each row's entries come out sorted.
+    for j in 0..n {
+        let span = csc.colptr[j]..csc.colptr[j + 1];
+        for (&i, &v) in csc.rows[span.clone()].iter().zip(&csc.vals[span]) {
+            indices[next[i]] = j;
+            data[next[i]] = v;
+            next[i] += 1;
+        }
+    }
+    Ok(Csr::from_parts((m, n), indptr, indices, data))
+}
+
+/// The non-zeros of a dense matrix in column order (CSC), with per-row counts.
+struct Columns {
+    colptr: Vec<usize>,
+    rows: Vec<usize>,
+    vals: Vec<c64>,
+    /// `row_counts[i + 1]` is the number of non-zeros in row `i`; `row_counts[0] = 0`.
+    row_counts: Vec<usize>,
+}
+
+/// `true` for `±0 + ±0i`: both parts' bits are zero once the sign bit is shifted out.
+#[inline(always)]
+fn zero_bits(v: &c64) -> u64 {
+    (v.re.to_bits() | v.im.to_bits()) << 1
+}
+
+/// One contiguous pass over `a`'s columns collecting the non-zeros; `None` as soon as there are
+/// more than `limit` of them. Runs of 8 zeros are skipped with one OR-reduction; other runs
+/// become a bit mask of their non-zeros.
+fn collect_columns(a: &Dense, limit: usize) -> Option<Columns> {
+    const RUN: usize = 8;
+    let (m, n) = a.shape();
+    // Reserved up front (small matrices never regrow); large ones grow past 64 Ki entries.
+    let reserve = limit.min(1 << 16) + 1;
+    let mut out = Columns {
+        colptr: Vec::with_capacity(n + 1),
+        rows: Vec::with_capacity(reserve),
+        vals: Vec::with_capacity(reserve),
+        row_counts: vec![0usize; m + 1],
+    };
+    out.colptr.push(0);
+    for j in 0..n {
+        let col = a.col(j);
+        for (r, run) in col.chunks(RUN).enumerate() {
+            // An all-zero run costs one vectorised OR-reduction; otherwise bit k of `mask` is
+            // set when entry k is non-zero, and the loop takes one step per non-zero.
+            if run.iter().fold(0u64, |acc, v| acc | zero_bits(v)) == 0 {
+                continue;
+            }
+            let mut mask = run
+                .iter()
+                .enumerate()
+                .fold(0u32, |m, (k, v)| m | (u32::from(zero_bits(v) != 0) << k));
+            while mask != 0 {
+                let k = mask.trailing_zeros() as usize;
+                let i = r * RUN + k;
+                out.rows.push(i);
+                out.vals.push(run[k]);
+                out.row_counts[i + 1] += 1;
+                mask &= mask - 1;
+            }
+            if out.rows.len() > limit {
+                return None;
+            }
+        }
+        out.colptr.push(out.rows.len());
+    }
+    Some(out)
+}
+
+/// Dense → Csr for dense-ish matrices: a vectorised counting pass, then a block of rows at a time
+/// over all columns in increasing order, so each row comes out sorted, the reads are contiguous
+/// column segments and the writes stay in the block's rows.
+fn dense_to_csr_blocked(a: &Dense) -> Csr {
+    let (m, n) = a.shape();
     let zero = c64::new(0.0, 0.0);
-    // Count per row first so the arrays are allocated exactly once (branch-free, vectorised).
     let mut indptr = vec![0usize; m + 1];
     engine::simd(|| {
         for j in 0..n {
             for (c, v) in indptr[1..].iter_mut().zip(a.col(j)) {
-                *c += usize::from(*v != zero);
+                *c += usize::from(zero_bits(v) != 0);
             }
         }
     });
@@ -63,14 +154,12 @@ pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
     let mut indices = vec![0usize; nnz];
     let mut data = vec![zero; nnz];
     let mut next = indptr[..m].to_vec();
-    // A block of rows at a time, all columns in increasing order: each row comes out sorted,
-    // the reads are contiguous column segments and the writes stay in the block's rows.
     const ROW_BLOCK: usize = 64;
     for r0 in (0..m).step_by(ROW_BLOCK) {
         let r1 = (r0 + ROW_BLOCK).min(m);
         for j in 0..n {
             for (i, v) in (r0..r1).zip(&a.col(j)[r0..r1]) {
-                if *v != zero {
+                if zero_bits(v) != 0 {
                     indices[next[i]] = j;
                     data[next[i]] = *v;
                     next[i] += 1;
@@ -78,5 +167,84 @@ pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
             }
         }
     }
-    Ok(Csr::from_parts((m, n), indptr, indices, data))
+    Csr::from_parts((m, n), indptr, indices, data)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Row-major walk keeping what `!= 0` keeps: the reference for both Dense → Csr paths.
+    fn reference(a: &Dense) -> (Vec<usize>, Vec<usize>, Vec<c64>) {
+        let (m, n) = a.shape();
+        let (mut indptr, mut indices, mut data) = (vec![0], vec![], vec![]);
+        for i in 0..m {
+            for j in 0..n {
+                let v = a.get(i, j);
+                if v != c64::new(0.0, 0.0) {
+                    indices.push(j);
+                    data.push(v);
+                }
+            }
+            indptr.push(indices.len());
+        }
+        (indptr, indices, data)
+    }
+
+    fn parts(c: &Csr) -> (Vec<usize>, Vec<usize>, Vec<c64>) {
+        (c.indptr().to_vec(), c.indices().to_vec(), c.data().to_vec())
+    }
+
+    /// A 37×29 matrix with about `per_mille`‰ non-zeros, signed zeros and a NaN among them.
+    fn patterned(per_mille: usize) -> Dense {
+        Dense::from_fn(37, 29, |i, j| {
+            let h = (i * 7919 + j * 104_729 + 13) % 1000;
+            match h {
+                0 => c64::new(f64::NAN, 0.0),
+                1 => c64::new(-0.0, 0.0),
+                2 => c64::new(0.0, -0.0),
+                h if h < per_mille => c64::new(h as f64, -(j as f64)),
+                _ => c64::new(0.0, 0.0),
+            }
+        })
+    }
+
+    fn same(a: (Vec<usize>, Vec<usize>, Vec<c64>), b: (Vec<usize>, Vec<usize>, Vec<c64>)) {
+        assert_eq!(a.0, b.0, "indptr");
+        assert_eq!(a.1, b.1, "indices");
+        assert_eq!(a.2.len(), b.2.len());
+        for (x, y) in a.2.iter().zip(&b.2) {
+            assert!(x == y || (x.re.is_nan() && y.re.is_nan()), "{x} vs {y}");
+        }
+    }
+
+    #[test]
+    fn both_dense_to_csr_paths_match_a_row_major_walk() {
+        // From all-zero through the switch to the blocked walk (limit = 37·29/4 = 268) to full.
+        for per_mille in [0, 3, 30, 100, 240, 260, 300, 400, 1000] {
+            let a = patterned(per_mille);
+            let want = reference(&a);
+            same(parts(&dense_to_csr(&a).unwrap()), want.clone());
+            same(parts(&dense_to_csr_blocked(&a)), want);
+        }
+    }
+
+    #[test]
+    fn collect_columns_gives_up_past_its_limit() {
+        let a = patterned(400);
+        let nnz = reference(&a).1.len();
+        assert!(collect_columns(&a, nnz - 1).is_none());
+        let csc = collect_columns(&a, nnz).expect("within the limit");
+        assert_eq!(csc.rows.len(), nnz);
+        assert_eq!(csc.colptr.len(), 30);
+        assert_eq!(csc.row_counts.iter().sum::<usize>(), nnz);
+    }
+
+    #[test]
+    fn empty_shapes_convert() {
+        for (m, n) in [(0, 0), (0, 5), (5, 0)] {
+            let c = dense_to_csr(&Dense::zeros(m, n)).unwrap();
+            assert_eq!((c.shape(), c.nnz(), c.indptr().len()), ((m, n), 0, m + 1));
+        }
+    }
 }

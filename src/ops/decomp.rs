@@ -9,6 +9,7 @@ use super::check_square;
 use crate::c64;
 use crate::convert::builtin::csr_to_dense;
 use crate::dispatch::{Dispatcher, Out, Specialisation, plain_output};
+use crate::engine;
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense};
 
@@ -141,6 +142,7 @@ pub fn eigs_dense(a: &Dense, options: EigsOptions) -> Result<Eigen> {
     super::square("eigs", a.shape())?;
     let n = a.shape().0;
     check_count("eigs", n, &options)?;
+    let _avx = engine::AvxGuard::for_size(n);
     let hermitian = options
         .hermitian
         .unwrap_or_else(|| super::compare::isherm_dense(a, HERMITIAN_ATOL));
@@ -234,6 +236,7 @@ pub fn svd(a: &Data, vectors: bool) -> Result<Svd> {
 /// As [`svd`].
 pub fn svd_dense(a: &Dense, vectors: bool) -> Result<Svd> {
     let (m, n) = a.shape();
+    let _avx = engine::AvxGuard::for_size(m.max(n));
     if !vectors {
         let s = a
             .as_ref()

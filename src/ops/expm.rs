@@ -128,14 +128,16 @@ fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Mat<c64> {
 fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Mat<c64> {
     let n = a.nrows();
     let mut out = Mat::<c64>::zeros(n, n);
-    faer_matmul(
-        out.as_mut(),
-        Accum::Replace,
-        a.as_ref(),
-        b.as_ref(),
-        c64::new(1.0, 0.0),
-        engine::matmul_par(n * n * n),
-    );
+    engine::product(n * n * n, |par| {
+        faer_matmul(
+            out.as_mut(),
+            Accum::Replace,
+            a.as_ref(),
+            b.as_ref(),
+            c64::new(1.0, 0.0),
+            par,
+        );
+    });
     out
 }
 
@@ -202,6 +204,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     let u = mul(&a, &u_inner);
     let p = lincomb(n, 0.0, &[(1.0, &v), (1.0, &u)]);
     let q = lincomb(n, 0.0, &[(1.0, &v), (-1.0, &u)]);
+    let _avx = engine::AvxGuard::for_size(n);
     let mut r = q.partial_piv_lu().solve(&p);
     if !(0..n).all(|j| {
         r.col_as_slice(j)

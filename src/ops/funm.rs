@@ -16,6 +16,7 @@ use super::decomp::HERMITIAN_ATOL;
 use crate::c64;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, DispatcherBuilder, Out, Specialisation};
+use crate::engine;
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense};
 
@@ -126,6 +127,7 @@ fn check_finite(op: &str, a: &Dense) -> Result<()> {
 pub fn sqrtm_dense(a: &Dense) -> Result<Dense> {
     super::square("sqrtm", a.shape())?;
     check_finite("sqrtm", a)?;
+    let _avx = engine::AvxGuard::for_size(a.shape().0);
     match spectral("sqrtm", a, |z| Ok(z.sqrt()))? {
         Some(f) => Ok(Dense::new(f)),
         None => denman_beavers("sqrtm", a.as_ref()).map(Dense::new),
@@ -139,6 +141,7 @@ pub fn sqrtm_dense(a: &Dense) -> Result<Dense> {
 pub fn logm_dense(a: &Dense) -> Result<Dense> {
     super::square("logm", a.shape())?;
     check_finite("logm", a)?;
+    let _avx = engine::AvxGuard::for_size(a.shape().0);
     let log = |z: c64| {
         if z == c64::new(0.0, 0.0) {
             Err(numerical(

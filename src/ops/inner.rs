@@ -364,14 +364,16 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
         // A ket (QuTiP reads a 1×1 state as a ket too): ψ†·(O·ψ), both with faer's SIMD kernels.
         let psi = ColRef::from_slice(s.col(0));
         let mut o_psi = Col::<c64>::zeros(n);
-        faer_matmul(
-            o_psi.as_mut(),
-            Accum::Replace,
-            o.as_ref(),
-            psi,
-            super::ONE,
-            engine::matmul_par(n * n),
-        );
+        engine::product(n * n, |par| {
+            faer_matmul(
+                o_psi.as_mut(),
+                Accum::Replace,
+                o.as_ref(),
+                psi,
+                super::ONE,
+                par,
+            );
+        });
         return Ok(psi.adjoint() * o_psi.as_ref());
     }
     // Tr(O ρ) = Σ_ij O_ij ρ_ji
@@ -434,14 +436,16 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (m, k) = a.shape();
     let n = b.shape().0;
     let mut out = Dense::zeros(m, n);
-    faer_matmul(
-        out.as_mat_mut(),
-        Accum::Replace,
-        a.as_ref(),
-        b.as_ref().adjoint(),
-        ONE,
-        engine::matmul_par(m * k * n),
-    );
+    engine::product(m * k * n, |par| {
+        faer_matmul(
+            out.as_mat_mut(),
+            Accum::Replace,
+            a.as_ref(),
+            b.as_ref().adjoint(),
+            ONE,
+            par,
+        );
+    });
     Ok(out)
 }
 

@@ -78,18 +78,26 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (m, k) = a.shape();
     let n = b.shape().1;
     let mut out = Dense::zeros(m, n);
-    faer_matmul(
-        out.as_mat_mut(),
-        Accum::Replace,
-        a.as_ref(),
-        b.as_ref(),
-        ONE,
-        engine::matmul_par(m * k * n),
-    );
+    engine::product(m * k * n, |par| {
+        faer_matmul(
+            out.as_mat_mut(),
+            Accum::Replace,
+            a.as_ref(),
+            b.as_ref(),
+            ONE,
+            par,
+        );
+    });
     Ok(out)
 }
 
-/// Csr·Csr → Csr (Gustavson's algorithm, one dense accumulator row). O(flops + m + n).
+/// Csr·Csr → Csr (Gustavson's algorithm, one dense accumulator row). O(flops + m·(1 + n/4096)).
+///
+/// The output arrays are reserved once, at the product's multiply-add count (an upper bound on
+/// its non-zeros). A two-level bitset marks each row's columns, and a row is emitted in column
+/// order in one of three ways: a row whose columns span fewer 64-column words than it has
+/// entries (banded or dense rows) scans that span; a longer spread-out row walks only the
+/// non-zero words; a short spread-out row (≤ 64 entries) sorts its columns.
 ///
 /// # Errors
 /// [`Error::Shape`] on mismatched inner dimensions.
@@ -99,48 +107,90 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     let n = b.shape().1;
     let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
     let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+    let flops: usize = ia.iter().map(|&r| pb[r + 1] - pb[r]).sum();
+    let cap = flops.min(m.saturating_mul(n));
     let mut acc = vec![ZERO; n];
-    // `mark[j] == i + 1` when column j is already in row i's pattern.
-    let mut mark = vec![0usize; n];
+    // Bit j of `seen` is set while column j is in the current row's pattern; bit w of `words`
+    // while word w of `seen` is non-zero, so the emission visits only the non-zero words.
+    let mut seen = vec![0u64; n.div_ceil(64)];
+    let mut words = vec![0u64; seen.len().div_ceil(64)];
     let mut pattern: Vec<usize> = Vec::new();
     let mut indptr = Vec::with_capacity(m + 1);
-    let mut indices = Vec::with_capacity(a.nnz() + b.nnz());
-    let mut data = Vec::with_capacity(a.nnz() + b.nnz());
+    let mut indices = Vec::with_capacity(cap);
+    let mut data = Vec::with_capacity(cap);
     indptr.push(0);
     for i in 0..m {
         pattern.clear();
+        let (mut lo, mut hi) = (usize::MAX, 0);
         for ka in pa[i]..pa[i + 1] {
             let (r, va) = (ia[ka], da[ka]);
             for kb in pb[r]..pb[r + 1] {
                 let j = ib[kb];
-                if mark[j] != i + 1 {
-                    mark[j] = i + 1;
-                    acc[j] = ZERO;
+                let (w, bit) = (j / 64, 1u64 << (j % 64));
+                if seen[w] & bit == 0 {
+                    words[w / 64] |= 1 << (w % 64);
+                    seen[w] |= bit;
+                    acc[j] = va * db[kb];
                     pattern.push(j);
+                    lo = lo.min(w);
+                    hi = hi.max(w);
+                } else {
+                    acc[j] += va * db[kb];
                 }
-                acc[j] += va * db[kb];
             }
         }
-        // Emit the row's columns in order: sort the pattern when it is short, otherwise scan
-        // the marks, which is cheaper once the pattern holds more than ~n/log n columns.
         let len = pattern.len();
-        if len * (usize::BITS - len.leading_zeros()) as usize <= n {
-            pattern.sort_unstable();
-            for &j in &pattern {
-                indices.push(j);
-                data.push(acc[j]);
+        if len == 0 {
+            indptr.push(indices.len());
+            continue;
+        }
+        if hi - lo < len {
+            // A narrow span (banded rows, or dense ones): scan its words, clearing them.
+            for (w, word) in seen[lo..=hi].iter_mut().enumerate() {
+                emit_word(lo + w, std::mem::take(word), &acc, &mut indices, &mut data);
+            }
+            words[lo / 64..=hi / 64].fill(0);
+        } else if len > 64 {
+            // Long and spread out: walk only the non-zero words, clearing both levels.
+            for (s, summary) in words[lo / 64..=hi / 64].iter_mut().enumerate() {
+                let s = s + lo / 64;
+                let mut nonzero = std::mem::take(summary);
+                while nonzero != 0 {
+                    let w = s * 64 + nonzero.trailing_zeros() as usize;
+                    emit_word(
+                        w,
+                        std::mem::take(&mut seen[w]),
+                        &acc,
+                        &mut indices,
+                        &mut data,
+                    );
+                    nonzero &= nonzero - 1;
+                }
             }
         } else {
-            for (j, &mk) in mark.iter().enumerate() {
-                if mk == i + 1 {
-                    indices.push(j);
-                    data.push(acc[j]);
-                }
+            pattern.sort_unstable();
+            for &j in &pattern {
+                seen[j / 64] = 0;
+                words[j / 4096] = 0;
+                indices.push(j);
+                data.push(acc[j]);
             }
         }
         indptr.push(indices.len());
     }
     Ok(Csr::from_parts((m, n), indptr, indices, data))
+}
+
+/// Appends the columns marked in word `w` of a row's bitset (`bits`), in increasing order, with
+/// their accumulated values.
+#[inline(always)]
+fn emit_word(w: usize, mut bits: u64, acc: &[c64], indices: &mut Vec<usize>, data: &mut Vec<c64>) {
+    while bits != 0 {
+        let j = w * 64 + bits.trailing_zeros() as usize;
+        indices.push(j);
+        data.push(acc[j]);
+        bits &= bits - 1;
+    }
 }
 
 /// Csr·Dense → Dense, column by column of the result. O(nnz(a)·n).
@@ -328,6 +378,63 @@ mod tests {
                 assert!((c.get(i, j) - cd.get(i, j)).norm() < 1e-14);
             }
         }
+    }
+
+    /// Every row emission path (narrow span, non-zero-word walk, sort) must give sorted,
+    /// summed rows equal to the naive triple loop.
+    #[test]
+    fn csr_product_every_emission_path() {
+        let (m, k, n) = (7, 5, 1000);
+        let (mut ar, mut ac, mut av) = (vec![], vec![], vec![]);
+        for i in 0..m {
+            for r in 0..k {
+                // Row 6 is b's row 1 alone: 10 columns in 2 words (the narrow-span scan).
+                if (i < 6 && (i + r) % 3 != 1) || (i == 6 && r == 1) {
+                    ar.push(i);
+                    ac.push(r);
+                    av.push(c64::new((i + 1) as f64, r as f64 - 2.0));
+                }
+            }
+        }
+        // Row 0 of b: two far-apart columns (rows of c without b's row 4 sort); row 1: a
+        // block; rows 2–3: columns shared with the others, so products collide and sum; row 4:
+        // 70 columns spread over the whole width (rows of c with it walk the non-zero words).
+        let spread: Vec<usize> = (0..70).map(|t| t * 13 + 5).collect();
+        let cols: [&[usize]; 5] = [
+            &[999, 3],
+            &[64, 65, 66, 67, 68, 69, 70, 71, 72, 130],
+            &[3, 999, 500],
+            &[70, 3],
+            &spread,
+        ];
+        let (mut br, mut bc, mut bv) = (vec![], vec![], vec![]);
+        for (r, cs) in cols.iter().enumerate() {
+            for &c in *cs {
+                br.push(r);
+                bc.push(c);
+                bv.push(c64::new(c as f64 / 100.0, (r + 1) as f64));
+            }
+        }
+        let a = Csr::from_triplets((m, k), &ar, &ac, &av).unwrap();
+        let b = Csr::from_triplets((k, n), &br, &bc, &bv).unwrap();
+        let c = matmul_csr(&a, &b).unwrap();
+        assert!(c.as_csmat().check_compressed_structure().is_ok());
+        let mut want = vec![vec![ZERO; n]; m];
+        for (&i, (&r, &x)) in ar.iter().zip(ac.iter().zip(&av)) {
+            for (&rb, (&j, &y)) in br.iter().zip(bc.iter().zip(&bv)) {
+                if rb == r {
+                    want[i][j] += x * y;
+                }
+            }
+        }
+        for (i, row) in want.iter().enumerate() {
+            for (j, w) in row.iter().enumerate() {
+                assert!((c.get(i, j) - w).norm() < 1e-12, "({i}, {j})");
+            }
+        }
+        // An all-empty row in the middle and an empty product.
+        let z = Csr::from_triplets((3, 5), &[0, 2], &[4, 0], &[ZERO, ZERO]).unwrap();
+        assert_eq!(matmul_csr(&z, &b).unwrap().shape(), (3, n));
     }
 
     #[test]

@@ -199,6 +199,7 @@ pub fn trace_dense(a: &Dense) -> Result<f64> {
     if a.shape().0 == 0 || a.shape().1 == 0 {
         return Ok(0.0);
     }
+    let _avx = engine::AvxGuard::for_size(a.shape().0.max(a.shape().1));
     let s = a.as_ref().singular_values().map_err(|e| Error::Numerical {
         op: "norm_trace".into(),
         reason: format!("{e:?}"),

@@ -11,6 +11,7 @@ use super::check_square;
 use crate::c64;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::engine;
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense};
 
@@ -70,6 +71,7 @@ pub fn inv_dense(a: &Dense) -> Result<Dense> {
 
 /// Solves with a partial-pivoting LU of the square `a`, checking for zero pivots.
 fn lu_solve(op: &str, a: MatRef<'_, c64>, mut rhs: Mat<c64>) -> Result<Mat<c64>> {
+    let _avx = engine::AvxGuard::for_size(a.nrows());
     let lu = a.partial_piv_lu();
     let u = lu.U();
     if let Some(i) = (0..u.nrows()).find(|&i| u[(i, i)] == c64::new(0.0, 0.0)) {
@@ -164,6 +166,7 @@ pub fn solve_dense(a: &Dense, b: &Dense, method: SolveMethod) -> Result<Dense> {
     match method {
         SolveMethod::Lu => lu_solve("solve", a.as_ref(), b.as_mat().clone()).map(Dense::new),
         SolveMethod::Lstsq => {
+            let _avx = engine::AvxGuard::for_size(a.shape().0);
             let qr = a.as_ref().qr();
             let r = qr.R();
             let n = a.shape().1;
@@ -202,6 +205,7 @@ pub fn solve_csr_dense(a: &Csr, b: &Dense, method: SolveMethod) -> Result<Dense>
     };
     let symbolic = SymbolicSparseColMatRef::new_checked(n, n, a.indptr(), None, a.indices());
     let at = SparseColMatRef::new(symbolic, a.data());
+    let _avx = engine::AvxGuard::for_size(n);
     let lu = at.sp_lu().map_err(|e| match e {
         faer::sparse::linalg::LuError::SymbolicSingular { index } => singular(format!(
             "the matrix is structurally singular (no pivot at step {index} of the sparse LU)"

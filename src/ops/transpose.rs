@@ -168,16 +168,30 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Csr {
     for j in 0..n {
         indptr[j + 1] += indptr[j];
     }
+    let nnz = idx.len();
     let mut next = indptr[..n].to_vec();
-    let mut indices = vec![0usize; idx.len()];
-    let mut data = vec![super::ZERO; idx.len()];
+    // Written once each below, so no zero fill first.
+    let mut indices = Vec::<usize>::with_capacity(nnz);
+    let mut data = Vec::<c64>::with_capacity(nnz);
+    let (out_idx, out_val) = (
+        &mut indices.spare_capacity_mut()[..nnz],
+        &mut data.spare_capacity_mut()[..nnz],
+    );
     for i in 0..m {
         for k in p[i]..p[i + 1] {
             let slot = &mut next[idx[k]];
-            indices[*slot] = i;
-            data[*slot] = f(val[k]);
+            out_idx[*slot].write(i);
+            out_val[*slot].write(f(val[k]));
             *slot += 1;
         }
+    }
+    // Every slot was written: column c's slots run from indptr[c] to indptr[c + 1] (its count of
+    // entries), and these ranges partition 0..nnz.
+    debug_assert!((0..n).all(|c| next[c] == indptr[c + 1]));
+    // SAFETY: all `nnz` elements of both buffers are initialised (above), and the capacity is nnz.
+    unsafe {
+        indices.set_len(nnz);
+        data.set_len(nnz);
     }
     Csr::from_parts((n, m), indptr, indices, data)
 }
