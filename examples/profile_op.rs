@@ -10,7 +10,8 @@
 //!
 //! Arguments: `OP KIND N [SECONDS]`, with OP one of add, matmul, kron, adjoint, transpose, mul,
 //! to_dense, to_csr; KIND one of csr (rand10), tridiag, dense, or csr-dense / tridiag-dense
-//! (that sparse pattern stored as Dense). Prints the mean time per call.
+//! (that sparse pattern stored as Dense), ket (an n×1 Dense), or `A,B` for operands of two kinds
+//! (`matmul csr,ket 1000`). Prints the mean time per call.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -33,6 +34,10 @@ fn value(next: &mut impl FnMut() -> u64) -> c64 {
 }
 
 fn input(kind: &str, n: usize, seed: u64) -> polymat::Result<Data> {
+    if kind == "ket" {
+        let mut next = rng(seed);
+        return Ok(Dense::from_fn(n, 1, |_, _| value(&mut next)).into());
+    }
     if let Some(pattern) = kind.strip_suffix("-dense") {
         // A sparse pattern stored dense: the anchor's "rand10-pattern" input of Dense → Csr.
         return polymat::to(Kind::DENSE, &input(pattern, n, seed)?);
@@ -75,8 +80,10 @@ fn main() -> polymat::Result<()> {
     let secs: f64 = args
         .get(4)
         .map_or(3.0, |s| s.parse().expect("SECONDS must be a number"));
-    let a = input(kind, n, 1)?;
-    let b = input(kind, n, 2)?;
+    // "A,B" gives the two operands different kinds (e.g. csr,ket for Csr·ket).
+    let (kind_a, kind_b) = kind.split_once(',').unwrap_or((kind, kind));
+    let a = input(kind_a, n, 1)?;
+    let b = input(kind_b, n, 2)?;
     let k = if op == "kron" {
         let m = (n as f64).sqrt() as usize;
         (input(kind, m, 3)?, input(kind, m, 4)?)
