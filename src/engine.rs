@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use faer::{Mat, Par};
 use rayon::prelude::*;
 
-use crate::c64;
+use crate::scalar::c64;
 
 /// Environment variable read once, on first use, when [`set_threads`] has not been called.
 pub const THREADS_ENV: &str = "POLYMAT_NUM_THREADS";
@@ -60,6 +60,57 @@ fn default_threads() -> usize {
         .filter(|&n| n > 0)
         .unwrap_or_else(rayon::current_num_threads)
         .max(1)
+}
+
+/// The dense limit in bytes; 0 = not decided yet (the default is computed on first use).
+static DENSE_LIMIT: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the largest dense matrix, in bytes, that polymat allocates; `0` restores the default.
+///
+/// Every operation and conversion that would allocate a larger dense result (a Csr densified
+/// by `to(Kind::DENSE, …)`, a densifying kernel, `kron` into Dense, `identity(n, Out::Dense)`)
+/// returns [`Error::TooLarge`](crate::Error::TooLarge) instead, so a sparse operator of 10⁶
+/// rows is never silently turned into a 16 TB allocation that aborts the process. The default
+/// is half of the machine's physical memory (read from `/proc/meminfo`; 8 GiB where that is not
+/// available). The setting is process-wide.
+///
+/// ```
+/// use polymat::{Csr, Error, Kind};
+///
+/// polymat::set_dense_limit(1 << 20); // 1 MiB
+/// let big = Csr::identity(1000).into(); // dense would be 16 MB
+/// let err = polymat::to(Kind::DENSE, &big).unwrap_err();
+/// assert!(matches!(err, Error::TooLarge { .. }));
+/// polymat::set_dense_limit(0); // back to the default
+/// assert!(polymat::to(Kind::DENSE, &big).is_ok());
+/// ```
+pub fn set_dense_limit(bytes: usize) {
+    DENSE_LIMIT.store(bytes, Ordering::Relaxed);
+}
+
+/// The largest dense matrix, in bytes, that polymat allocates. See [`set_dense_limit`].
+pub fn dense_limit() -> usize {
+    match DENSE_LIMIT.load(Ordering::Relaxed) {
+        0 => {
+            let l = default_dense_limit();
+            let _ = DENSE_LIMIT.compare_exchange(0, l, Ordering::Relaxed, Ordering::Relaxed);
+            DENSE_LIMIT.load(Ordering::Relaxed).max(1)
+        }
+        l => l,
+    }
+}
+
+fn default_dense_limit() -> usize {
+    const FALLBACK: usize = 8 << 30;
+    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
+        m.lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
+    });
+    match total_kib {
+        Some(kib) => usize::try_from(kib.saturating_mul(1024) / 2).unwrap_or(usize::MAX),
+        None => FALLBACK,
+    }
 }
 
 /// The thresholds, in units of work each kernel family counts. Measured on the 2-core
@@ -229,25 +280,35 @@ pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
 /// Columns handed to one [`dense_build`] task at a time.
 const COLUMN_BLOCK: usize = 16;
 
-/// A new `m × n` matrix written exactly once, with no zero fill first.
+/// Fills `mat` (reserved for at least `m × n`, any current dimensions) as an `m × n` matrix
+/// written exactly once, with no zero fill first, and returns it with those dimensions.
 ///
-/// `fill(rows, j0, cols)` must initialise every element of `cols`: `cols[k]` is rows `rows` of
-/// column `j0 + k`. The work is split into blocks of up to 16 columns, and, for matrices with
-/// fewer columns than workers (kets), into row ranges; with `workers > 1` the blocks run on the
-/// rayon pool. Each call runs under [`simd`].
-pub(crate) fn dense_build<F>(m: usize, n: usize, workers: usize, fill: F) -> Mat<c64>
+/// `fill(rows, j0, cols)` initialises `cols`: `cols[k]` is rows `rows` of column `j0 + k`. The
+/// work is split into blocks of up to 16 columns, and, for matrices with fewer columns than
+/// workers (kets), into row ranges; with `workers > 1` the blocks run on the rayon pool. Each
+/// call runs under [`simd`].
+///
+/// # Safety
+/// `fill` must write every element of every slice it is given: the matrix is returned as
+/// initialised without a check. The capacity of `mat` must cover `m × n`.
+pub(crate) unsafe fn dense_build<F>(
+    mut mat: Mat<c64>,
+    m: usize,
+    n: usize,
+    workers: usize,
+    fill: F,
+) -> Mat<c64>
 where
     F: Fn(Range<usize>, usize, &mut [&mut [MaybeUninit<c64>]]) + Sync,
 {
-    let mut mat = Mat::<c64>::with_capacity(m, n);
-    // SAFETY: capacity for m×n is reserved. The elements are uninitialised until every column is
-    // written below; they are only reached through `MaybeUninit` slices until then, and `c64`
-    // has no drop glue, so a panic in `fill` leaks nothing and reads nothing.
+    // SAFETY: the caller reserved capacity for m×n. The elements are uninitialised until every
+    // column is written below; they are only reached through `MaybeUninit` slices until then,
+    // and `c64` has no drop glue, so a panic in `fill` leaks nothing and reads nothing.
     unsafe { mat.set_dims(m, n) };
     if m == 0 || n == 0 {
         return mat;
     }
-    let stride = usize::try_from(mat.col_stride()).expect("faer column stride is positive");
+    let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
     let base = mat.as_ptr_mut().cast::<MaybeUninit<c64>>();
     // SAFETY: column j occupies [j·stride, j·stride + m) with stride ≥ m, so the slices of
     // distinct columns are disjoint and inside the allocation; each column is handed out once.

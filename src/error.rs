@@ -170,6 +170,22 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A result that is too large to allocate: a dense matrix over the dense limit
+    /// ([`set_dense_limit`](crate::set_dense_limit)), or an allocation the system refused.
+    /// Sparse operands are never densified past the limit: this error is returned instead.
+    #[error("{op}: a {}×{} result needs {bytes} bytes{}", shape.0, shape.1, too_large_reason(*limit, reason))]
+    TooLarge {
+        /// The operation or conversion.
+        op: String,
+        /// The shape of the result that could not be allocated.
+        shape: Shape,
+        /// Bytes it would need (`u128`: the product never overflows).
+        bytes: u128,
+        /// The dense limit in force, for dense results; `None` when the allocator refused.
+        limit: Option<usize>,
+        /// Why it failed, beyond the size.
+        reason: String,
+    },
     /// A GPU was needed but none can be used: polymat was built without the `cuda` feature,
     /// the CUDA driver or libraries are missing, or no device is present.
     #[error("no usable CUDA GPU: {reason}")]
@@ -204,6 +220,20 @@ pub enum Error {
 
 /// Result type of every fallible polymat function.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+fn too_large_reason(limit: Option<usize>, reason: &str) -> String {
+    match limit {
+        Some(l) => format!(
+            ", over the dense limit of {l} bytes (raise it with polymat::set_dense_limit){}",
+            if reason.is_empty() {
+                String::new()
+            } else {
+                format!(": {reason}")
+            }
+        ),
+        None => format!(": {reason}"),
+    }
+}
 
 fn fmt_shapes(shapes: &[Shape]) -> String {
     shapes

@@ -53,6 +53,7 @@
 
 #![deny(missing_docs)]
 #![forbid(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
 
 pub mod convert;
 pub mod dispatch;
@@ -60,6 +61,8 @@ pub mod engine;
 pub mod error;
 pub mod gpu;
 pub mod ops;
+mod scalar;
+mod shape;
 pub mod storage;
 
 pub use convert::{Batch, Conversion, ConversionRegistry, registry, to, to_type};
@@ -67,7 +70,9 @@ pub use dispatch::{
     CheckFn, Dispatcher, DispatcherBuilder, Explanation, KernelOutput, Out, Output, Resolved,
     Specialisation,
 };
-pub use engine::{THREADS_ENV, clear_upper_vector_state, set_threads, threads};
+pub use engine::{
+    THREADS_ENV, clear_upper_vector_state, dense_limit, set_dense_limit, set_threads, threads,
+};
 pub use error::{Error, Result, Shape};
 pub use gpu::GpuDense;
 pub use ops::{
@@ -78,14 +83,10 @@ pub use ops::{
     multiply, neg, one_element, pow, project, ptrace, reshape, solve, split_columns, sqrtm, sub,
     svd, tidyup, trace, trace_oper_ket, transpose, zeros, zeros_like,
 };
-pub use storage::{Csr, Data, Dense, Kind, Storage};
+pub use scalar::c64;
+pub use storage::{Csr, Data, Dense, Diagonals, Kind, Storage};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
-
-/// The element type: a double-precision complex number (`num_complex::Complex64`, which is
-/// also `faer::c64`).
-#[allow(non_camel_case_types)]
-pub type c64 = num_complex::Complex64;

@@ -1,4 +1,4 @@
-//! The CUDA kernels of `GpuDense` (`src/gpu/kernels.cu`) compiled as C++ for the CPU and
+//! The CUDA kernels of `GpuDense` (`src/gpu/cuda/kernels.cu`) compiled as C++ for the CPU and
 //! checked against naive loops (`tests/cuda_emu/`), so their index math is tested on machines
 //! without a GPU. Needs a C++17 compiler (`$CXX`, else `c++`); without one the test says so and
 //! skips. The GPU itself is tested by `tests/gpu.rs`.

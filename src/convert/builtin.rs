@@ -1,31 +1,44 @@
 //! The built-in kinds and the converters between them.
 
 use super::{Batch, Conversion};
-use crate::c64;
 use crate::engine::{self, Family};
 use crate::error::Result;
-use crate::storage::{Csr, Dense};
+use crate::gpu::GpuDense;
+use crate::scalar::{ZERO, c64};
+use crate::storage::{Csr, Dense, alloc};
 
 /// Dense, Csr and GpuDense (in that order: their kinds are fixed) and the converters, with
-/// QuTiP's and qutip-jax's weights.
+/// QuTiP's and qutip-jax's weights (entering the GPU weighs 1, leaving it 2).
 pub(super) fn register(b: &mut Batch) {
     b.register_type::<Dense>("Dense", &["dense", "mat", "matrix"])
         .register_type::<Csr>("Csr", &["csr", "sparse"])
         .add_conversion(Conversion::new(csr_to_dense, 1.0))
         .add_conversion(Conversion::new(dense_to_csr, 1.4));
-    crate::gpu::register(b);
+    b.register_type::<GpuDense>("GpuDense", &["gpudense", "gpu", "cuda"])
+        .add_conversion(Conversion::new(GpuDense::from_dense, 1.0))
+        .add_conversion(Conversion::new(GpuDense::to_dense, 2.0));
 }
 
 /// Scatters the stored entries into a zeroed column-major matrix. O(rows·cols + nnz).
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the dense result passes the dense limit:
+/// a large Csr is never densified by accident.
 pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
     let (m, n) = a.shape();
-    let zero = std::mem::MaybeUninit::new(c64::new(0.0, 0.0));
-    let workers = engine::workers(Family::Elementwise, m * n);
-    let mut mat = engine::dense_build(m, n, workers, |_, _, cols| {
-        for col in cols.iter_mut() {
-            col.fill(zero);
-        }
-    });
+    let zero = std::mem::MaybeUninit::new(ZERO);
+    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
+    // SAFETY: every column slice handed out is filled with zeros in full.
+    let mut mat = unsafe {
+        alloc::build_mat("to Dense", m, n, workers, |_, _, cols| {
+            for col in cols.iter_mut() {
+                col.fill(zero);
+            }
+        })
+    }?;
+    if m == 0 || n == 0 {
+        return Ok(Dense::new(mat));
+    }
     let mut cols: Vec<&mut [c64]> = mat
         .col_iter_mut()
         .map(|c| {
@@ -50,6 +63,9 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
 /// [`dense_to_csr_blocked`], whose two strided passes cost less than scattering that many entries.
 pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
     let (m, n) = a.shape();
+    if m == 0 || n == 0 {
+        return Csr::zeros_for("to Csr", m, n);
+    }
     let limit = (m * n / 4).max(64);
     let Some(csc) = engine::simd(|| collect_columns(a, limit)) else {
         return Ok(dense_to_csr_blocked(a));
@@ -71,7 +87,9 @@ pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
             next[i] += 1;
         }
     }
-    Ok(Csr::from_parts((m, n), indptr, indices, data))
+    // SAFETY: `indptr` is the prefix sum of the row counts (m + 1 pointers from 0 to nnz),
+    // each row range is filled exactly, and columns are visited in increasing order (< n).
+    Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
 }
 
 /// The non-zeros of a dense matrix in column order (CSC), with per-row counts.
@@ -83,9 +101,9 @@ struct Columns {
     row_counts: Vec<usize>,
 }
 
-/// `true` for `±0 + ±0i`: both parts' bits are zero once the sign bit is shifted out.
+/// Non-zero exactly when `v` is not `±0 + ±0i`: the bits of both parts, sign bits shifted out.
 #[inline(always)]
-fn zero_bits(v: &c64) -> u64 {
+fn nonzero_bits(v: &c64) -> u64 {
     (v.re.to_bits() | v.im.to_bits()) << 1
 }
 
@@ -109,13 +127,13 @@ fn collect_columns(a: &Dense, limit: usize) -> Option<Columns> {
         for (r, run) in col.chunks(RUN).enumerate() {
             // An all-zero run costs one vectorised OR-reduction; otherwise bit k of `mask` is
             // set when entry k is non-zero, and the loop takes one step per non-zero.
-            if run.iter().fold(0u64, |acc, v| acc | zero_bits(v)) == 0 {
+            if run.iter().fold(0u64, |acc, v| acc | nonzero_bits(v)) == 0 {
                 continue;
             }
             let mut mask = run
                 .iter()
                 .enumerate()
-                .fold(0u32, |m, (k, v)| m | (u32::from(zero_bits(v) != 0) << k));
+                .fold(0u32, |m, (k, v)| m | (u32::from(nonzero_bits(v) != 0) << k));
             while mask != 0 {
                 let k = mask.trailing_zeros() as usize;
                 let i = r * RUN + k;
@@ -143,7 +161,7 @@ fn dense_to_csr_blocked(a: &Dense) -> Csr {
     engine::simd(|| {
         for j in 0..n {
             for (c, v) in indptr[1..].iter_mut().zip(a.col(j)) {
-                *c += usize::from(zero_bits(v) != 0);
+                *c += usize::from(nonzero_bits(v) != 0);
             }
         }
     });
@@ -159,7 +177,7 @@ fn dense_to_csr_blocked(a: &Dense) -> Csr {
         let r1 = (r0 + ROW_BLOCK).min(m);
         for j in 0..n {
             for (i, v) in (r0..r1).zip(&a.col(j)[r0..r1]) {
-                if zero_bits(v) != 0 {
+                if nonzero_bits(v) != 0 {
                     indices[next[i]] = j;
                     data[next[i]] = *v;
                     next[i] += 1;
@@ -167,7 +185,8 @@ fn dense_to_csr_blocked(a: &Dense) -> Csr {
             }
         }
     }
-    Csr::from_parts((m, n), indptr, indices, data)
+    // SAFETY: as in `dense_to_csr`: counted rows, filled in increasing column order.
+    unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) }
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::Out;
-use crate::c64;
 use crate::error::{Error, Result};
+use crate::scalar::c64;
 use crate::storage::{Data, Kind, Storage};
 
 /// What a dispatcher returns: a matrix ([`Data`], whose kind is dispatched) or a plain value

@@ -5,9 +5,9 @@
 use std::convert::Infallible;
 use std::fmt;
 
-use crate::c64;
 use crate::error::{Error, Result};
-use crate::ops::Diagonals;
+use crate::scalar::c64;
+use crate::storage::Diagonals;
 use crate::storage::{Dense, Storage};
 
 pub(crate) const REASON: &str = "polymat was built without the `cuda` feature";

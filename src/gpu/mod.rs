@@ -58,9 +58,8 @@ use dummy as backend;
 
 pub use backend::GpuDense;
 
-use crate::convert::{Batch, Conversion};
 use crate::error::Result;
-use crate::storage::{Data, Dense, Kind};
+use crate::storage::{Data, Kind};
 
 /// Whether GPU storage can be used: the `cuda` feature is on, the CUDA driver, cuBLAS and NVRTC
 /// load, and device 0 opens. The first call opens the device; the answer is cached.
@@ -116,11 +115,4 @@ impl From<GpuDense> for Data {
     fn from(value: GpuDense) -> Data {
         Data::with_kind(Kind::GPU_DENSE, value)
     }
-}
-
-/// Registers the kind and its two conversions (1 to enter the GPU, 2 to leave it).
-pub(crate) fn register(b: &mut Batch) {
-    b.register_type::<GpuDense>("GpuDense", &["gpudense", "gpu", "cuda"])
-        .add_conversion(Conversion::new(|a: &Dense| GpuDense::from_dense(a), 1.0))
-        .add_conversion(Conversion::new(|a: &GpuDense| a.to_dense(), 2.0));
 }

@@ -4,12 +4,14 @@ use std::sync::LazyLock;
 
 use rayon::prelude::*;
 
-use super::{ONE, ZERO, check_same_shape, same_shape};
-use crate::c64;
+use super::check_same_shape;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
+use crate::scalar::c64;
+use crate::scalar::{ONE, ZERO};
+use crate::shape::same_shape;
 use crate::storage::{Csr, Data, Dense};
 
 /// `a + scale·b`. Parameter: the scale. Kernels: Dense+Dense → Dense, Csr+Csr → Csr,
@@ -107,15 +109,17 @@ pub fn sub(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn add_dense(a: &Dense, b: &Dense, scale: c64) -> Result<Dense> {
     same_shape("add", a.shape(), b.shape())?;
-    Ok(if scale == ONE {
-        super::dense_zip(a, b, |x, y| x + y)
+    if scale == ONE {
+        super::dense_zip("add", a, b, |x, y| x + y)
     } else {
-        super::dense_zip(a, b, |x, y| x + scale * y)
-    })
+        super::dense_zip("add", a, b, |x, y| x + scale * y)
+    }
 }
 
-/// Csr + scale·Csr by merging sorted rows. O(nnz(a) + nnz(b)); explicit zeros from
-/// cancellation are kept (use `iszero` with a tolerance to test the result).
+/// Csr + scale·Csr by merging sorted rows. O(nnz(a) + nnz(b)).
+///
+/// Entries that come out exactly zero (`0 + 0i`, either sign) are not stored, as in scipy:
+/// `a − a` has no stored entries. Entries that are merely tiny are kept; `tidyup` removes those.
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
@@ -138,12 +142,19 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
         });
         indptr.push(indices.len());
     }
-    Ok(Csr::from_parts(a.shape(), indptr, indices, data))
+    // SAFETY: one pointer per row after the leading 0; `merge_row` emits each row's columns
+    // (columns of a or b, below ncols) in strictly increasing order.
+    Ok(unsafe { Csr::from_parts_unchecked(a.shape(), indptr, indices, data) })
 }
 
-/// Row `i` of `a + scale·b`, entry by entry in column order.
+/// Row `i` of `a + scale·b`, the entries that are not exactly zero, in column order.
 #[inline(always)]
 fn merge_row(a: &Csr, b: &Csr, scale: c64, i: usize, mut emit: impl FnMut(usize, c64)) {
+    let mut emit = |c: usize, v: c64| {
+        if v != ZERO {
+            emit(c, v);
+        }
+    };
     let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
     let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
     let (mut x, xe) = (pa[i], pa[i + 1]);
@@ -212,7 +223,9 @@ fn add_csr_parallel(a: &Csr, b: &Csr, scale: c64, workers: usize) -> Csr {
             });
         }
     });
-    Csr::from_parts(a.shape(), indptr, indices, data)
+    // SAFETY: the counting pass and the writing pass run the same `merge_row`, so each row
+    // range is exactly filled, in strictly increasing column order.
+    unsafe { Csr::from_parts_unchecked(a.shape(), indptr, indices, data) }
 }
 
 /// Csr + scale·Dense → Dense. O(mn + nnz).
@@ -224,7 +237,7 @@ pub fn add_csr_dense(a: &Csr, b: &Dense, scale: c64) -> Result<Dense> {
     let mut out = if scale == ONE {
         b.clone()
     } else {
-        super::dense_map(b, |x| scale * x)
+        super::dense_map("add", b, |x| scale * x)?
     };
     scatter_add(&mut out, a, ONE);
     Ok(out)

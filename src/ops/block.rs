@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use crate::convert::{registry, to_type};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::{Error, Result};
-use crate::storage::{Csr, Data, Dense, Kind};
+use crate::storage::{Csr, Data, Dense, Kind, alloc};
 
 /// The rows and columns of a block, for [`block_extract`].
 pub type BlockRange = (Range<usize>, Range<usize>);
@@ -65,6 +65,9 @@ pub fn block_extract(a: &Data, range: BlockRange, out: Out) -> Result<Data> {
 pub fn block_extract_dense(a: &Dense, range: &BlockRange) -> Result<Dense> {
     check_range("block_extract", a.shape(), range)?;
     let (rows, cols) = range;
+    if rows.is_empty() || cols.is_empty() {
+        return Dense::zeros_for("block_extract", rows.len(), cols.len());
+    }
     Ok(Dense::new(
         a.as_ref()
             .submatrix(rows.start, cols.start, rows.len(), cols.len())
@@ -91,12 +94,9 @@ pub fn block_extract_csr(a: &Csr, range: &BlockRange) -> Result<Csr> {
         data.extend_from_slice(&val[p[i] + lo..p[i] + hi]);
         indptr.push(indices.len());
     }
-    Ok(Csr::from_parts(
-        (rows.len(), cols.len()),
-        indptr,
-        indices,
-        data,
-    ))
+    // SAFETY: one pointer per kept row after the leading 0; each row keeps a contiguous,
+    // sorted run of a's columns, shifted down by cols.start, so below cols.len().
+    Ok(unsafe { Csr::from_parts_unchecked((rows.len(), cols.len()), indptr, indices, data) })
 }
 
 /// A copy of `a` with `block` written at `(above, before)`. Kernels: (Dense, Dense),
@@ -162,7 +162,7 @@ pub fn block_overwrite(a: &Data, block: &Data, at: (usize, usize), out: Out) -> 
 /// As [`block_overwrite`].
 pub fn block_overwrite_dense(
     a: &Dense,
-    block: faer::MatRef<'_, crate::c64>,
+    block: faer::MatRef<'_, crate::scalar::c64>,
     at: (usize, usize),
 ) -> Result<Dense> {
     check_fits(
@@ -172,6 +172,9 @@ pub fn block_overwrite_dense(
         at,
     )?;
     let mut out = a.clone();
+    if block.nrows() == 0 || block.ncols() == 0 {
+        return Ok(out);
+    }
     out.as_mat_mut()
         .as_mut()
         .submatrix_mut(at.0, at.1, block.nrows(), block.ncols())
@@ -211,7 +214,10 @@ pub fn block_overwrite_csr(a: &Csr, block: &Csr, at: (usize, usize)) -> Result<C
         }
         indptr.push(indices.len());
     }
-    Ok(Csr::from_parts(a.shape(), indptr, indices, data))
+    // SAFETY: one pointer per row after the leading 0; a row crossing the block keeps a's
+    // columns below at.1, then the block's (sorted, shifted into [at.1, at.1 + bn)), then a's
+    // from at.1 + bn on, so it stays strictly increasing and below ncols (`check_fits`).
+    Ok(unsafe { Csr::from_parts_unchecked(a.shape(), indptr, indices, data) })
 }
 
 /// One block of a [`block_build`]: its position in the grid of blocks and its value.
@@ -303,7 +309,7 @@ pub fn block_build(
         _ => out.kind() == Some(Kind::DENSE),
     };
     if dense {
-        let mut m = Dense::zeros(shape.0, shape.1);
+        let mut m = Dense::zeros_for(OP, shape.0, shape.1)?;
         for b in blocks {
             let v = to_type::<Dense>(b.data)?;
             m.as_mat_mut()
@@ -318,7 +324,8 @@ pub fn block_build(
         .iter()
         .map(|b| to_type::<Csr>(b.data))
         .collect::<Result<Vec<_>>>()?;
-    let mut rows: Vec<Vec<(usize, crate::c64)>> = vec![Vec::new(); shape.0];
+    let mut rows: Vec<Vec<(usize, crate::scalar::c64)>> =
+        alloc::try_vec(OP, shape, shape.0, Vec::new())?;
     for (b, c) in blocks.iter().zip(&csrs) {
         let (p, idx, val) = (c.indptr(), c.indices(), c.data());
         for i in 0..c.shape().0 {

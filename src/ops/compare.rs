@@ -2,10 +2,12 @@
 
 use std::sync::LazyLock;
 
-use super::{ZERO, check_same_shape, same_shape};
+use super::check_same_shape;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
 use crate::gpu::GpuDense;
+use crate::scalar::ZERO;
+use crate::shape::same_shape;
 use crate::storage::{Csr, Data, Dense};
 
 /// Absolute and relative tolerances: `|a − b| ≤ atol + rtol·|b|` entry by entry.
@@ -99,7 +101,7 @@ pub fn iszero_csr(a: &Csr, atol: f64) -> bool {
     a.data().iter().all(|x| x.norm() <= atol)
 }
 
-fn close(x: crate::c64, y: crate::c64, t: Tol) -> bool {
+fn close(x: crate::scalar::c64, y: crate::scalar::c64, t: Tol) -> bool {
     (x - y).norm() <= t.atol + t.rtol * y.norm()
 }
 
@@ -224,7 +226,7 @@ pub fn isherm_csr(a: &Csr, atol: f64) -> Result<bool> {
     }
     isequal_csr(
         a,
-        &super::transpose::transpose_csr(a, true),
+        &super::transpose::transpose_csr(a, true)?,
         Tol { atol, rtol: 0.0 },
     )
 }

@@ -2,10 +2,11 @@
 
 use std::sync::LazyLock;
 
-use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
 use crate::gpu::GpuDense;
+use crate::scalar::c64;
+pub use crate::storage::Diagonals;
 use crate::storage::{Csr, Data, Dense};
 
 /// The `rows × cols` zero matrix. Parameter: `(rows, cols)`. Kernels: Dense, Csr;
@@ -39,11 +40,9 @@ pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
         .specialisation(Specialisation::nullary(
             "identity_dense",
             |&(n, s): &(usize, c64)| {
-                Ok(Dense::from_fn(
-                    n,
-                    n,
-                    |i, j| if i == j { s } else { super::ZERO },
-                ))
+                Ok(Dense::from_fn(n, n, |i, j| {
+                    if i == j { s } else { crate::scalar::ZERO }
+                }))
             },
         ))
         .specialisation(Specialisation::nullary(
@@ -80,18 +79,7 @@ pub fn zeros(rows: usize, cols: usize, out: Out) -> Result<Data> {
 /// assert_eq!(polymat::trace(&i).unwrap(), c64::new(3.0, 0.0));
 /// ```
 pub fn identity(n: usize, out: Out) -> Result<Data> {
-    IDENTITY.call(&[], out, &(n, super::ONE))
-}
-
-/// Parameters of [`DIAG`]: diagonals at offsets (positive above the main diagonal) and the shape.
-#[derive(Clone, Debug, PartialEq)]
-pub struct Diagonals {
-    /// The values of each diagonal, in order along it.
-    pub diagonals: Vec<Vec<c64>>,
-    /// The offset of each diagonal: 0 main, `k > 0` above, `k < 0` below.
-    pub offsets: Vec<isize>,
-    /// `(rows, cols)` of the result.
-    pub shape: (usize, usize),
+    IDENTITY.call(&[], out, &(n, crate::scalar::ONE))
 }
 
 /// Builds a matrix from diagonals; repeated offsets are summed. Kernels: Dense, Csr;
@@ -101,9 +89,9 @@ pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
         .specialisation(Specialisation::nullary("diag_gpu", |p: &Diagonals| {
             GpuDense::diag(p)
         }))
-        .check(|op, _, p: &Diagonals| diagonal_triplets(op, p).map(|_| ()))
+        .check(|op, _, p: &Diagonals| p.triplets(op).map(|_| ()))
         .specialisation(Specialisation::nullary("diag_dense", |p: &Diagonals| {
-            let (rows, cols, vals) = diagonal_triplets("diag", p)?;
+            let (rows, cols, vals) = p.triplets("diag")?;
             let mut d = Dense::zeros(p.shape.0, p.shape.1);
             for ((i, j), v) in rows.into_iter().zip(cols).zip(vals) {
                 d.col_mut(j)[i] += v;
@@ -111,62 +99,11 @@ pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
             Ok(d)
         }))
         .specialisation(Specialisation::nullary("diag_csr", |p: &Diagonals| {
-            let (rows, cols, vals) = diagonal_triplets("diag", p)?;
+            let (rows, cols, vals) = p.triplets("diag")?;
             Csr::from_triplets(p.shape, &rows, &cols, &vals)
         }))
         .builtin()
 });
-
-/// Length of the diagonal at `offset` in a `rows × cols` matrix.
-fn diagonal_len(shape: (usize, usize), offset: isize) -> usize {
-    let k = offset.unsigned_abs();
-    if offset >= 0 {
-        shape.0.min(shape.1.saturating_sub(k))
-    } else {
-        shape.1.min(shape.0.saturating_sub(k))
-    }
-}
-
-type Triplets = (Vec<usize>, Vec<usize>, Vec<c64>);
-
-fn diagonal_triplets(op: &str, p: &Diagonals) -> Result<Triplets> {
-    if p.diagonals.len() != p.offsets.len() {
-        return Err(crate::Error::argument(
-            op,
-            format!(
-                "{} diagonals but {} offsets",
-                p.diagonals.len(),
-                p.offsets.len()
-            ),
-        ));
-    }
-    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
-    for (d, &k) in p.diagonals.iter().zip(&p.offsets) {
-        let len = diagonal_len(p.shape, k);
-        if d.len() != len || len == 0 {
-            return Err(crate::Error::argument(
-                op,
-                format!(
-                    "the diagonal at offset {k} of a {}×{} matrix has {len} entries, got {}",
-                    p.shape.0,
-                    p.shape.1,
-                    d.len()
-                ),
-            ));
-        }
-        let (r0, c0) = if k >= 0 {
-            (0, k.unsigned_abs())
-        } else {
-            (k.unsigned_abs(), 0)
-        };
-        for (t, &v) in d.iter().enumerate() {
-            rows.push(r0 + t);
-            cols.push(c0 + t);
-            vals.push(v);
-        }
-    }
-    Ok((rows, cols, vals))
-}
 
 /// A matrix from its diagonals.
 ///

@@ -6,11 +6,11 @@ use std::sync::LazyLock;
 use faer::{Mat, Side};
 
 use super::check_square;
-use crate::c64;
 use crate::convert::builtin::csr_to_dense;
 use crate::dispatch::{Dispatcher, Out, Specialisation, plain_output};
 use crate::engine;
 use crate::error::{Error, Result};
+use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
 /// Absolute tolerance of the Hermitian test when [`EigsOptions::hermitian`] is `None`

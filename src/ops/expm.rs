@@ -9,12 +9,12 @@ use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
 
 use super::check_square;
-use crate::c64;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
+use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
 /// `exp(a)` for square `a`. Kernels: Dense → Dense, Csr → Csr, Csr → Dense.

@@ -3,9 +3,9 @@
 use faer::Mat;
 use sprs::CsMat;
 
-use crate::c64;
 use crate::convert::to_type;
 use crate::error::Result;
+use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
 /// A plain matrix type that [`extract`] can produce from any [`Data`].

@@ -13,11 +13,11 @@ use faer::{Mat, MatRef, Side};
 
 use super::check_square;
 use super::decomp::HERMITIAN_ATOL;
-use crate::c64;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, DispatcherBuilder, Out, Specialisation};
 use crate::engine;
 use crate::error::{Error, Result};
+use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
 /// Above this 1-norm condition number of the eigenvector basis, the eigendecomposition is not

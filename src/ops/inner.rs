@@ -8,68 +8,14 @@ use faer::{Accum, Col, ColRef};
 
 use super::matmul::matmul_csr;
 use super::transpose::transpose_csr;
-use super::{ONE, ZERO};
-use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
+use crate::scalar::c64;
+use crate::scalar::{ONE, ZERO};
+use crate::shape::{expect_shapes, inner_op_shapes, inner_shapes, is_bra, is_vector};
 use crate::storage::{Csr, Data, Dense};
-
-fn is_vector(s: (usize, usize)) -> bool {
-    s.0 == 1 || s.1 == 1
-}
-
-/// QuTiP's convention: a left operand with one row is a bra (so a 1×1 is not conjugated).
-fn is_bra(s: (usize, usize)) -> bool {
-    s.0 == 1
-}
-
-/// `left` is a bra (1×n) or a ket (n×1), `right` a ket (n×1) of the same dimension.
-pub(crate) fn inner_shapes(op: &str, l: (usize, usize), r: (usize, usize)) -> Result<()> {
-    let n = if l.0 == 1 { l.1 } else { l.0 };
-    if is_vector(l) && r.1 == 1 && r.0 == n {
-        Ok(())
-    } else {
-        Err(Error::shape(
-            op,
-            &[l, r],
-            "left must be a bra (1×n) or ket (n×1) and right a ket (n×1)",
-        ))
-    }
-}
-
-/// `⟨left|op|right⟩` shapes: left bra/ket of dimension n, op n×m, right a ket m×1.
-pub(crate) fn inner_op_shapes(
-    op: &str,
-    l: (usize, usize),
-    o: (usize, usize),
-    r: (usize, usize),
-) -> Result<()> {
-    let n = if l.0 == 1 { l.1 } else { l.0 };
-    if is_vector(l) && n == o.0 && r.1 == 1 && r.0 == o.1 {
-        Ok(())
-    } else {
-        Err(Error::shape(
-            op,
-            &[l, o, r],
-            "left must be a bra or ket of dimension n, the operator n×m and right a ket m×1",
-        ))
-    }
-}
-
-/// `expect(op, state)` shapes: op n×n, state a ket n×1 or an operator n×n.
-pub(crate) fn expect_shapes(name: &str, o: (usize, usize), s: (usize, usize)) -> Result<()> {
-    if o.0 == o.1 && s.0 == o.0 && (s.1 == 1 || s.1 == o.0) {
-        Ok(())
-    } else {
-        Err(Error::shape(
-            name,
-            &[o, s],
-            "the operator must be n×n and the state a ket n×1 or an operator n×n",
-        ))
-    }
-}
 
 /// `⟨left|right⟩`: `left·right` for a bra, `left†·right` for a ket. Kernels: Dense, Csr.
 pub static INNER: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
@@ -172,7 +118,7 @@ pub static PROJECT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         })
         .specialisation(Specialisation::unary(
             "project_dense",
-            |a: &Dense, _: &()| Ok(project_dense(a)),
+            |a: &Dense, _: &()| project_dense(a),
         ))
         .specialisation(Specialisation::unary("project_csr", |a: &Csr, _: &()| {
             project_csr(a)
@@ -370,7 +316,7 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
                 Accum::Replace,
                 o.as_ref(),
                 psi,
-                super::ONE,
+                crate::scalar::ONE,
                 par,
             );
         });
@@ -395,7 +341,7 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
 pub fn expect_csr(o: &Csr, s: &Csr) -> Result<c64> {
     expect_shapes("expect", o.shape(), s.shape())?;
     if s.shape().1 == 1 {
-        return inner_op_csr(&transpose_csr(s, true), o, s);
+        return inner_op_csr(&transpose_csr(s, true)?, o, s);
     }
     // Tr(O ρ) = Σ_ij O_ij ρ_ji: look up each ρ_ji.
     Ok(csr_entries(o).map(|((i, j), v)| v * s.get(j, i)).sum())
@@ -435,8 +381,11 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     matmul_dag_shapes("matmul_dag", a.shape(), b.shape())?;
     let (m, k) = a.shape();
     let n = b.shape().0;
-    let mut out = Dense::zeros(m, n);
-    engine::product(m * k * n, |par| {
+    let mut out = Dense::zeros_for("matmul_dag", m, n)?;
+    if m == 0 || n == 0 || k == 0 {
+        return Ok(out);
+    }
+    engine::product(m.saturating_mul(k).saturating_mul(n), |par| {
         faer_matmul(
             out.as_mat_mut(),
             Accum::Replace,
@@ -455,18 +404,21 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
 /// [`Error::Shape`] unless the column counts match.
 pub fn matmul_dag_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     matmul_dag_shapes("matmul_dag", a.shape(), b.shape())?;
-    matmul_csr(a, &transpose_csr(b, true))
+    matmul_csr(a, &transpose_csr(b, true)?)
 }
 
 /// Dense `|ψ⟩⟨ψ|`. O(n²).
-pub fn project_dense(v: &Dense) -> Dense {
+///
+/// # Errors
+/// [`Error::TooLarge`] if the n×n result passes the dense limit.
+pub fn project_dense(v: &Dense) -> Result<Dense> {
     let mut psi = dense_vec(v);
     if v.shape().0 == 1 && v.shape().1 != 1 {
         // A bra ⟨ψ|: ψ is its conjugate.
         psi.iter_mut().for_each(|x| *x = x.conj());
     }
     let n = psi.len();
-    Dense::from_fn(n, n, |i, j| psi[i] * psi[j].conj())
+    Dense::from_fn_for("project", n, n, |i, j| psi[i] * psi[j].conj())
 }
 
 /// Csr `|ψ⟩⟨ψ|`. O(nnz(ψ)²).

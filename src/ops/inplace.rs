@@ -1,9 +1,9 @@
 //! In-place updates: `a += s·b` and `a *= s` without a new allocation where the kinds allow.
 
-use super::same_shape;
-use crate::c64;
 use crate::dispatch::Out;
 use crate::error::Result;
+use crate::scalar::c64;
+use crate::shape::same_shape;
 use crate::storage::{Csr, Data, Dense};
 
 /// `a ← a + scale·b`, written into `a`'s own buffer when that is possible and into a new value

@@ -4,9 +4,10 @@ use std::sync::LazyLock;
 
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::GpuDense;
-use crate::storage::{Csr, Data, Dense};
+use crate::shape::{indptr_len, kron_shape, product};
+use crate::storage::{Csr, Data, Dense, alloc};
 
 /// `a ⊗ b`. Kernels: Dense⊗Dense, Csr⊗Csr.
 pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
@@ -26,18 +27,6 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         ))
         .builtin()
 });
-
-/// The result shape, or an error if it overflows `usize`.
-fn kron_shape(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<(usize, usize)> {
-    match (a.0.checked_mul(b.0), a.1.checked_mul(b.1)) {
-        (Some(r), Some(c)) if r.checked_mul(c).is_some() => Ok((r, c)),
-        _ => Err(Error::shape(
-            op,
-            &[a, b],
-            "the product's size overflows usize",
-        )),
-    }
-}
 
 /// The Kronecker product: block `(i, j)` of the result is `a[i, j]·b`.
 ///
@@ -60,14 +49,14 @@ pub fn kron(a: &Data, b: &Data, out: Out) -> Result<Data> {
 pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (r, c) = kron_shape("kron", a.shape(), b.shape())?;
     let (mb, nb) = b.shape();
-    let workers = engine::workers(Family::Elementwise, r * c);
+    let workers = engine::workers(Family::Elementwise, r.saturating_mul(c));
     // Column ja·nb + jb of the result is a[:, ja] ⊗ b[:, jb]: runs of b's column scaled by
     // a's entries, written once.
-    Ok(Dense::new(engine::dense_build(
-        r,
-        c,
-        workers,
-        |rows, j0, cols| {
+    // SAFETY: every output slice is covered: the runs [i, end) step through `rows` from its
+    // start to its end, and each run is written in full (b's column has mb ≥ end − i entries
+    // from ib on, since end ≤ (ia + 1)·mb).
+    let mat = unsafe {
+        alloc::build_mat("kron", r, c, workers, |rows, j0, cols| {
             for (k, out) in cols.iter_mut().enumerate() {
                 let (acol, bcol) = (a.col((j0 + k) / nb), b.col((j0 + k) % nb));
                 let mut i = rows.start;
@@ -82,22 +71,27 @@ pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
                     i = end;
                 }
             }
-        },
-    )))
+        })
+    }?;
+    Ok(Dense::new(mat))
 }
 
-/// Csr⊗Csr; rows come out sorted without a sort. O(nnz(a)·nnz(b) + rows).
+/// Csr⊗Csr; rows come out sorted without a sort. O(nnz(a)·nnz(b) + rows). Products that are
+/// exactly zero (an explicit zero in an operand, or underflow) are not stored.
 ///
 /// # Errors
-/// [`Error::Shape`] if the result's size overflows.
+/// [`Error::Shape`] if the result's size overflows, [`Error::TooLarge`](crate::Error::TooLarge)
+/// if it cannot be allocated.
 pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
-    let shape = kron_shape("kron", a.shape(), b.shape())?;
+    const OP: &str = "kron";
+    let shape = kron_shape(OP, a.shape(), b.shape())?;
     let (ma, mb, nb) = (a.shape().0, b.shape().0, b.shape().1);
     let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
     let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
-    let nnz = a.nnz() * b.nnz();
-    let mut indptr = Vec::with_capacity(shape.0 + 1);
-    let (mut indices, mut data) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
+    let nnz = product(OP, &[a.shape(), b.shape()], a.nnz(), b.nnz())?;
+    let mut indptr = alloc::try_with_capacity(OP, shape, indptr_len(OP, shape)?)?;
+    let mut indices = alloc::try_with_capacity(OP, shape, nnz)?;
+    let mut data = alloc::try_with_capacity(OP, shape, nnz)?;
     indptr.push(0);
     engine::simd(|| {
         for i in 0..ma {
@@ -113,7 +107,11 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
             }
         }
     });
-    Ok(Csr::from_parts(shape, indptr, indices, data))
+    super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+    // SAFETY: one pointer per result row (i·mb + k, in increasing order) after the leading 0;
+    // within a row the columns ia[x]·nb + c increase strictly, since a's columns increase
+    // from one run to the next and each run's b columns (below nb) increase.
+    Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) })
 }
 
 /// `aᵀ ⊗ b`, the building block of superoperators (`vec(b·X·a) = (aᵀ ⊗ b)·vec(X)`).
@@ -130,7 +128,7 @@ pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         ))
         .specialisation(Specialisation::binary(
             "kron_transpose_csr",
-            |a: &Csr, b: &Csr, _: &()| kron_csr(&super::transpose::transpose_csr(a, false), b),
+            |a: &Csr, b: &Csr, _: &()| kron_csr(&super::transpose::transpose_csr(a, false)?, b),
         ))
         .builtin()
 });
@@ -157,7 +155,10 @@ pub fn kron_transpose(a: &Data, b: &Data, out: Out) -> Result<Data> {
 pub fn kron_transpose_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (m, n) = a.shape();
     let (r, c) = kron_shape("kron_transpose", (n, m), b.shape())?;
-    let mut out = Dense::zeros(r, c);
+    let mut out = Dense::zeros_for("kron_transpose", r, c)?;
+    if r == 0 || c == 0 {
+        return Ok(out);
+    }
     faer::linalg::kron::kron(
         out.as_mat_mut().as_mut(),
         a.as_ref().transpose(),

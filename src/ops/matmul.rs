@@ -5,13 +5,14 @@ use std::sync::LazyLock;
 use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
 
-use super::{ONE, ZERO};
-use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
-use crate::storage::{Csr, Data, Dense};
+use crate::scalar::c64;
+use crate::scalar::{ONE, ZERO};
+use crate::shape::{indptr_len, matmul_shapes};
+use crate::storage::{Csr, Data, Dense, alloc};
 
 /// `a·b`. Kernels: Dense·Dense → Dense, Csr·Csr → Csr, Csr·Dense → Dense.
 ///
@@ -39,19 +40,6 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .builtin()
 });
 
-/// The columns of `a` must match the rows of `b`.
-pub(crate) fn matmul_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
-    if a.1 == b.0 {
-        Ok(())
-    } else {
-        Err(Error::shape(
-            op,
-            &[a, b],
-            "the left operand's columns must match the right operand's rows",
-        ))
-    }
-}
-
 /// The matrix product `a·b`.
 ///
 /// # Errors
@@ -77,8 +65,11 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let (m, k) = a.shape();
     let n = b.shape().1;
-    let mut out = Dense::zeros(m, n);
-    engine::product(m * k * n, |par| {
+    let mut out = Dense::zeros_for("matmul", m, n)?;
+    if m == 0 || n == 0 || k == 0 {
+        return Ok(out);
+    }
+    engine::product(m.saturating_mul(k).saturating_mul(n), |par| {
         faer_matmul(
             out.as_mat_mut(),
             Accum::Replace,
@@ -99,26 +90,41 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
 /// entries (banded or dense rows) scans that span; a longer spread-out row walks only the
 /// non-zero words; a short spread-out row (≤ 64 entries) sorts its columns.
 ///
+/// When the accumulator (one entry per column of `b`) would be much larger than the work, each
+/// row's products are sorted and merged instead, so the memory is O(flops), whatever `n`.
+/// Entries that come out exactly zero are not stored.
+///
 /// # Errors
-/// [`Error::Shape`] on mismatched inner dimensions.
+/// [`Error::Shape`] on mismatched inner dimensions, [`Error::TooLarge`] if the result
+/// cannot be allocated.
 pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
-    matmul_shapes("matmul", a.shape(), b.shape())?;
+    const OP: &str = "matmul";
+    matmul_shapes(OP, a.shape(), b.shape())?;
     let (m, _) = a.shape();
     let n = b.shape().1;
     let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
     let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
-    let flops: usize = ia.iter().map(|&r| pb[r + 1] - pb[r]).sum();
+    let flops: usize = ia
+        .iter()
+        .fold(0usize, |s, &r| s.saturating_add(pb[r + 1] - pb[r]));
     let cap = flops.min(m.saturating_mul(n));
+    let mut indptr = alloc::try_with_capacity(OP, (m, n), indptr_len(OP, (m, n))?)?;
+    let mut indices = alloc::try_with_capacity(OP, (m, n), cap)?;
+    let mut data = alloc::try_with_capacity(OP, (m, n), cap)?;
+    indptr.push(0);
+    if n > flops.saturating_add(m).saturating_mul(4).max(1 << 16) {
+        matmul_csr_sorted(a, b, &mut indptr, &mut indices, &mut data);
+        super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+        // SAFETY: one pointer per row after the leading 0; each row's columns were sorted and
+        // merged (strictly increasing), and are columns of b (below n).
+        return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
+    }
     let mut acc = vec![ZERO; n];
     // Bit j of `seen` is set while column j is in the current row's pattern; bit w of `words`
     // while word w of `seen` is non-zero, so the emission visits only the non-zero words.
     let mut seen = vec![0u64; n.div_ceil(64)];
     let mut words = vec![0u64; seen.len().div_ceil(64)];
     let mut pattern: Vec<usize> = Vec::new();
-    let mut indptr = Vec::with_capacity(m + 1);
-    let mut indices = Vec::with_capacity(cap);
-    let mut data = Vec::with_capacity(cap);
-    indptr.push(0);
     for i in 0..m {
         pattern.clear();
         let (mut lo, mut hi) = (usize::MAX, 0);
@@ -178,7 +184,43 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         }
         indptr.push(indices.len());
     }
-    Ok(Csr::from_parts((m, n), indptr, indices, data))
+    super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+    // SAFETY: one pointer per row after the leading 0; every emission path writes a row's
+    // pattern (columns of b, below n, each once thanks to `seen`) in increasing order.
+    Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
+}
+
+/// Row by row: the products of row i, sorted by column and merged. For products whose columns
+/// are so many that an accumulator row would cost more than the work itself.
+fn matmul_csr_sorted(
+    a: &Csr,
+    b: &Csr,
+    indptr: &mut Vec<usize>,
+    indices: &mut Vec<usize>,
+    data: &mut Vec<c64>,
+) {
+    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
+    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+    let mut row: Vec<(usize, c64)> = Vec::new();
+    for i in 0..a.shape().0 {
+        row.clear();
+        for ka in pa[i]..pa[i + 1] {
+            let (r, va) = (ia[ka], da[ka]);
+            row.extend((pb[r]..pb[r + 1]).map(|kb| (ib[kb], va * db[kb])));
+        }
+        row.sort_unstable_by_key(|e| e.0);
+        let start = indices.len();
+        for &(c, v) in &row {
+            if indices.len() > start && indices[indices.len() - 1] == c {
+                let last = data.len() - 1;
+                data[last] += v;
+            } else {
+                indices.push(c);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
 }
 
 /// Appends the columns marked in word `w` of a row's bitset (`bits`), in increasing order, with
@@ -202,12 +244,10 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     let m = a.shape().0;
     let n = b.shape().1;
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-    let workers = engine::workers(Family::CsrRows, a.nnz().max(m) * n);
-    Ok(Dense::new(engine::dense_build(
-        m,
-        n,
-        workers,
-        |rows, j0, cols| {
+    let workers = engine::workers(Family::CsrRows, a.nnz().max(m).saturating_mul(n));
+    // SAFETY: every element of every output slice is written (one per row in `rows`).
+    let mat = unsafe {
+        alloc::build_mat("matmul", m, n, workers, |rows, j0, cols| {
             for (k, out) in cols.iter_mut().enumerate() {
                 let bj = b.col(j0 + k);
                 for (o, i) in out.iter_mut().zip(rows.clone()) {
@@ -218,8 +258,9 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
                     o.write(s);
                 }
             }
-        },
-    )))
+        })
+    }?;
+    Ok(Dense::new(mat))
 }
 
 /// Density of `ket·bra` at or above which [`matmul_outer`] returns Dense under `Out::Auto`.
@@ -318,8 +359,9 @@ pub fn matmul_outer_entries(ket: &Data, bra: &Data, out: Out) -> Result<Data> {
         }
         _ => out.kind() != Some(crate::Kind::CSR),
     };
+    const OP: &str = "matmul_outer";
     if dense {
-        let mut d = Dense::zeros(n, m);
+        let mut d = Dense::zeros_for(OP, n, m)?;
         let mat = d.as_mat_mut();
         for &(j, y) in &r {
             for &(i, x) in &l {
@@ -328,22 +370,26 @@ pub fn matmul_outer_entries(ket: &Data, bra: &Data, out: Out) -> Result<Data> {
         }
         return Ok(d.into());
     }
-    let mut indptr = vec![0usize; n + 1];
+    let mut indptr = alloc::try_vec(OP, (n, m), indptr_len(OP, (n, m))?, 0usize)?;
     for &(i, _) in &l {
         indptr[i + 1] = r.len();
     }
     for i in 0..n {
         indptr[i + 1] += indptr[i];
     }
-    let mut indices = Vec::with_capacity(l.len() * r.len());
-    let mut data = Vec::with_capacity(l.len() * r.len());
+    let nnz = crate::shape::product(OP, &[ket.shape(), bra.shape()], l.len(), r.len())?;
+    let mut indices = alloc::try_with_capacity(OP, (n, m), nnz)?;
+    let mut data = alloc::try_with_capacity(OP, (n, m), nnz)?;
     for &(_, x) in &l {
         for &(j, y) in &r {
             indices.push(j);
             data.push(x * y);
         }
     }
-    Ok(Csr::from_parts((n, m), indptr, indices, data).into())
+    super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+    // SAFETY: rows of the ket's non-zeros (increasing i) hold the bra's non-zero columns, which
+    // `vector_entries` lists in increasing order, each once; other rows are empty.
+    Ok(unsafe { Csr::from_parts_unchecked((n, m), indptr, indices, data) }.into())
 }
 
 #[cfg(test)]

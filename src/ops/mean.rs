@@ -2,10 +2,10 @@
 
 use std::sync::LazyLock;
 
-use super::ZERO;
-use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
+use crate::scalar::ZERO;
+use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
 /// The mean of the nonzero entries. Kernels: Dense, Csr.

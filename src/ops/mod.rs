@@ -100,35 +100,11 @@ pub use tidyup::{TIDYUP, tidyup};
 pub use trace::{TRACE, trace};
 pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};
 
-use crate::c64;
 use crate::engine::{self, Family};
-use crate::error::{Error, Result};
-use crate::storage::{Csr, Data, Dense};
-
-pub(crate) const ZERO: c64 = c64::new(0.0, 0.0);
-pub(crate) const ONE: c64 = c64::new(1.0, 0.0);
-
-/// Both operands must have the same shape.
-pub(crate) fn same_shape(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
-    if a == b {
-        Ok(())
-    } else {
-        Err(Error::shape(
-            op,
-            &[a, b],
-            "operands must have the same shape",
-        ))
-    }
-}
-
-/// The operand must be square.
-pub(crate) fn square(op: &str, a: (usize, usize)) -> Result<()> {
-    if a.0 == a.1 {
-        Ok(())
-    } else {
-        Err(Error::shape(op, &[a], "the operand must be square"))
-    }
-}
+use crate::error::Result;
+use crate::scalar::{ZERO, c64};
+use crate::shape::{same_shape, square};
+use crate::storage::{Csr, Data, Dense, alloc};
 
 /// Dispatcher check: both inputs have the same shape.
 pub(crate) fn check_same_shape<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
@@ -142,43 +118,96 @@ pub(crate) fn check_square<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
 
 /// A new Dense with entries `f(a[i, j], b[i, j])`, written once, vectorised and, above the
 /// engine's elementwise threshold, parallel.
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) naming `op` if the result cannot be allocated.
 #[inline]
-pub(crate) fn dense_zip(a: &Dense, b: &Dense, f: impl Fn(c64, c64) -> c64 + Sync) -> Dense {
+pub(crate) fn dense_zip(
+    op: &str,
+    a: &Dense,
+    b: &Dense,
+    f: impl Fn(c64, c64) -> c64 + Sync,
+) -> Result<Dense> {
     let (m, n) = a.shape();
-    let workers = engine::workers(Family::Elementwise, m * n);
-    Dense::new(engine::dense_build(m, n, workers, |rows, j0, cols| {
-        for (k, out) in cols.iter_mut().enumerate() {
-            let (x, y) = (&a.col(j0 + k)[rows.clone()], &b.col(j0 + k)[rows.clone()]);
-            for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
-                o.write(f(*x, *y));
+    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
+    // SAFETY: the closure writes every element of every column slice it is handed (the zip
+    // runs over the whole output slice: both inputs have the output's shape).
+    let mat = unsafe {
+        alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
+            for (k, out) in cols.iter_mut().enumerate() {
+                let (x, y) = (&a.col(j0 + k)[rows.clone()], &b.col(j0 + k)[rows.clone()]);
+                for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
+                    o.write(f(*x, *y));
+                }
             }
-        }
-    }))
+        })
+    }?;
+    Ok(Dense::new(mat))
 }
 
 /// A new Dense with `f` applied to every entry (written once, vectorised, parallel above the
 /// elementwise threshold).
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) naming `op` if the result cannot be allocated.
 #[inline]
-pub(crate) fn dense_map(a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> Dense {
+pub(crate) fn dense_map(op: &str, a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> Result<Dense> {
     let (m, n) = a.shape();
-    let workers = engine::workers(Family::Elementwise, m * n);
-    Dense::new(engine::dense_build(m, n, workers, |rows, j0, cols| {
-        for (k, out) in cols.iter_mut().enumerate() {
-            for (o, x) in out.iter_mut().zip(&a.col(j0 + k)[rows.clone()]) {
-                o.write(f(*x));
+    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
+    // SAFETY: the closure writes every element of every column slice it is handed (the input
+    // column segment has the same length as the output slice).
+    let mat = unsafe {
+        alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
+            for (k, out) in cols.iter_mut().enumerate() {
+                for (o, x) in out.iter_mut().zip(&a.col(j0 + k)[rows.clone()]) {
+                    o.write(f(*x));
+                }
             }
-        }
-    }))
+        })
+    }?;
+    Ok(Dense::new(mat))
 }
 
 /// A new Csr with the same structure and `f` applied to every stored value.
 pub(crate) fn csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Csr {
-    Csr::from_parts(
-        a.shape(),
-        a.indptr().to_vec(),
-        a.indices().to_vec(),
-        a.data().iter().map(|&x| f(x)).collect(),
-    )
+    // SAFETY: the structure is copied unchanged from a valid Csr.
+    unsafe {
+        Csr::from_parts_unchecked(
+            a.shape(),
+            a.indptr().to_vec(),
+            a.indices().to_vec(),
+            a.data().iter().map(|&x| f(x)).collect(),
+        )
+    }
+}
+
+/// Removes the entries that are exactly zero (`0 + 0i`, either sign; NaN is kept) from CSR
+/// arrays, in place. One vectorised scan when there are none, one compacting pass otherwise.
+pub(crate) fn drop_exact_zeros(
+    indptr: &mut [usize],
+    indices: &mut Vec<usize>,
+    data: &mut Vec<c64>,
+) {
+    let any = engine::simd(|| data.iter().fold(false, |acc, v| acc | (*v == ZERO)));
+    if !any {
+        return;
+    }
+    let mut write = 0;
+    let mut start = 0;
+    for p in indptr.iter_mut().skip(1) {
+        let end = *p;
+        for k in start..end {
+            if data[k] != ZERO {
+                indices[write] = indices[k];
+                data[write] = data[k];
+                write += 1;
+            }
+        }
+        start = end;
+        *p = write;
+    }
+    indices.truncate(write);
+    data.truncate(write);
 }
 
 /// A Csr from one entry list per row, in any column order; entries of the same column are
@@ -203,5 +232,7 @@ pub(crate) fn csr_from_row_lists(shape: (usize, usize), rows: &mut [Vec<(usize, 
         }
         indptr.push(indices.len());
     }
-    Csr::from_parts(shape, indptr, indices, data)
+    // SAFETY: one pointer per row after the leading 0, non-decreasing; each row was sorted
+    // with equal columns merged. The callers' columns are below `shape.1` (debug-checked).
+    unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) }
 }

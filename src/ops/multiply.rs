@@ -2,10 +2,12 @@
 
 use std::sync::LazyLock;
 
-use super::{check_same_shape, same_shape};
+use super::check_same_shape;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
 use crate::gpu::GpuDense;
+use crate::scalar::ZERO;
+use crate::shape::same_shape;
 use crate::storage::{Csr, Data, Dense};
 
 /// `a ∘ b`, entry by entry. Kernels: Dense∘Dense, Csr∘Csr.
@@ -48,10 +50,11 @@ pub fn multiply(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn multiply_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     same_shape("multiply", a.shape(), b.shape())?;
-    Ok(super::dense_zip(a, b, |x, y| x * y))
+    super::dense_zip("multiply", a, b, |x, y| x * y)
 }
 
-/// Csr∘Csr: the intersection of the two patterns. O(nnz(a) + nnz(b)).
+/// Csr∘Csr: the intersection of the two patterns. O(nnz(a) + nnz(b)). Products that are
+/// exactly zero are not stored.
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
@@ -71,8 +74,11 @@ pub fn multiply_csr(a: &Csr, b: &Csr) -> Result<Csr> {
                 std::cmp::Ordering::Less => x += 1,
                 std::cmp::Ordering::Greater => y += 1,
                 std::cmp::Ordering::Equal => {
-                    indices.push(ia[x]);
-                    data.push(da[x] * db[y]);
+                    let v = da[x] * db[y];
+                    if v != ZERO {
+                        indices.push(ia[x]);
+                        data.push(v);
+                    }
                     x += 1;
                     y += 1;
                 }
@@ -80,5 +86,7 @@ pub fn multiply_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         }
         indptr.push(indices.len());
     }
-    Ok(Csr::from_parts(a.shape(), indptr, indices, data))
+    // SAFETY: one pointer per row after the leading 0; a row's columns are a subset of a's
+    // row, emitted in its (strictly increasing) order.
+    Ok(unsafe { Csr::from_parts_unchecked(a.shape(), indptr, indices, data) })
 }

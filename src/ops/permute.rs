@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::{Error, Result};
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, alloc};
 
 /// Row and column permutations for [`indices`]; `None` leaves that axis alone.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -195,13 +195,12 @@ fn subsystem_permutation(op: &str, shape: (usize, usize), s: &Subsystems) -> Res
     for (pos, &o) in s.order.iter().enumerate() {
         place[o] = pos;
     }
-    let map: Vec<usize> = (0..total)
-        .map(|i| {
-            (0..k)
-                .map(|q| ((i / old_stride[q]) % s.dims[q]) * new_stride[place[q]])
-                .sum()
-        })
-        .collect();
+    let mut map: Vec<usize> = alloc::try_with_capacity(op, shape, total)?;
+    map.extend((0..total).map(|i| {
+        (0..k)
+            .map(|q| ((i / old_stride[q]) % s.dims[q]) * new_stride[place[q]])
+            .sum::<usize>()
+    }));
     let axis = |len: usize| (len == total && total > 1).then(|| map.clone());
     Ok(Permutation {
         rows: axis(shape.0),
@@ -209,18 +208,22 @@ fn subsystem_permutation(op: &str, shape: (usize, usize), s: &Subsystems) -> Res
     })
 }
 
-/// The inverse of an optional permutation of `0..len` (identity when `None`).
-fn inverse(p: Option<&Vec<usize>>, len: usize) -> Vec<usize> {
-    match p {
-        Some(p) => {
-            let mut inv = vec![0usize; len];
-            for (i, &x) in p.iter().enumerate() {
-                inv[x] = i;
-            }
-            inv
+/// The inverse of an optional permutation (`None`, the identity, stays `None`: nothing is
+/// allocated for an axis that does not move).
+fn inverse(p: Option<&Vec<usize>>) -> Option<Vec<usize>> {
+    p.map(|p| {
+        let mut inv = vec![0usize; p.len()];
+        for (i, &x) in p.iter().enumerate() {
+            inv[x] = i;
         }
-        None => (0..len).collect(),
-    }
+        inv
+    })
+}
+
+/// Position `i` through an optional permutation.
+#[inline]
+fn through(p: &Option<Vec<usize>>, i: usize) -> usize {
+    p.as_ref().map_or(i, |p| p[i])
 }
 
 /// Dense kernel of [`indices`]. O(mn).
@@ -230,9 +233,11 @@ fn inverse(p: Option<&Vec<usize>>, len: usize) -> Vec<usize> {
 pub fn indices_dense(a: &Dense, p: &Permutation) -> Result<Dense> {
     check_permutation("permute_indices", a.shape(), p)?;
     let (m, n) = a.shape();
-    let (ri, ci) = (inverse(p.rows.as_ref(), m), inverse(p.cols.as_ref(), n));
+    let (ri, ci) = (inverse(p.rows.as_ref()), inverse(p.cols.as_ref()));
     let src = a.as_ref();
-    Ok(Dense::from_fn(m, n, |i, j| src[(ri[i], ci[j])]))
+    Dense::from_fn_for("permute_indices", m, n, |i, j| {
+        src[(through(&ri, i), through(&ci, j))]
+    })
 }
 
 /// Csr kernel of [`indices`]: rows are moved, columns renamed and each row re-sorted.
@@ -243,14 +248,15 @@ pub fn indices_dense(a: &Dense, p: &Permutation) -> Result<Dense> {
 pub fn indices_csr(a: &Csr, p: &Permutation) -> Result<Csr> {
     check_permutation("permute_indices", a.shape(), p)?;
     let (m, _) = a.shape();
-    let ri = inverse(p.rows.as_ref(), m);
+    let ri = inverse(p.rows.as_ref());
     let (ap, idx, val) = (a.indptr(), a.indices(), a.data());
     let mut indptr = Vec::with_capacity(m + 1);
     let mut indices = Vec::with_capacity(idx.len());
     let mut data = Vec::with_capacity(idx.len());
-    let mut row: Vec<(usize, crate::c64)> = Vec::new();
+    let mut row: Vec<(usize, crate::scalar::c64)> = Vec::new();
     indptr.push(0);
-    for &old in &ri {
+    for new in 0..m {
+        let old = through(&ri, new);
         row.clear();
         row.extend((ap[old]..ap[old + 1]).map(|k| {
             let c = idx[k];
@@ -265,5 +271,8 @@ pub fn indices_csr(a: &Csr, p: &Permutation) -> Result<Csr> {
         }
         indptr.push(indices.len());
     }
-    Ok(Csr::from_parts(a.shape(), indptr, indices, data))
+    // SAFETY: one pointer per row after the leading 0; each row is an old row whose columns
+    // went through a permutation of 0..ncols (checked) and were then re-sorted; distinct old
+    // columns map to distinct new ones.
+    Ok(unsafe { Csr::from_parts_unchecked(a.shape(), indptr, indices, data) })
 }

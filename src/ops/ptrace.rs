@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::{Error, Result};
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, alloc};
 
 /// Subsystem dimensions and the subsystems to keep, for [`ptrace()`].
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -96,8 +96,11 @@ impl Layout {
                 ));
             }
         }
-        let (mut kept, mut traced) = (vec![0usize; shape.0], vec![0usize; shape.0]);
+        let mut kept = alloc::try_vec(op, shape, shape.0, 0usize)?;
+        let mut traced = alloc::try_vec(op, shape, shape.0, 0usize)?;
         let (mut k, mut r) = (1usize, 1usize);
+        // With a zero dimension the product of the others may still overflow.
+        let overflow = || Error::argument(op, format!("the dims {:?} overflow usize", p.dims));
         // Walk subsystems from the last (fastest) to the first, building both sub-indices.
         let mut stride = 1usize;
         for s in (0..n).rev() {
@@ -111,13 +114,13 @@ impl Layout {
                 }
             }
             if is_kept[s] {
-                k *= d;
+                k = k.checked_mul(d).ok_or_else(overflow)?;
             } else {
-                r *= d;
+                r = r.checked_mul(d).ok_or_else(overflow)?;
             }
-            stride *= d;
+            stride = stride.checked_mul(d).ok_or_else(overflow)?;
         }
-        let mut full = vec![0usize; shape.0];
+        let mut full = alloc::try_vec(op, shape, shape.0, 0usize)?;
         for i in 0..shape.0 {
             full[traced[i] * k + kept[i]] = i;
         }
@@ -138,7 +141,7 @@ impl Layout {
 pub fn ptrace_dense(a: &Dense, p: &Ptrace) -> Result<Dense> {
     let l = Layout::new("ptrace", a.shape(), p)?;
     let src = a.as_ref();
-    let mut out = Dense::zeros(l.k, l.k);
+    let mut out = Dense::zeros_for("ptrace", l.k, l.k)?;
     for b in 0..l.k {
         let col = out.col_mut(b);
         for t in 0..l.r {
@@ -160,7 +163,8 @@ pub fn ptrace_csr(a: &Csr, p: &Ptrace) -> Result<Csr> {
     let l = Layout::new("ptrace", a.shape(), p)?;
     let (ap, idx, val) = (a.indptr(), a.indices(), a.data());
     // Collect each output row's entries; the helper sorts them and sums duplicates.
-    let mut rows: Vec<Vec<(usize, crate::c64)>> = vec![Vec::new(); l.k];
+    let mut rows: Vec<Vec<(usize, crate::scalar::c64)>> =
+        alloc::try_vec("ptrace", (l.k, l.k), l.k, Vec::new())?;
     for i in 0..a.shape().0 {
         for x in ap[i]..ap[i + 1] {
             let j = idx[x];

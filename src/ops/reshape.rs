@@ -3,11 +3,13 @@
 
 use std::sync::LazyLock;
 
-use super::ZERO;
 use super::transpose::transpose_csr;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
+use crate::scalar::ZERO;
+use crate::shape::{entries, indptr_len, reshape_shape};
+use crate::storage::alloc;
 use crate::storage::{Csr, Data, Dense};
 
 /// Reshape to `(rows, cols)` in row-major (C) order, numpy's default. Kernels: Dense, Csr.
@@ -28,18 +30,6 @@ pub static RESHAPE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
         ))
         .builtin()
 });
-
-pub(crate) fn reshape_shape(op: &str, from: (usize, usize), to: (usize, usize)) -> Result<()> {
-    if from.0.checked_mul(from.1) == to.0.checked_mul(to.1) {
-        Ok(())
-    } else {
-        Err(Error::shape(
-            op,
-            &[from, to],
-            "the new shape must hold as many entries as the old one",
-        ))
-    }
-}
 
 /// The same entries in row-major order, laid out as `rows × cols`: entry `(i, j)` of an
 /// m×n input lands at flat position `i·n + j` of the result. Like numpy's `reshape`.
@@ -67,10 +57,11 @@ pub fn reshape_dense(a: &Dense, to: (usize, usize)) -> Result<Dense> {
     reshape_shape("reshape", a.shape(), to)?;
     let n = a.shape().1;
     let src = a.as_ref();
-    Ok(Dense::from_fn(to.0, to.1, |i, j| {
+    // Entries exist only when every dimension is nonzero, so `flat` stays below m·n.
+    Dense::from_fn_for("reshape", to.0, to.1, |i, j| {
         let flat = i * to.1 + j;
         src[(flat / n, flat % n)]
-    }))
+    })
 }
 
 /// Csr kernel of [`reshape()`]. Row-major order is preserved, so no sort is needed.
@@ -82,8 +73,9 @@ pub fn reshape_csr(a: &Csr, to: (usize, usize)) -> Result<Csr> {
     reshape_shape("reshape", a.shape(), to)?;
     let (m, n) = a.shape();
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-    let mut indptr = vec![0usize; to.0 + 1];
+    let mut indptr = alloc::try_vec("reshape", to, indptr_len("reshape", to)?, 0usize)?;
     let mut indices = Vec::with_capacity(idx.len());
+    // A stored entry (i, c) has i < m and c < n, so i·n + c < m·n, which fits (checked above).
     for i in 0..m {
         for &c in &idx[p[i]..p[i + 1]] {
             let flat = i * n + c;
@@ -94,7 +86,10 @@ pub fn reshape_csr(a: &Csr, to: (usize, usize)) -> Result<Csr> {
     for r in 0..to.0 {
         indptr[r + 1] += indptr[r];
     }
-    Ok(Csr::from_parts(to, indptr, indices, val.to_vec()))
+    // SAFETY: `indptr` counts the entries of each new row (to.0 + 1 pointers from 0 to nnz);
+    // entries are visited in row-major order, so within a new row the flat positions, and
+    // with them the new columns (below to.1), strictly increase.
+    Ok(unsafe { Csr::from_parts_unchecked(to, indptr, indices, val.to_vec()) })
 }
 
 /// Stack the columns into one m·n×1 column (`vec`). Kernels: Dense, Csr.
@@ -102,17 +97,17 @@ pub static COLUMN_STACK: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("column_stack", 1)
         .specialisation(Specialisation::unary(
             "column_stack_dense",
-            |a: &Dense, _: &()| Ok(column_stack_dense(a)),
+            |a: &Dense, _: &()| column_stack_dense(a),
         ))
         .specialisation(Specialisation::unary(
             "column_stack_csr",
-            |a: &Csr, _: &()| Ok(column_stack_csr(a)),
+            |a: &Csr, _: &()| column_stack_csr(a),
         ))
         .specialisation(Specialisation::unary(
             "column_stack_gpu",
             |a: &GpuDense, _: &()| {
-                let (m, n) = a.shape();
-                a.relabel("column_stack", m * n, 1)
+                let len = entries("column_stack", a.shape())?;
+                a.relabel("column_stack", len, 1)
             },
         ))
         .builtin()
@@ -122,7 +117,8 @@ pub static COLUMN_STACK: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// entry `i + m·j` is `a[i, j]`. The inverse of [`column_unstack`].
 ///
 /// # Errors
-/// None for Dense and Csr inputs; conversion errors for other kinds.
+/// [`Error::Shape`] if `m·n` overflows, [`Error::TooLarge`] if the result cannot be
+/// allocated; conversion errors for other kinds.
 ///
 /// ```
 /// use polymat::{Dense, Out, c64};
@@ -137,32 +133,46 @@ pub fn column_stack(a: &Data, out: Out) -> Result<Data> {
 }
 
 /// Dense kernel of [`column_stack`]. O(mn).
-pub fn column_stack_dense(a: &Dense) -> Dense {
+///
+/// # Errors
+/// As [`column_stack`].
+pub fn column_stack_dense(a: &Dense) -> Result<Dense> {
     let (m, n) = a.shape();
-    let mut out = Dense::zeros(m * n, 1);
+    let len = entries("column_stack", (m, n))?;
+    let mut out = Dense::zeros_for("column_stack", len, 1)?;
+    if len == 0 {
+        return Ok(out);
+    }
     let dst = out.col_mut(0);
     for j in 0..n {
         dst[j * m..(j + 1) * m].copy_from_slice(a.col(j));
     }
-    out
+    Ok(out)
 }
 
 /// Csr kernel of [`column_stack`], through a transpose so the stacked rows come out sorted.
 /// O(nnz + m·n) (the result has one row per entry).
-pub fn column_stack_csr(a: &Csr) -> Csr {
+///
+/// # Errors
+/// As [`column_stack`].
+pub fn column_stack_csr(a: &Csr) -> Result<Csr> {
+    const OP: &str = "column_stack";
     let (m, n) = a.shape();
-    let t = transpose_csr(a, false); // row j of t is column j of a, sorted
+    let len = entries(OP, (m, n))?;
+    let mut indptr = alloc::try_vec(OP, (len, 1), indptr_len(OP, (len, 1))?, 0usize)?;
+    let t = transpose_csr(a, false)?; // row j of t is column j of a, sorted
     let (p, idx, val) = (t.indptr(), t.indices(), t.data());
-    let mut indptr = vec![0usize; m * n + 1];
     for j in 0..n {
         for &i in &idx[p[j]..p[j + 1]] {
             indptr[j * m + i + 1] += 1;
         }
     }
-    for r in 0..m * n {
+    for r in 0..len {
         indptr[r + 1] += indptr[r];
     }
-    Csr::from_parts((m * n, 1), indptr, vec![0; val.len()], val.to_vec())
+    // SAFETY: `len + 1` pointers counting one entry at each stored position j·m + i (< m·n),
+    // so every row holds at most the single column 0.
+    Ok(unsafe { Csr::from_parts_unchecked((len, 1), indptr, vec![0; val.len()], val.to_vec()) })
 }
 
 /// Undo [`column_stack`]: an m·n×1 column to an m×n matrix. Kernels: Dense, Csr.
@@ -224,9 +234,10 @@ pub fn column_unstack_dense(a: &Dense, rows: usize) -> Result<Dense> {
 /// # Errors
 /// [`Error::Shape`] as [`column_unstack`].
 pub fn column_unstack_csr(a: &Csr, rows: usize) -> Result<Csr> {
-    let cols = unstack_shape("column_unstack", a.shape(), rows)?;
+    const OP: &str = "column_unstack";
+    let cols = unstack_shape(OP, a.shape(), rows)?;
     let (p, val) = (a.indptr(), a.data());
-    let mut indptr = vec![0usize; rows + 1];
+    let mut indptr = alloc::try_vec(OP, (rows, cols), indptr_len(OP, (rows, cols))?, 0usize)?;
     for k in 0..a.shape().0 {
         indptr[k % rows + 1] += p[k + 1] - p[k];
     }
@@ -245,7 +256,10 @@ pub fn column_unstack_csr(a: &Csr, rows: usize) -> Result<Csr> {
             *slot += 1;
         }
     }
-    Ok(Csr::from_parts((rows, cols), indptr, indices, data))
+    // SAFETY: `indptr` counts each output row's entries (rows + 1 pointers, 0 to nnz); the
+    // stacked rows are visited in increasing k, so each output row gets its columns k / rows
+    // (< cols) in strictly increasing order.
+    Ok(unsafe { Csr::from_parts_unchecked((rows, cols), indptr, indices, data) })
 }
 
 /// The columns of a matrix as separate m×1 matrices. Kernels: Dense, Csr.
@@ -253,11 +267,11 @@ pub static SPLIT_COLUMNS: LazyLock<Dispatcher<(), Vec<Data>>> = LazyLock::new(||
     Dispatcher::builder("split_columns", 1)
         .specialisation(Specialisation::unary(
             "split_columns_dense",
-            |a: &Dense, _: &()| Ok(split_columns_dense(a)),
+            |a: &Dense, _: &()| split_columns_dense(a),
         ))
         .specialisation(Specialisation::unary(
             "split_columns_csr",
-            |a: &Csr, _: &()| Ok(split_columns_csr(a)),
+            |a: &Csr, _: &()| split_columns_csr(a),
         ))
         .builtin()
 });
@@ -266,7 +280,8 @@ pub static SPLIT_COLUMNS: LazyLock<Dispatcher<(), Vec<Data>>> = LazyLock::new(||
 /// kinds are converted to the cheapest of the two).
 ///
 /// # Errors
-/// Conversion errors only.
+/// [`Error::TooLarge`] if the columns cannot be listed in memory; conversion errors for
+/// other kinds.
 ///
 /// ```
 /// use polymat::Csr;
@@ -279,29 +294,49 @@ pub fn split_columns(a: &Data) -> Result<Vec<Data>> {
 }
 
 /// Dense kernel of [`split_columns`]. O(mn).
-pub fn split_columns_dense(a: &Dense) -> Vec<Data> {
+///
+/// # Errors
+/// As [`split_columns`].
+pub fn split_columns_dense(a: &Dense) -> Result<Vec<Data>> {
+    const OP: &str = "split_columns";
     let (m, n) = a.shape();
-    (0..n)
-        .map(|j| Dense::from_fn(m, 1, |i, _| a.col(j)[i]).into())
-        .collect()
+    let mut out = alloc::try_with_capacity(OP, (m, n), n)?;
+    for j in 0..n {
+        let col = if m == 0 {
+            Dense::zeros_for(OP, 0, 1)?
+        } else {
+            Dense::from_col_major(m, 1, a.col(j))?
+        };
+        out.push(col.into());
+    }
+    Ok(out)
 }
 
 /// Csr kernel of [`split_columns`], through one transpose. O(nnz + m·n).
-pub fn split_columns_csr(a: &Csr) -> Vec<Data> {
+///
+/// # Errors
+/// As [`split_columns`].
+pub fn split_columns_csr(a: &Csr) -> Result<Vec<Data>> {
+    const OP: &str = "split_columns";
     let (m, n) = a.shape();
-    let t = transpose_csr(a, false);
+    let mut out = alloc::try_with_capacity(OP, (m, n), n)?;
+    let t = transpose_csr(a, false)?;
     let (p, idx, val) = (t.indptr(), t.indices(), t.data());
-    (0..n)
-        .map(|j| {
-            let mut indptr = vec![0usize; m + 1];
-            for &i in &idx[p[j]..p[j + 1]] {
-                indptr[i + 1] = 1;
-            }
-            for r in 0..m {
-                indptr[r + 1] += indptr[r];
-            }
-            let len = p[j + 1] - p[j];
-            Csr::from_parts((m, 1), indptr, vec![0; len], val[p[j]..p[j + 1]].to_vec()).into()
-        })
-        .collect()
+    for j in 0..n {
+        let mut indptr = alloc::try_vec(OP, (m, 1), indptr_len(OP, (m, 1))?, 0usize)?;
+        for &i in &idx[p[j]..p[j + 1]] {
+            indptr[i + 1] = 1;
+        }
+        for r in 0..m {
+            indptr[r + 1] += indptr[r];
+        }
+        let len = p[j + 1] - p[j];
+        // SAFETY: row j of the transpose lists column j's rows, sorted and unique, so every
+        // row of the m×1 result holds at most the single column 0.
+        let col = unsafe {
+            Csr::from_parts_unchecked((m, 1), indptr, vec![0; len], val[p[j]..p[j + 1]].to_vec())
+        };
+        out.push(col.into());
+    }
+    Ok(out)
 }

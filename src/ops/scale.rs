@@ -2,18 +2,19 @@
 
 use std::sync::LazyLock;
 
-use super::{ZERO, csr_map, dense_map};
-use crate::c64;
+use super::{csr_map, dense_map};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
 use crate::gpu::GpuDense;
+use crate::scalar::ZERO;
+use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
 /// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
 pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("mul", 1)
         .specialisation(Specialisation::unary("mul_dense", |a: &Dense, s: &c64| {
-            Ok(mul_dense(a, *s))
+            mul_dense(a, *s)
         }))
         .specialisation(Specialisation::unary("mul_csr", |a: &Csr, s: &c64| {
             Ok(mul_csr(a, *s))
@@ -28,7 +29,7 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("neg", 1)
         .specialisation(Specialisation::unary("neg_dense", |a: &Dense, _: &()| {
-            Ok(dense_map(a, |x| -x))
+            dense_map("neg", a, |x| -x)
         }))
         .specialisation(Specialisation::unary("neg_csr", |a: &Csr, _: &()| {
             Ok(csr_map(a, |x| -x))
@@ -68,15 +69,20 @@ pub fn neg(a: &Data, out: Out) -> Result<Data> {
 }
 
 /// `s·a` for Dense. O(mn).
-pub fn mul_dense(a: &Dense, s: c64) -> Dense {
-    dense_map(a, |x| s * x)
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
+pub fn mul_dense(a: &Dense, s: c64) -> Result<Dense> {
+    dense_map("mul", a, |x| s * x)
 }
 
 /// `s·a` for Csr. O(nnz); multiplying by zero gives a matrix with no stored entries.
 pub fn mul_csr(a: &Csr, s: c64) -> Csr {
     if s == ZERO {
-        let (m, n) = a.shape();
-        return Csr::zeros(m, n);
+        // SAFETY: all row pointers 0 (as many as a has), no entries.
+        return unsafe {
+            Csr::from_parts_unchecked(a.shape(), vec![0; a.indptr().len()], Vec::new(), Vec::new())
+        };
     }
     csr_map(a, |x| s * x)
 }

@@ -8,11 +8,11 @@ use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
 use faer::{Mat, MatRef};
 
 use super::check_square;
-use crate::c64;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
 use crate::error::{Error, Result};
+use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
 /// How [`solve()`] solves `a·x = b`.

@@ -5,10 +5,10 @@
 
 use std::sync::LazyLock;
 
-use super::ZERO;
-use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::{Error, Result};
+use crate::scalar::ZERO;
+use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
 /// `n` if `len == n²`.

@@ -2,10 +2,10 @@
 
 use std::sync::LazyLock;
 
-use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::error::Result;
 use crate::gpu::GpuDense;
+use crate::scalar::{ZERO, c64};
 use crate::storage::{Csr, Data, Dense};
 
 /// Zeroes every real or imaginary part with modulus below `atol` (QuTiP's `tidyup`); a Csr
@@ -14,7 +14,7 @@ pub static TIDYUP: LazyLock<Dispatcher<f64>> = LazyLock::new(|| {
     Dispatcher::builder("tidyup", 1)
         .specialisation(Specialisation::unary(
             "tidyup_dense",
-            |a: &Dense, t: &f64| Ok(tidyup_dense(a, *t)),
+            |a: &Dense, t: &f64| tidyup_dense(a, *t),
         ))
         .specialisation(Specialisation::unary("tidyup_csr", |a: &Csr, t: &f64| {
             Ok(tidyup_csr(a, *t))
@@ -51,8 +51,11 @@ fn tidy(x: c64, atol: f64) -> c64 {
 }
 
 /// Dense `tidyup`. O(mn).
-pub fn tidyup_dense(a: &Dense, atol: f64) -> Dense {
-    super::dense_map(a, |x| tidy(x, atol))
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
+pub fn tidyup_dense(a: &Dense, atol: f64) -> Result<Dense> {
+    super::dense_map("tidyup", a, |x| tidy(x, atol))
 }
 
 /// Csr `tidyup`; entries that become zero are removed. O(nnz).
@@ -64,12 +67,13 @@ pub fn tidyup_csr(a: &Csr, atol: f64) -> Csr {
     for i in 0..a.shape().0 {
         for k in p[i]..p[i + 1] {
             let v = tidy(val[k], atol);
-            if v != super::ZERO {
+            if v != ZERO {
                 indices.push(idx[k]);
                 data.push(v);
             }
         }
         indptr.push(indices.len());
     }
-    Csr::from_parts(a.shape(), indptr, indices, data)
+    // SAFETY: one pointer per row after the leading 0; a subset of each valid row, in order.
+    unsafe { Csr::from_parts_unchecked(a.shape(), indptr, indices, data) }
 }

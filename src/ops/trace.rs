@@ -2,12 +2,14 @@
 
 use std::sync::LazyLock;
 
-use super::{ZERO, check_square, square};
-use crate::c64;
+use super::check_square;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
+use crate::scalar::ZERO;
+use crate::scalar::c64;
+use crate::shape::square;
 use crate::storage::{Csr, Data, Dense};
 
 /// `Tr a` for square `a`, a scalar. Kernels: Dense, Csr.

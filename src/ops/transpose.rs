@@ -3,13 +3,13 @@
 use std::sync::LazyLock;
 
 use super::{csr_map, dense_map};
-use crate::c64;
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
-use crate::storage::{Csr, Data, Dense};
-use faer::Mat;
+use crate::scalar::c64;
+use crate::shape::indptr_len;
+use crate::storage::{Csr, Data, Dense, alloc};
 use rayon::prelude::*;
 
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
@@ -17,10 +17,10 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("adjoint", 1)
         .specialisation(Specialisation::unary(
             "adjoint_dense",
-            |a: &Dense, _: &()| Ok(adjoint_dense(a)),
+            |a: &Dense, _: &()| adjoint_dense(a),
         ))
         .specialisation(Specialisation::unary("adjoint_csr", |a: &Csr, _: &()| {
-            Ok(transpose_csr(a, true))
+            transpose_csr(a, true)
         }))
         .specialisation(Specialisation::unary(
             "adjoint_gpu",
@@ -34,10 +34,10 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("transpose", 1)
         .specialisation(Specialisation::unary(
             "transpose_dense",
-            |a: &Dense, _: &()| Ok(transpose_dense(a)),
+            |a: &Dense, _: &()| transpose_dense(a),
         ))
         .specialisation(Specialisation::unary("transpose_csr", |a: &Csr, _: &()| {
-            Ok(transpose_csr(a, false))
+            transpose_csr(a, false)
         }))
         .specialisation(Specialisation::unary(
             "transpose_gpu",
@@ -50,7 +50,7 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("conj", 1)
         .specialisation(Specialisation::unary("conj_dense", |a: &Dense, _: &()| {
-            Ok(dense_map(a, |x| x.conj()))
+            dense_map("conj", a, |x| x.conj())
         }))
         .specialisation(Specialisation::unary("conj_csr", |a: &Csr, _: &()| {
             Ok(csr_map(a, |x| x.conj()))
@@ -108,29 +108,40 @@ pub fn conj(a: &Data, out: Out) -> Result<Data> {
 }
 
 /// Dense adjoint. O(mn).
-pub fn adjoint_dense(a: &Dense) -> Dense {
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
+pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
     transpose_copy(a, true)
 }
 
 /// Dense transpose. O(mn).
-pub fn transpose_dense(a: &Dense) -> Dense {
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
+pub fn transpose_dense(a: &Dense) -> Result<Dense> {
     transpose_copy(a, false)
 }
 
 /// The transpose (`conjugate`: adjoint) as a new matrix: faer's copy of the transposed view,
 /// split by result columns across workers above the engine's transpose threshold.
-fn transpose_copy(a: &Dense, conjugate: bool) -> Dense {
+fn transpose_copy(a: &Dense, conjugate: bool) -> Result<Dense> {
+    let op = if conjugate { "adjoint" } else { "transpose" };
     let (m, n) = a.shape();
+    if m == 0 || n == 0 {
+        return alloc::empty_mat(n, m).map(Dense::new);
+    }
+    alloc::check_dense(op, (n, m))?;
     let (t, h) = (a.as_ref().transpose(), a.as_ref().adjoint());
     let workers = engine::workers(Family::Transpose, m * n);
-    if workers == 1 || m == 0 {
-        return Dense::new(if conjugate {
+    if workers == 1 {
+        return Ok(Dense::new(if conjugate {
             h.to_owned()
         } else {
             t.to_owned()
-        });
+        }));
     }
-    let mut out = Mat::<c64>::zeros(n, m);
+    let mut out = alloc::zeros_mat(op, n, m)?;
     // Chunks of exactly `per` result columns (the last may be shorter), so chunk k starts at k·per.
     let per = m.div_ceil(workers);
     out.as_mut()
@@ -144,12 +155,16 @@ fn transpose_copy(a: &Dense, conjugate: bool) -> Dense {
                 dst.copy_from(t.subcols(k * per, cols));
             }
         });
-    Dense::new(out)
+    Ok(Dense::new(out))
 }
 
 /// Csr transpose (conjugated if `conjugate`), by counting sort over columns. O(nnz + m + n);
 /// rows of the result come out sorted.
-pub fn transpose_csr(a: &Csr, conjugate: bool) -> Csr {
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if `n + 1` row pointers overflow,
+/// [`Error::TooLarge`](crate::Error::TooLarge) if they cannot be allocated.
+pub fn transpose_csr(a: &Csr, conjugate: bool) -> Result<Csr> {
     if conjugate {
         transpose_csr_map(a, |x| x.conj())
     } else {
@@ -158,10 +173,11 @@ pub fn transpose_csr(a: &Csr, conjugate: bool) -> Csr {
 }
 
 /// The counting-sort transpose with `f` applied to each value.
-fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Csr {
+fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
+    const OP: &str = "transpose";
     let (m, n) = a.shape();
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-    let mut indptr = vec![0usize; n + 1];
+    let mut indptr = alloc::try_vec(OP, (n, m), indptr_len(OP, (n, m))?, 0usize)?;
     for &c in idx {
         indptr[c + 1] += 1;
     }
@@ -193,5 +209,8 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Csr {
         indices.set_len(nnz);
         data.set_len(nnz);
     }
-    Csr::from_parts((n, m), indptr, indices, data)
+    // SAFETY: `indptr` counts each column's entries (n + 1 pointers from 0 to nnz); rows of a
+    // are visited in increasing order, so every result row receives its columns (rows of a,
+    // below m) strictly increasing.
+    Ok(unsafe { Csr::from_parts_unchecked((n, m), indptr, indices, data) })
 }

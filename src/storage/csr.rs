@@ -4,9 +4,10 @@ use std::fmt;
 
 use sprs::CsMat;
 
-use super::Storage;
-use crate::c64;
+use super::{Storage, alloc};
 use crate::error::{Error, Result};
+use crate::scalar::{ONE, ZERO, c64};
+use crate::shape::indptr_len;
 
 /// A sparse matrix in compressed sparse row form: an [`sprs::CsMat<c64>`].
 ///
@@ -59,10 +60,14 @@ impl Csr {
         mut data: Vec<c64>,
     ) -> Result<Csr> {
         let (rows, cols) = shape;
-        if indptr.len() != rows + 1 {
+        if rows.checked_add(1) != Some(indptr.len()) {
             return Err(invalid(
                 shape,
-                format!("indptr has {} entries, expected {}", indptr.len(), rows + 1),
+                format!(
+                    "indptr has {} entries, expected rows + 1 = {}",
+                    indptr.len(),
+                    rows as u128 + 1
+                ),
             ));
         }
         if indices.len() != data.len() {
@@ -113,7 +118,9 @@ impl Csr {
                 .all(|w| w[0] < w[1])
         });
         if sorted {
-            return Ok(Csr::from_parts(shape, indptr, indices, data));
+            // SAFETY: every structural property was checked above: rows + 1 row pointers from
+            // 0 to nnz, non-decreasing, and sorted, unique, in-range columns in every row.
+            return Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) });
         }
         // Sort each row by column and sum duplicates, compacting in place.
         let mut new_ptr = Vec::with_capacity(rows + 1);
@@ -138,7 +145,9 @@ impl Csr {
         }
         indices.truncate(write);
         data.truncate(write);
-        Ok(Csr::from_parts(shape, new_ptr, indices, data))
+        // SAFETY: the row pointers count the entries written row by row (rows + 1 of them,
+        // from 0), and each row was sorted with duplicates merged; columns were range-checked.
+        Ok(unsafe { Csr::from_parts_unchecked(shape, new_ptr, indices, data) })
     }
 
     /// Builds from `(row, column, value)` triplets; duplicates are summed.
@@ -168,8 +177,15 @@ impl Csr {
                 format!("row index {r} is out of range for {} rows", shape.0),
             ));
         }
+        if let Some(&c) = cols.iter().find(|&&c| c >= shape.1) {
+            return Err(invalid(
+                shape,
+                format!("column index {c} is out of range for {} columns", shape.1),
+            ));
+        }
         // Counting sort by row, then from_raw sorts columns and sums duplicates.
-        let mut indptr = vec![0usize; shape.0 + 1];
+        let len = indptr_len("Csr::from_triplets", shape)?;
+        let mut indptr = alloc::try_vec("Csr::from_triplets", shape, len, 0usize)?;
         for &r in rows {
             indptr[r + 1] += 1;
         }
@@ -214,7 +230,9 @@ impl Csr {
             }
             indptr.push(indices.len());
         }
-        Ok(Csr::from_parts(shape, indptr, indices, data))
+        // SAFETY: one pointer per row plus the leading 0, non-decreasing; columns are pushed in
+        // increasing order within a row and are below `ncols`.
+        Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) })
     }
 
     /// Wraps an `sprs` matrix; a CSC matrix is converted to CSR.
@@ -241,20 +259,38 @@ impl Csr {
         Csr::from_raw(shape, indptr, indices, data)
     }
 
-    /// Builds from arrays already known to satisfy the invariants (internal kernels).
+    /// Builds from raw CSR arrays without checking them: O(1) in release builds.
+    ///
+    /// In debug builds the whole structure is checked (and a violation panics), so a kernel that
+    /// builds bad arrays fails its tests.
+    ///
+    /// # Safety
+    /// The arrays must satisfy every invariant [`Csr::from_raw`] checks, in their strict form:
+    /// `indptr.len() == shape.0 + 1`, `indptr[0] == 0`, `indptr` non-decreasing and ending at
+    /// `indices.len() == data.len()`, and within each row the column indices strictly
+    /// increasing and below `shape.1`. Kernels index the arrays without bounds checks on the
+    /// strength of this, so a violation is undefined behaviour.
+    ///
+    /// ```
+    /// use polymat::{Csr, c64};
+    /// let one = c64::new(1.0, 0.0);
+    /// // SAFETY: two rows, row 0 holds column 1, row 1 holds column 0: sorted and in range.
+    /// let x = unsafe { Csr::from_parts_unchecked((2, 2), vec![0, 1, 2], vec![1, 0], vec![one, one]) };
+    /// assert_eq!(x.get(0, 1), one);
+    /// ```
     #[inline]
-    pub(crate) fn from_parts(
+    pub unsafe fn from_parts_unchecked(
         shape: (usize, usize),
         indptr: Vec<usize>,
         indices: Vec<usize>,
         data: Vec<c64>,
     ) -> Csr {
-        debug_assert_eq!(indptr.len(), shape.0 + 1);
-        debug_assert_eq!(indptr.last().copied(), Some(indices.len()));
-        debug_assert!(indices.iter().all(|&c| c < shape.1));
-        // SAFETY: every caller builds CSR arrays satisfying sprs's structure checks: indptr of
-        // length rows+1, from 0 to nnz, non-decreasing, and sorted, in-range, unique columns.
-        // The debug assertions above and the unit tests re-check this.
+        #[cfg(debug_assertions)]
+        if let Err(reason) = check_structure(shape, &indptr, &indices, &data) {
+            panic!("Csr::from_parts_unchecked on invalid arrays: {reason}");
+        }
+        // SAFETY: the caller guarantees the structure sprs requires (this function's contract),
+        // which is what `new_unchecked` trusts.
         let mat = unsafe {
             CsMat::new_unchecked(sprs::CompressedStorage::CSR, shape, indptr, indices, data)
         };
@@ -262,18 +298,76 @@ impl Csr {
     }
 
     /// The `rows × cols` zero matrix (no stored entries).
+    ///
+    /// # Panics
+    /// If `rows + 1` row pointers cannot be allocated; [`Csr::try_zeros`] returns the error.
     pub fn zeros(rows: usize, cols: usize) -> Csr {
-        Csr::from_parts((rows, cols), vec![0; rows + 1], Vec::new(), Vec::new())
+        Csr::try_zeros(rows, cols).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The `rows × cols` zero matrix (no stored entries): O(rows) memory for the row pointers.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `rows + 1` overflows, [`Error::TooLarge`] if the row pointers
+    /// cannot be allocated.
+    ///
+    /// ```
+    /// use polymat::Csr;
+    /// assert_eq!(Csr::try_zeros(3, usize::MAX)?.nnz(), 0);
+    /// assert!(Csr::try_zeros(usize::MAX, 1).is_err());
+    /// # Ok::<(), polymat::Error>(())
+    /// ```
+    pub fn try_zeros(rows: usize, cols: usize) -> Result<Csr> {
+        Csr::zeros_for("Csr::zeros", rows, cols)
+    }
+
+    /// [`Csr::try_zeros`] with errors naming `op`.
+    pub(crate) fn zeros_for(op: &str, rows: usize, cols: usize) -> Result<Csr> {
+        let len = indptr_len(op, (rows, cols))?;
+        let indptr = alloc::try_vec(op, (rows, cols), len, 0usize)?;
+        // SAFETY: all row pointers 0, no entries.
+        Ok(unsafe { Csr::from_parts_unchecked((rows, cols), indptr, Vec::new(), Vec::new()) })
     }
 
     /// The `n × n` identity.
+    ///
+    /// # Panics
+    /// If it cannot be allocated; [`Csr::try_identity`] returns the error.
     pub fn identity(n: usize) -> Csr {
-        Csr::scaled_identity(n, c64::new(1.0, 0.0))
+        Csr::scaled_identity(n, ONE)
+    }
+
+    /// The `n × n` identity.
+    ///
+    /// # Errors
+    /// As [`Csr::try_scaled_identity`].
+    pub fn try_identity(n: usize) -> Result<Csr> {
+        Csr::try_scaled_identity(n, ONE)
     }
 
     /// `scale` times the `n × n` identity.
+    ///
+    /// # Panics
+    /// If it cannot be allocated; [`Csr::try_scaled_identity`] returns the error.
     pub fn scaled_identity(n: usize, scale: c64) -> Csr {
-        Csr::from_parts((n, n), (0..=n).collect(), (0..n).collect(), vec![scale; n])
+        Csr::try_scaled_identity(n, scale).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// `scale` times the `n × n` identity.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `n + 1` overflows, [`Error::TooLarge`] if the arrays cannot be
+    /// allocated.
+    pub fn try_scaled_identity(n: usize, scale: c64) -> Result<Csr> {
+        const OP: &str = "identity";
+        let len = indptr_len(OP, (n, n))?;
+        let mut indptr = alloc::try_with_capacity(OP, (n, n), len)?;
+        indptr.extend(0..len);
+        let mut indices = alloc::try_with_capacity(OP, (n, n), n)?;
+        indices.extend(0..n);
+        let data = alloc::try_vec(OP, (n, n), n, scale)?;
+        // SAFETY: row i holds the single column i.
+        Ok(unsafe { Csr::from_parts_unchecked((n, n), indptr, indices, data) })
     }
 
     /// `(rows, columns)`.
@@ -315,14 +409,35 @@ impl Csr {
     /// Entry `(i, j)`, zero if not stored. O(log(row length)).
     ///
     /// # Panics
-    /// If `i` is out of bounds.
+    /// If `(i, j)` is out of bounds, like [`Dense::get`](crate::Dense::get);
+    /// [`Csr::try_get`] returns `None` instead.
     pub fn get(&self, i: usize, j: usize) -> c64 {
+        self.try_get(i, j).unwrap_or_else(|| {
+            let (r, c) = self.shape();
+            panic!("index ({i}, {j}) out of bounds for a {r}×{c} Csr")
+        })
+    }
+
+    /// Entry `(i, j)` (zero if not stored), or `None` if it is out of bounds.
+    ///
+    /// ```
+    /// use polymat::{Csr, c64};
+    /// let i = Csr::identity(2);
+    /// assert_eq!(i.try_get(1, 1), Some(c64::new(1.0, 0.0)));
+    /// assert_eq!(i.try_get(0, 1), Some(c64::new(0.0, 0.0)));
+    /// assert_eq!(i.try_get(0, 99), None);
+    /// ```
+    pub fn try_get(&self, i: usize, j: usize) -> Option<c64> {
+        let (r, c) = self.shape();
+        if i >= r || j >= c {
+            return None;
+        }
         let p = self.indptr();
         let cols = &self.indices()[p[i]..p[i + 1]];
-        match cols.binary_search(&j) {
+        Some(match cols.binary_search(&j) {
             Ok(k) => self.data()[p[i] + k],
-            Err(_) => c64::new(0.0, 0.0),
-        }
+            Err(_) => ZERO,
+        })
     }
 
     /// The underlying `sprs` matrix.
@@ -374,6 +489,42 @@ impl fmt::Debug for Csr {
     }
 }
 
+/// The full structural check of [`Csr::from_parts_unchecked`]'s contract.
+#[cfg(any(debug_assertions, test))]
+fn check_structure(
+    shape: (usize, usize),
+    indptr: &[usize],
+    indices: &[usize],
+    data: &[c64],
+) -> std::result::Result<(), String> {
+    if shape.0.checked_add(1) != Some(indptr.len()) {
+        return Err(format!(
+            "{} row pointers for {} rows",
+            indptr.len(),
+            shape.0
+        ));
+    }
+    if indptr.first() != Some(&0) || indptr.last() != Some(&indices.len()) {
+        return Err("row pointers must run from 0 to nnz".into());
+    }
+    if indices.len() != data.len() {
+        return Err(format!("{} indices, {} values", indices.len(), data.len()));
+    }
+    for (i, w) in indptr.windows(2).enumerate() {
+        if w[1] < w[0] {
+            return Err(format!("row pointers decrease at row {i}"));
+        }
+        let row = &indices[w[0]..w[1]];
+        if row.windows(2).any(|c| c[0] >= c[1]) {
+            return Err(format!("row {i}: columns not strictly increasing"));
+        }
+        if row.last().is_some_and(|&c| c >= shape.1) {
+            return Err(format!("row {i}: column out of range"));
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -423,6 +574,23 @@ mod tests {
         assert_eq!(m.nnz(), 2);
         assert!(Csr::from_triplets((3, 3), &[3], &[0], &[r(1.0)]).is_err());
         assert!(Csr::from_triplets((3, 3), &[0], &[0, 1], &[r(1.0)]).is_err());
+    }
+
+    #[test]
+    fn structure_check_catches_every_violation() {
+        let one = r(1.0);
+        assert!(check_structure((2, 3), &[0, 1, 2], &[2, 0], &[one, one]).is_ok());
+        for (p, i, why) in [
+            (vec![0, 1], vec![0], "pointers"),
+            (vec![1, 1, 2], vec![0, 1], "from 0"),
+            (vec![0, 2, 1], vec![0, 1], "from 0 to nnz / decrease"),
+            (vec![0, 2, 2], vec![1, 0], "unsorted"),
+            (vec![0, 2, 2], vec![1, 1], "duplicate"),
+            (vec![0, 1, 2], vec![0, 3], "out of range"),
+        ] {
+            let d = vec![one; i.len()];
+            assert!(check_structure((2, 3), &p, &i, &d).is_err(), "{why}");
+        }
     }
 
     #[test]

@@ -4,9 +4,9 @@ use std::fmt;
 
 use faer::{Mat, MatRef};
 
-use super::Storage;
-use crate::c64;
+use super::{Storage, alloc};
 use crate::error::{Error, Result};
+use crate::scalar::{ONE, ZERO, c64};
 
 /// A dense matrix: a column-major [`faer::Mat<c64>`].
 ///
@@ -22,9 +22,29 @@ use crate::error::{Error, Result};
 /// assert_eq!(m.nnz(), 3);
 /// assert_eq!(m.to_string(), "Dense(2×2)");
 /// ```
-#[derive(Clone, PartialEq)]
 pub struct Dense {
     mat: Mat<c64>,
+}
+
+impl Clone for Dense {
+    fn clone(&self) -> Dense {
+        let (r, c) = self.shape();
+        if r == 0 || c == 0 {
+            // faer's clone walks every column, even of an empty 0×2⁶³ matrix. This shape was
+            // representable for `self`, so it is again.
+            if let Ok(m) = alloc::empty_mat(r, c) {
+                return Dense::new(m);
+            }
+        }
+        Dense::new(self.mat.clone())
+    }
+}
+
+impl PartialEq for Dense {
+    fn eq(&self, other: &Dense) -> bool {
+        let (r, c) = self.shape();
+        self.shape() == other.shape() && (r == 0 || c == 0 || self.mat == other.mat)
+    }
 }
 
 impl Dense {
@@ -34,24 +54,92 @@ impl Dense {
     }
 
     /// The `rows × cols` zero matrix.
+    ///
+    /// # Panics
+    /// If the allocation fails or passes the dense limit; [`Dense::try_zeros`] returns the
+    /// error instead.
     pub fn zeros(rows: usize, cols: usize) -> Dense {
-        Dense::new(Mat::zeros(rows, cols))
+        Dense::try_zeros(rows, cols).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The `rows × cols` zero matrix. O(1) when `rows` or `cols` is 0.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] over the dense limit ([`set_dense_limit`](crate::set_dense_limit))
+    /// or when the allocator refuses.
+    ///
+    /// ```
+    /// use polymat::{Dense, Error};
+    /// assert_eq!(Dense::try_zeros(2, 3)?.shape(), (2, 3));
+    /// assert_eq!(Dense::try_zeros(0, usize::MAX)?.shape(), (0, usize::MAX));
+    /// assert!(matches!(Dense::try_zeros(1 << 40, 1 << 40), Err(Error::TooLarge { .. })));
+    /// # Ok::<(), Error>(())
+    /// ```
+    pub fn try_zeros(rows: usize, cols: usize) -> Result<Dense> {
+        Dense::zeros_for("Dense::zeros", rows, cols)
+    }
+
+    /// The zero matrix, with allocation errors naming `op`.
+    pub(crate) fn zeros_for(op: &str, rows: usize, cols: usize) -> Result<Dense> {
+        alloc::zeros_mat(op, rows, cols).map(Dense::new)
     }
 
     /// The `n × n` identity.
+    ///
+    /// # Panics
+    /// As [`Dense::zeros`]; [`Dense::try_identity`] returns the error instead.
     pub fn identity(n: usize) -> Dense {
-        Dense::new(Mat::identity(n, n))
+        Dense::try_identity(n).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The `n × n` identity.
+    ///
+    /// # Errors
+    /// As [`Dense::try_zeros`].
+    pub fn try_identity(n: usize) -> Result<Dense> {
+        Dense::from_fn_for(
+            "Dense::identity",
+            n,
+            n,
+            |i, j| if i == j { ONE } else { ZERO },
+        )
     }
 
     /// A matrix whose entry `(i, j)` is `f(i, j)`.
+    ///
+    /// # Panics
+    /// As [`Dense::zeros`]; [`Dense::try_from_fn`] returns the error instead.
     pub fn from_fn(rows: usize, cols: usize, f: impl FnMut(usize, usize) -> c64) -> Dense {
-        Dense::new(Mat::from_fn(rows, cols, f))
+        Dense::try_from_fn(rows, cols, f).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// A matrix whose entry `(i, j)` is `f(i, j)`, called once per entry, column by column.
+    ///
+    /// # Errors
+    /// As [`Dense::try_zeros`].
+    pub fn try_from_fn(
+        rows: usize,
+        cols: usize,
+        f: impl FnMut(usize, usize) -> c64,
+    ) -> Result<Dense> {
+        Dense::from_fn_for("Dense::from_fn", rows, cols, f)
+    }
+
+    /// [`Dense::try_from_fn`] with allocation errors naming `op`.
+    pub(crate) fn from_fn_for(
+        op: &str,
+        rows: usize,
+        cols: usize,
+        f: impl FnMut(usize, usize) -> c64,
+    ) -> Result<Dense> {
+        alloc::mat_from_fn(op, rows, cols, f).map(Dense::new)
     }
 
     /// A matrix from its rows, for small literals.
     ///
     /// # Errors
-    /// [`Error::InvalidDense`] if the rows have different lengths.
+    /// [`Error::InvalidDense`] if the rows have different lengths, [`Error::TooLarge`] as for
+    /// [`Dense::try_zeros`].
     pub fn from_rows<R: AsRef<[c64]>>(rows: &[R]) -> Result<Dense> {
         let ncols = rows.first().map_or(0, |r| r.as_ref().len());
         if let Some((i, r)) = rows
@@ -66,22 +154,25 @@ impl Dense {
                 ),
             });
         }
-        Ok(Dense::from_fn(rows.len(), ncols, |i, j| {
+        Dense::from_fn_for("Dense::from_rows", rows.len(), ncols, |i, j| {
             rows[i].as_ref()[j]
-        }))
+        })
     }
 
     /// A matrix from a column-major buffer of length `rows * cols`.
     ///
     /// # Errors
-    /// [`Error::InvalidDense`] if the length does not match.
+    /// [`Error::InvalidDense`] if the length does not match, [`Error::TooLarge`] as for
+    /// [`Dense::try_zeros`].
     pub fn from_col_major(rows: usize, cols: usize, values: &[c64]) -> Result<Dense> {
         if rows.checked_mul(cols) != Some(values.len()) {
             return Err(Error::InvalidDense {
                 reason: format!("{} values cannot fill a {rows}×{cols} matrix", values.len()),
             });
         }
-        Ok(Dense::from_fn(rows, cols, |i, j| values[i + j * rows]))
+        Dense::from_fn_for("Dense::from_col_major", rows, cols, |i, j| {
+            values[i + j * rows]
+        })
     }
 
     /// `(rows, columns)`.
@@ -92,6 +183,9 @@ impl Dense {
 
     /// The number of entries that are not exactly zero. O(rows·cols).
     pub fn nnz(&self) -> usize {
+        if self.mat.nrows() == 0 {
+            return 0;
+        }
         (0..self.mat.ncols())
             .map(|j| {
                 self.col(j)
@@ -147,6 +241,9 @@ impl Dense {
     }
 
     /// The entries in row-major nested vectors (for tests and small printouts).
+    ///
+    /// # Panics
+    /// If the rows cannot be listed in memory (an empty matrix with 2⁶⁰ rows, say).
     pub fn to_rows(&self) -> Vec<Vec<c64>> {
         (0..self.mat.nrows())
             .map(|i| (0..self.mat.ncols()).map(|j| self.mat[(i, j)]).collect())
@@ -182,7 +279,7 @@ impl fmt::Display for Dense {
 impl fmt::Debug for Dense {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (r, c) = self.shape();
-        if r * c <= 64 {
+        if r.checked_mul(c).is_some_and(|n| n <= 64) {
             write!(f, "Dense({r}×{c}) {:?}", self.to_rows())
         } else {
             write!(f, "Dense({r}×{c})")

@@ -6,14 +6,17 @@
 //! [`Csr`] are built in; others are added with
 //! [`ConversionRegistry::register_type`](crate::ConversionRegistry::register_type).
 
+pub(crate) mod alloc;
 mod csr;
 mod data;
 mod dense;
+mod diagonals;
 mod kind;
 
 pub use csr::Csr;
 pub use data::Data;
 pub use dense::Dense;
+pub use diagonals::Diagonals;
 pub use kind::Kind;
 
 use std::any::Any;

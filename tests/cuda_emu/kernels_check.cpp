@@ -1,6 +1,6 @@
-// Checks the index math and results of every kernel in src/gpu/kernels.cu on the CPU against
+// Checks the index math and results of every kernel in src/gpu/cuda/kernels.cu on the CPU against
 // naive loops; compiled with stub.h by tests/cuda_kernels_emulated.rs.
-#include "../../src/gpu/kernels.cu"
+#include "../../src/gpu/cuda/kernels.cu"
 typedef std::complex<double> C;
 static unsigned long long seed=12345;
 static double rnd(){ seed = seed*6364136223846793005ULL+1442695040888963407ULL; return ((seed>>11)*(1.0/9007199254740992.0))*2-1; }

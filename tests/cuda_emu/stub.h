@@ -1,4 +1,4 @@
-// Host stand-ins for the CUDA built-ins used by src/gpu/kernels.cu, so the kernels can run on
+// Host stand-ins for the CUDA built-ins used by src/gpu/cuda/kernels.cu, so the kernels can run on
 // the CPU (tests/cuda_kernels_emulated.rs). Launches are simulated one thread at a time:
 // grid-stride kernels run with several blocks and threads; kernels with __syncthreads run as a
 // single thread (blockDim = 1), which checks their index math and their reduction results.

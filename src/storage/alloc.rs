@@ -1,0 +1,193 @@
+//! Fallible allocation: dense matrices against the dense limit, index arrays against the
+//! allocator. Every buffer whose size comes from a user's shape is allocated here, so a huge
+//! shape is an [`Error::TooLarge`], never an abort or a panic.
+
+use faer::Mat;
+
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::scalar::{ZERO, c64};
+
+/// Bytes of a dense `rows × cols` complex matrix (`u128`: never overflows).
+pub(crate) fn dense_bytes(shape: (usize, usize)) -> u128 {
+    shape.0 as u128 * shape.1 as u128 * std::mem::size_of::<c64>() as u128
+}
+
+/// Checks that a dense `rows × cols` result fits the dense limit.
+///
+/// # Errors
+/// [`Error::TooLarge`] naming `op`, the shape and the bytes.
+pub(crate) fn check_dense(op: &str, shape: (usize, usize)) -> Result<()> {
+    let bytes = dense_bytes(shape);
+    let limit = engine::dense_limit();
+    if bytes > limit as u128 {
+        return Err(Error::TooLarge {
+            op: op.to_owned(),
+            shape,
+            bytes,
+            limit: Some(limit),
+            reason: String::new(),
+        });
+    }
+    Ok(())
+}
+
+/// An empty matrix of shape `rows × cols` (one of them 0), in O(1): no loop over the other
+/// dimension and no memory.
+///
+/// # Errors
+/// [`Error::TooLarge`] for more than about 2⁵⁹ rows: faer rounds the row capacity up to its
+/// SIMD width, which overflows there, so it cannot represent such a matrix even empty.
+pub(crate) fn empty_mat(rows: usize, cols: usize) -> Result<Mat<c64>> {
+    debug_assert!(rows == 0 || cols == 0);
+    let mut mat = Mat::<c64>::new();
+    mat.try_reserve(rows, cols).map_err(|e| Error::TooLarge {
+        op: "Dense".to_owned(),
+        shape: (rows, cols),
+        bytes: 0,
+        limit: None,
+        reason: format!("faer cannot represent an empty matrix of this shape ({e:?})"),
+    })?;
+    // SAFETY: the capacity covers `rows × cols` (reserved above), and a matrix with no entries
+    // has nothing to initialise.
+    unsafe { mat.set_dims(rows, cols) };
+    Ok(mat)
+}
+
+/// A `rows × cols` matrix with reserved, uninitialised storage and dimensions 0 × 0: the caller
+/// writes every entry and then sets the dimensions. Empty shapes cost O(1).
+///
+/// # Errors
+/// [`Error::TooLarge`] over the dense limit or when the allocator refuses.
+pub(crate) fn reserve_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>> {
+    check_dense(op, (rows, cols))?;
+    let mut mat = Mat::<c64>::new();
+    mat.try_reserve(rows, cols).map_err(|e| Error::TooLarge {
+        op: op.to_owned(),
+        shape: (rows, cols),
+        bytes: dense_bytes((rows, cols)),
+        limit: None,
+        reason: format!("the allocator refused ({e:?})"),
+    })?;
+    Ok(mat)
+}
+
+/// The `rows × cols` zero matrix, allocated fallibly; O(1) for an empty shape.
+///
+/// # Errors
+/// As [`reserve_mat`].
+pub(crate) fn zeros_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>> {
+    if rows == 0 || cols == 0 {
+        return empty_mat(rows, cols);
+    }
+    let mut mat = reserve_mat(op, rows, cols)?;
+    // Within the reserved capacity: no reallocation.
+    mat.resize_with(rows, cols, |_, _| ZERO);
+    Ok(mat)
+}
+
+/// A `rows × cols` matrix with entries `f(i, j)`, allocated fallibly; O(1) for an empty shape.
+///
+/// # Errors
+/// As [`reserve_mat`].
+pub(crate) fn mat_from_fn(
+    op: &str,
+    rows: usize,
+    cols: usize,
+    mut f: impl FnMut(usize, usize) -> c64,
+) -> Result<Mat<c64>> {
+    if rows == 0 || cols == 0 {
+        return empty_mat(rows, cols);
+    }
+    let mut mat = reserve_mat(op, rows, cols)?;
+    mat.resize_with(rows, cols, &mut f);
+    Ok(mat)
+}
+
+/// A new `m × n` matrix written exactly once by `fill`, through [`engine::dense_build`]
+/// (blocks of columns, parallel when `workers > 1`, vectorised), allocated fallibly.
+///
+/// # Safety
+/// `fill` must initialise every element of every slice it is given (see
+/// [`engine::dense_build`]).
+///
+/// # Errors
+/// As [`reserve_mat`].
+pub(crate) unsafe fn build_mat<F>(
+    op: &str,
+    m: usize,
+    n: usize,
+    workers: usize,
+    fill: F,
+) -> Result<Mat<c64>>
+where
+    F: Fn(std::ops::Range<usize>, usize, &mut [&mut [std::mem::MaybeUninit<c64>]]) + Sync,
+{
+    if m == 0 || n == 0 {
+        return empty_mat(m, n);
+    }
+    let mat = reserve_mat(op, m, n)?;
+    // SAFETY: `mat` has capacity for m × n; `fill` writes every element (our contract).
+    Ok(unsafe { engine::dense_build(mat, m, n, workers, fill) })
+}
+
+/// A vector of `len` copies of `value`, allocated fallibly.
+///
+/// # Errors
+/// [`Error::TooLarge`] naming `op` and `shape` when the allocator refuses.
+pub(crate) fn try_vec<T: Clone>(
+    op: &str,
+    shape: (usize, usize),
+    len: usize,
+    value: T,
+) -> Result<Vec<T>> {
+    let mut v = try_with_capacity(op, shape, len)?;
+    v.resize(len, value);
+    Ok(v)
+}
+
+/// An empty vector with room for `len` elements, allocated fallibly.
+///
+/// # Errors
+/// As [`try_vec`].
+pub(crate) fn try_with_capacity<T>(op: &str, shape: (usize, usize), len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|e| Error::TooLarge {
+        op: op.to_owned(),
+        shape,
+        bytes: len as u128 * std::mem::size_of::<T>() as u128,
+        limit: None,
+        reason: e.to_string(),
+    })?;
+    Ok(v)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_but_wide_is_constant_time() {
+        let m = zeros_mat("t", 0, usize::MAX).unwrap();
+        assert_eq!((m.nrows(), m.ncols()), (0, usize::MAX));
+        let m = mat_from_fn("t", 1 << 40, 0, |_, _| ZERO).unwrap();
+        assert_eq!((m.nrows(), m.ncols()), (1 << 40, 0));
+        // faer cannot hold 2⁶⁴ − 1 rows even empty: an error, not a panic.
+        assert!(matches!(
+            zeros_mat("t", usize::MAX, 0),
+            Err(Error::TooLarge { .. })
+        ));
+    }
+
+    #[test]
+    fn over_the_limit_is_an_error() {
+        let err = zeros_mat("t", 1 << 40, 1 << 40).unwrap_err();
+        assert!(
+            matches!(err, Error::TooLarge { limit: Some(_), .. }),
+            "{err}"
+        );
+        assert!(try_vec::<u64>("t", (0, 0), usize::MAX / 2, 0).is_err());
+        let m = zeros_mat("t", 3, 2).unwrap();
+        assert_eq!(m[(2, 1)], ZERO);
+    }
+}
