@@ -77,8 +77,9 @@ pub enum Error {
         /// What it clashes with.
         reason: String,
     },
-    /// A conversion weight that is not finite and positive.
-    #[error("conversion {from} -> {to}: weight must be finite and > 0, got {weight}")]
+    /// A conversion weight that is not finite, positive and at most
+    /// [`MAX_WEIGHT`](crate::convert::MAX_WEIGHT).
+    #[error("conversion {from} -> {to}: weight must be finite, > 0 and <= 1e6, got {weight}")]
     InvalidWeight {
         /// Source kind.
         from: String,
@@ -104,6 +105,52 @@ pub enum Error {
         to: String,
         /// Kind it actually returned.
         got: String,
+    },
+    /// A converter returned a value of another shape than it was given.
+    #[error("converter {from} -> {to} returned a {}×{} matrix for a {}×{} input", got.0, got.1, expected.0, expected.1)]
+    ConverterShape {
+        /// Source kind.
+        from: String,
+        /// Target kind.
+        to: String,
+        /// The input's shape.
+        expected: Shape,
+        /// The shape returned.
+        got: Shape,
+    },
+    /// A step of a multi-step conversion failed; the chain and the failing step are named.
+    #[error("conversion {} failed at {from} -> {to}: {reason}", chain.join(" -> "))]
+    ConversionFailed {
+        /// The kinds of the whole chain, source first.
+        chain: Vec<String>,
+        /// Source kind of the failing step.
+        from: String,
+        /// Target kind of the failing step.
+        to: String,
+        /// What the step reported.
+        reason: Box<Error>,
+    },
+    /// A converter re-entered the conversion it serves (it converted its own input to its own
+    /// target kind again), which would recurse forever.
+    #[error("converter {from} -> {to} re-entered its own conversion")]
+    ReentrantConversion {
+        /// Source kind.
+        from: String,
+        /// Target kind.
+        to: String,
+    },
+    /// An implicit conversion that the conversion policy forbids
+    /// ([`ImplicitConversions::Deny`](crate::ImplicitConversions::Deny)).
+    #[error("{op}({}) -> {out}: implicit conversion forbidden by the conversion policy: {}", inputs.join(", "), chains.join("; "))]
+    ConversionDenied {
+        /// The operation.
+        op: String,
+        /// The input kinds.
+        inputs: Vec<String>,
+        /// The requested output.
+        out: String,
+        /// The conversions that would have run, e.g. `"input 1: Dense -> Csr"`.
+        chains: Vec<String>,
     },
     /// A value that the target kind cannot represent (a lossy conversion refused).
     #[error("cannot represent {what} as {kind}: {reason}")]

@@ -67,9 +67,14 @@ pub mod storage;
 
 pub use convert::{Batch, Conversion, ConversionRegistry, registry, to, to_type};
 pub use dispatch::{
-    CheckFn, Dispatcher, DispatcherBuilder, Explanation, KernelOutput, Out, Output, Resolved,
-    Specialisation,
+    CheckFn, DefaultScope, Dispatcher, DispatcherBuilder, Explanation, ImplicitConversions,
+    KernelReturn, Out, Resolved, ReturnValue, Specialisation, default_output, implicit_conversions,
+    set_default_output, set_implicit_conversions, with_default_output, with_implicit_conversions,
 };
+// The names before 0.2 (`Output` and `KernelOutput` read too much like `Out`), kept so that
+// code written against them still compiles.
+#[doc(hidden)]
+pub use dispatch::{KernelReturn as KernelOutput, ReturnValue as Output};
 pub use engine::{
     THREADS_ENV, clear_upper_vector_state, dense_limit, set_dense_limit, set_threads, threads,
 };

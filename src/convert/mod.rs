@@ -1,13 +1,25 @@
-//! The conversion registry: storage kinds, converters between them, and the cheapest chain of
-//! converters for every ordered pair of kinds.
+//! The conversion registry: storage kinds, converters between them, and the cheapest allowed
+//! chain of converters for every ordered pair of kinds.
 //!
 //! The registry is process-wide ([`registry`]). Its state is an immutable snapshot
-//! value published whole through `arc-swap`: readers never lock and never see a half-made
+//! published whole through `arc-swap`: readers never lock and never see a half-made
 //! registration. Writers (registering types, conversions and specialisations) take one mutex,
 //! build the new snapshot and every dispatcher's new table aside, and publish them only if all
 //! of it succeeded, so a failed registration changes nothing.
+//!
+//! Which chains are allowed (partial and lossy converters only as the last step; built-in kinds
+//! only between built-in kinds) is described in `snapshot`'s documentation and in
+//! `docs/architecture.md`.
 
 pub(crate) mod builtin;
+mod conversion;
+mod dot;
+mod snapshot;
+
+pub use conversion::{Batch, Conversion, MAX_WEIGHT};
+
+pub(crate) use conversion::{Pending, check_weight};
+pub(crate) use snapshot::{Chain, Snapshot};
 
 use std::any::{Any, TypeId};
 use std::collections::HashMap;
@@ -15,264 +27,11 @@ use std::fmt;
 use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
 use arc_swap::ArcSwap;
-use petgraph::algo::floyd_warshall::floyd_warshall_path;
-use petgraph::graph::{DiGraph, NodeIndex};
 
 use crate::error::{Error, Result};
 use crate::storage::{Data, Kind, Storage};
-
-/// Type-erased converter: takes the source value and the target kind, returns the new value.
-type ConvertFn = Arc<dyn Fn(&Data, Kind) -> Result<Data> + Send + Sync>;
-
-/// How a conversion names its endpoints before they are resolved to kinds.
-#[derive(Clone, Copy)]
-enum KindRef {
-    Type(TypeId, &'static str),
-    Kind(Kind),
-}
-
-/// One converter between two storage kinds, with its weight (its relative cost).
-///
-/// ```
-/// use polymat::{Conversion, Csr, Dense};
-///
-/// // A typed converter: the kinds come from the types.
-/// let c = Conversion::new(|d: &Dense| Ok(Csr::from_rows(&d.to_rows())?), 2.0);
-/// assert_eq!(c.weight(), 2.0);
-/// ```
-#[derive(Clone)]
-pub struct Conversion {
-    from: KindRef,
-    to: KindRef,
-    weight: f64,
-    f: ConvertFn,
-}
-
-impl Conversion {
-    /// A converter from storage type `A` to storage type `B`.
-    pub fn new<A: Storage, B: Storage>(
-        f: impl Fn(&A) -> Result<B> + Send + Sync + 'static,
-        weight: f64,
-    ) -> Conversion {
-        let name = std::any::type_name::<A>();
-        Conversion {
-            from: KindRef::Type(TypeId::of::<A>(), name),
-            to: KindRef::Type(TypeId::of::<B>(), std::any::type_name::<B>()),
-            weight,
-            f: Arc::new(move |d: &Data, to: Kind| {
-                let a = d.expect_ref::<A>("convert", name)?;
-                Ok(Data::with_kind(to, f(a)?))
-            }),
-        }
-    }
-
-    /// A converter between kinds given at run time; its output kind is checked on every call.
-    pub fn dynamic(
-        from: Kind,
-        to: Kind,
-        f: impl Fn(&Data) -> Result<Data> + Send + Sync + 'static,
-        weight: f64,
-    ) -> Conversion {
-        Conversion {
-            from: KindRef::Kind(from),
-            to: KindRef::Kind(to),
-            weight,
-            f: Arc::new(move |d: &Data, to: Kind| {
-                let out = f(d)?;
-                if out.kind() == to {
-                    Ok(out)
-                } else {
-                    Err(Error::ConverterOutput {
-                        from: d.kind().name(),
-                        to: to.name(),
-                        got: out.kind().name(),
-                    })
-                }
-            }),
-        }
-    }
-
-    /// The weight given at construction.
-    pub fn weight(&self) -> f64 {
-        self.weight
-    }
-}
-
-/// A registered converter, resolved to kinds.
-pub(crate) struct Edge {
-    from: Kind,
-    to: Kind,
-    weight: f64,
-    f: ConvertFn,
-}
-
-/// The cheapest sequence of converters from one kind to another.
-pub(crate) struct Chain {
-    steps: Vec<Arc<Edge>>,
-    weight: f64,
-}
-
-impl Chain {
-    /// Runs the converters in order.
-    pub(crate) fn run(&self, data: &Data) -> Result<Data> {
-        let mut steps = self.steps.iter();
-        let Some(first) = steps.next() else {
-            return Ok(data.clone());
-        };
-        let mut cur = (first.f)(data, first.to)?;
-        for e in steps {
-            cur = (e.f)(&cur, e.to)?;
-        }
-        Ok(cur)
-    }
-
-    /// Total weight.
-    pub(crate) fn weight(&self) -> f64 {
-        self.weight
-    }
-
-    /// The kinds visited, source and target included.
-    pub(crate) fn kinds(&self) -> Vec<Kind> {
-        let mut v: Vec<Kind> = self.steps.iter().map(|e| e.from).collect();
-        v.extend(self.steps.last().map(|e| e.to));
-        v
-    }
-}
-
-/// Name, aliases and Rust type of a registered kind.
-#[derive(Clone)]
-struct KindInfo {
-    name: String,
-    aliases: Vec<String>,
-    type_id: TypeId,
-}
-
-/// One immutable state of the registry: the kinds, the converters and all cheapest chains.
-pub(crate) struct Snapshot {
-    kinds: Vec<KindInfo>,
-    by_type: HashMap<TypeId, Kind>,
-    edges: Vec<Arc<Edge>>,
-    /// `weights[from * n + to]`: 0 on the diagonal, `f64::MAX` when unreachable.
-    weights: Vec<f64>,
-    /// `chains[from * n + to]`; `None` when unreachable, an empty chain on the diagonal.
-    chains: Vec<Option<Arc<Chain>>>,
-}
-
-impl Snapshot {
-    fn build(kinds: Vec<KindInfo>, by_type: HashMap<TypeId, Kind>, edges: Vec<Arc<Edge>>) -> Self {
-        let n = kinds.len();
-        let mut graph: DiGraph<(), usize> = DiGraph::with_capacity(n, edges.len());
-        for _ in 0..n {
-            graph.add_node(());
-        }
-        for (i, e) in edges.iter().enumerate() {
-            graph.add_edge(
-                NodeIndex::new(e.from.index()),
-                NodeIndex::new(e.to.index()),
-                i,
-            );
-        }
-        // Weights are validated finite and > 0, so there is never a negative cycle.
-        let (dist, prev) = floyd_warshall_path(&graph, |e| edges[*e.weight()].weight)
-            .unwrap_or_else(|_| unreachable!("weights are positive"));
-        let edge_between = |a: usize, b: usize| -> Arc<Edge> {
-            // With parallel edges the cheapest one lies on the shortest path.
-            edges
-                .iter()
-                .filter(|e| e.from.index() == a && e.to.index() == b)
-                .min_by(|x, y| x.weight.total_cmp(&y.weight))
-                .cloned()
-                .unwrap_or_else(|| unreachable!("a path step is an edge"))
-        };
-        let mut weights = vec![f64::MAX; n * n];
-        let mut chains = vec![None; n * n];
-        for i in 0..n {
-            for j in 0..n {
-                let w = dist[&(NodeIndex::new(i), NodeIndex::new(j))];
-                if i == j {
-                    weights[i * n + j] = 0.0;
-                    chains[i * n + j] = Some(Arc::new(Chain {
-                        steps: Vec::new(),
-                        weight: 0.0,
-                    }));
-                    continue;
-                }
-                if w == f64::MAX {
-                    continue;
-                }
-                let mut nodes = vec![j];
-                let mut cur = j;
-                while cur != i {
-                    cur = prev[i][cur].unwrap_or_else(|| unreachable!("reachable has a path"));
-                    nodes.push(cur);
-                }
-                nodes.reverse();
-                let steps: Vec<Arc<Edge>> =
-                    nodes.windows(2).map(|s| edge_between(s[0], s[1])).collect();
-                weights[i * n + j] = w;
-                chains[i * n + j] = Some(Arc::new(Chain { steps, weight: w }));
-            }
-        }
-        Snapshot {
-            kinds,
-            by_type,
-            edges,
-            weights,
-            chains,
-        }
-    }
-
-    /// Number of registered kinds.
-    #[inline]
-    pub(crate) fn n_kinds(&self) -> usize {
-        self.kinds.len()
-    }
-
-    /// Cheapest chain weight, `f64::MAX` when unreachable.
-    #[inline]
-    pub(crate) fn weight(&self, from: Kind, to: Kind) -> f64 {
-        self.weights[from.index() * self.kinds.len() + to.index()]
-    }
-
-    /// Cheapest chain, `None` when unreachable.
-    #[inline]
-    pub(crate) fn chain(&self, from: Kind, to: Kind) -> Option<&Arc<Chain>> {
-        self.chains[from.index() * self.kinds.len() + to.index()].as_ref()
-    }
-
-    pub(crate) fn name(&self, kind: Kind) -> String {
-        self.kinds
-            .get(kind.index())
-            .map_or_else(|| format!("Kind({})", kind.0), |k| k.name.clone())
-    }
-
-    pub(crate) fn kind_of_type(&self, id: TypeId, type_name: &'static str) -> Result<Kind> {
-        self.by_type
-            .get(&id)
-            .copied()
-            .ok_or(Error::UnregisteredType { type_name })
-    }
-
-    fn names(&self) -> Vec<String> {
-        self.kinds.iter().map(|k| k.name.clone()).collect()
-    }
-
-    pub(crate) fn convert(&self, data: &Data, to: Kind) -> Result<Data> {
-        if data.kind() == to {
-            return Ok(data.clone());
-        }
-        match self
-            .chains
-            .get(data.kind().index() * self.kinds.len() + to.index())
-        {
-            Some(Some(chain)) if to.index() < self.kinds.len() => chain.run(data),
-            _ => Err(Error::NoConversion {
-                from: self.name(data.kind()),
-                to: self.name(to),
-            }),
-        }
-    }
-}
+use conversion::KindRef;
+use snapshot::{Edge, KindInfo};
 
 /// Something whose state depends on the registry (a dispatcher's table): rebuilt on every
 /// registration, published only once every listener has been rebuilt successfully.
@@ -295,81 +54,18 @@ fn listener_id(l: &Arc<dyn Listener>) -> usize {
     Arc::as_ptr(l) as *const () as usize
 }
 
-/// A storage type waiting in a [`Batch`].
-struct NewType {
-    type_id: TypeId,
-    type_name: &'static str,
-    name: String,
-    aliases: Vec<String>,
-}
-
-/// Several registrations applied together, with one rebuild of every dispatcher.
-///
-/// Nothing happens until [`ConversionRegistry::commit`]; if any part fails, nothing is applied.
-///
-/// ```
-/// use polymat::{Batch, Conversion, Dense, Storage, registry};
-///
-/// #[derive(Debug, Clone)]
-/// struct Scalar1(polymat::c64);
-/// impl Storage for Scalar1 {
-///     fn shape(&self) -> (usize, usize) { (1, 1) }
-/// }
-///
-/// let mut batch = Batch::new();
-/// batch
-///     .register_type::<Scalar1>("Scalar1", &["scalar1"])
-///     .add_conversion(Conversion::new(|s: &Scalar1| Ok(Dense::from_fn(1, 1, |_, _| s.0)), 1.0))
-///     .add_conversion(Conversion::new(|d: &Dense| Ok(Scalar1(d.get(0, 0))), 1.0));
-/// registry().commit(batch).unwrap();
-/// assert!(registry().parse_kind("scalar1").is_ok());
-/// ```
-#[derive(Default)]
-pub struct Batch {
-    types: Vec<NewType>,
-    conversions: Vec<Conversion>,
-    pending: Vec<(Arc<dyn Listener>, Box<dyn Any + Send>)>,
-}
-
-impl Batch {
-    /// An empty batch.
-    pub fn new() -> Batch {
-        Batch::default()
-    }
-
-    /// Adds storage type `T` under `name` and `aliases` (matched case-insensitively).
-    pub fn register_type<T: Storage>(&mut self, name: &str, aliases: &[&str]) -> &mut Batch {
-        self.types.push(NewType {
-            type_id: TypeId::of::<T>(),
-            type_name: std::any::type_name::<T>(),
-            name: name.to_owned(),
-            aliases: aliases.iter().map(|a| (*a).to_owned()).collect(),
-        });
-        self
-    }
-
-    /// Adds a converter.
-    pub fn add_conversion(&mut self, conversion: Conversion) -> &mut Batch {
-        self.conversions.push(conversion);
-        self
-    }
-
-    /// Queues a dispatcher-specific item (a specialisation) for that listener.
-    pub(crate) fn push_pending(&mut self, listener: Arc<dyn Listener>, item: Box<dyn Any + Send>) {
-        self.pending.push((listener, item));
-    }
-}
-
 /// Mutable side of the registry, behind the writers' mutex.
 struct Writer {
     listeners: Vec<Weak<dyn Listener>>,
+    /// While the built-in kinds are being registered (once, at start-up).
+    builtin: bool,
 }
 
 /// The process-wide registry of storage kinds and conversions; see [`registry`].
 ///
-/// For every ordered pair of kinds it knows the cheapest chain of converters (Floyd–Warshall
-/// over a petgraph `DiGraph`, O(K³) per registration for K kinds). Built-in weights follow
-/// QuTiP: Csr → Dense 1.0, Dense → Csr 1.4.
+/// For every ordered pair of kinds it knows the cheapest allowed chain of converters
+/// (Floyd–Warshall over a petgraph `DiGraph`, O(K³) per registration for K kinds). Built-in
+/// weights follow QuTiP: Csr → Dense 1.0, Dense → Csr 1.4.
 ///
 /// ```
 /// use polymat::{Csr, Kind, registry};
@@ -399,7 +95,8 @@ pub fn registry() -> &'static ConversionRegistry {
 /// Converts `data` to `kind` through the cheapest chain (no copy if it already is that kind).
 ///
 /// # Errors
-/// [`Error::NoConversion`] if no chain of converters reaches `kind`.
+/// [`Error::NoConversion`] if no chain of converters reaches `kind`; a converter's own error
+/// (for a dense result past the dense limit, [`Error::TooLarge`]).
 ///
 /// ```
 /// use polymat::{Dense, Kind};
@@ -434,6 +131,13 @@ pub fn to_type<T: Storage + Clone>(data: &Data) -> Result<T> {
         })
 }
 
+/// A batch resolved against the current state, not yet validated as a whole.
+struct Staged {
+    kinds: Vec<KindInfo>,
+    by_type: HashMap<TypeId, Kind>,
+    edges: Vec<Arc<Edge>>,
+}
+
 impl ConversionRegistry {
     fn with_builtins() -> ConversionRegistry {
         let empty = Snapshot::build(Vec::new(), HashMap::new(), Vec::new());
@@ -441,12 +145,14 @@ impl ConversionRegistry {
             snapshot: ArcSwap::from_pointee(empty),
             writer: Mutex::new(Writer {
                 listeners: Vec::new(),
+                builtin: true,
             }),
         };
         let mut b = Batch::new();
         builtin::register(&mut b);
         reg.commit(b)
             .unwrap_or_else(|e| unreachable!("built-in registration failed: {e}"));
+        reg.lock().builtin = false;
         debug_assert_eq!(reg.kind_of::<crate::Dense>(), Ok(Kind::DENSE));
         debug_assert_eq!(reg.kind_of::<crate::Csr>(), Ok(Kind::CSR));
         debug_assert_eq!(reg.kind_of::<crate::GpuDense>(), Ok(Kind::GPU_DENSE));
@@ -475,6 +181,15 @@ impl ConversionRegistry {
         self.snapshot().name(kind)
     }
 
+    /// Whether `kind` is one of polymat's built-in kinds (conversions among those never pass
+    /// through a registered one).
+    pub fn is_builtin(&self, kind: Kind) -> bool {
+        self.snapshot()
+            .kinds
+            .get(kind.index())
+            .is_some_and(|k| k.builtin)
+    }
+
     /// The kind of storage type `T`.
     ///
     /// # Errors
@@ -490,10 +205,7 @@ impl ConversionRegistry {
     /// [`Error::UnknownKind`], listing the known names.
     pub fn parse_kind(&self, name: &str) -> Result<Kind> {
         let snap = self.snapshot();
-        let found = snap.kinds.iter().position(|k| {
-            k.name.eq_ignore_ascii_case(name)
-                || k.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
-        });
+        let found = snap.kinds.iter().position(|k| k.answers_to(name));
         found
             .map(|i| Kind(i as u32))
             .ok_or_else(|| Error::UnknownKind {
@@ -502,8 +214,8 @@ impl ConversionRegistry {
             })
     }
 
-    /// Weight of the cheapest chain from `from` to `to`: 0 for the same kind, `f64::MAX` when
-    /// no chain exists.
+    /// Weight of the cheapest allowed chain from `from` to `to`: 0 for the same kind,
+    /// `f64::MAX` when no chain exists.
     pub fn weight(&self, from: Kind, to: Kind) -> f64 {
         let snap = self.snapshot();
         let n = snap.n_kinds();
@@ -513,7 +225,7 @@ impl ConversionRegistry {
         snap.weight(from, to)
     }
 
-    /// The kinds visited by the cheapest chain, `from` and `to` included.
+    /// The kinds visited by the cheapest allowed chain, `from` and `to` included.
     ///
     /// # Errors
     /// [`Error::NoConversion`] if `to` cannot be reached from `from`.
@@ -536,7 +248,7 @@ impl ConversionRegistry {
     /// Converts `data` to `kind`; see [`to`].
     ///
     /// # Errors
-    /// [`Error::NoConversion`] if no chain reaches `kind`.
+    /// As [`to`].
     pub fn convert(&self, data: &Data, kind: Kind) -> Result<Data> {
         if data.kind() == kind {
             return Ok(data.clone());
@@ -561,9 +273,7 @@ impl ConversionRegistry {
     /// Registers converters, then rebuilds every dispatcher once.
     ///
     /// # Errors
-    /// [`Error::InvalidWeight`] for a weight that is not finite and > 0,
-    /// [`Error::UnregisteredType`] for an endpoint that is not registered. Nothing is applied
-    /// if any conversion is rejected.
+    /// As [`commit`](Self::commit). Nothing is applied if any conversion is rejected.
     pub fn add_conversions(&self, conversions: impl IntoIterator<Item = Conversion>) -> Result<()> {
         let mut b = Batch::new();
         for c in conversions {
@@ -579,42 +289,62 @@ impl ConversionRegistry {
     /// specialisations, O(K^N · (K + 1) · S · N) to rebuild its table.
     ///
     /// # Errors
-    /// The first error any part of the batch raises; the registry is then unchanged.
+    /// The first error any part of the batch raises; the registry is then unchanged:
+    /// [`Error::DuplicateKind`] for a type, name or alias registered twice or an empty name;
+    /// [`Error::InvalidWeight`] for a weight that is not finite, > 0 and at most
+    /// [`MAX_WEIGHT`]; [`Error::UnregisteredType`] or [`Error::UnknownKind`] for an endpoint
+    /// that is not registered; [`Error::InvalidArgument`] for a conversion from a kind to itself
+    /// or one that would replace a built-in conversion; a dispatcher's own errors for its
+    /// specialisations.
     pub fn commit(&self, batch: Batch) -> Result<()> {
         let mut writer = self.lock();
         let old = self.snapshot.load_full();
+        let staged = Self::stage(&old, &batch, writer.builtin)?;
+        let snap = Arc::new(Snapshot::build(staged.kinds, staged.by_type, staged.edges));
+        let live = Self::live_listeners(&mut writer, &batch.pending);
+        let prepared = Self::prepare_listeners(&live, &snap, batch.pending)?;
+        Self::publish(&self.snapshot, prepared, snap);
+        Ok(())
+    }
+
+    /// Resolves the batch's types and conversions against `old` and validates each of them.
+    fn stage(old: &Snapshot, batch: &Batch, builtin: bool) -> Result<Staged> {
         let mut kinds = old.kinds.clone();
         let mut by_type = old.by_type.clone();
         let mut edges = old.edges.clone();
-        for t in batch.types {
+        for t in &batch.types {
             if by_type.contains_key(&t.type_id) {
                 return Err(Error::DuplicateKind {
-                    name: t.name,
+                    name: t.name.clone(),
                     reason: format!("type {} is already registered", t.type_name),
                 });
             }
-            if t.name.trim().is_empty() {
+            if t.name.trim().is_empty() || t.aliases.iter().any(|a| a.trim().is_empty()) {
                 return Err(Error::DuplicateKind {
-                    name: t.name,
-                    reason: "the name is empty".into(),
+                    name: t.name.clone(),
+                    reason: "a name or alias is empty".into(),
                 });
             }
-            for n in std::iter::once(&t.name).chain(&t.aliases) {
-                if let Some(k) = kinds.iter().find(|k| {
-                    k.name.eq_ignore_ascii_case(n)
-                        || k.aliases.iter().any(|a| a.eq_ignore_ascii_case(n))
-                }) {
+            for name in std::iter::once(&t.name).chain(&t.aliases) {
+                if let Some(k) = kinds.iter().find(|k| k.answers_to(name)) {
                     return Err(Error::DuplicateKind {
                         name: t.name.clone(),
-                        reason: format!("{n:?} already names kind {}", k.name),
+                        reason: format!("{name:?} already names kind {}", k.name),
+                    });
+                }
+                if name.eq_ignore_ascii_case("auto") {
+                    return Err(Error::DuplicateKind {
+                        name: t.name.clone(),
+                        reason: "\"auto\" names Out::Auto".into(),
                     });
                 }
             }
             by_type.insert(t.type_id, Kind(kinds.len() as u32));
             kinds.push(KindInfo {
-                name: t.name,
-                aliases: t.aliases,
+                name: t.name.clone(),
+                aliases: t.aliases.clone(),
                 type_id: t.type_id,
+                builtin,
             });
         }
         let resolve = |r: KindRef| -> Result<Kind> {
@@ -630,27 +360,33 @@ impl ConversionRegistry {
                 }),
             }
         };
-        for c in batch.conversions {
+        for c in &batch.conversions {
             let (from, to) = (resolve(c.from)?, resolve(c.to)?);
             let name = |k: Kind| kinds[k.index()].name.clone();
-            if !(c.weight.is_finite() && c.weight > 0.0) {
-                return Err(Error::InvalidWeight {
-                    from: name(from),
-                    to: name(to),
-                    weight: c.weight,
-                });
-            }
+            check_weight(&name(from), &name(to), c.weight)?;
             if from == to {
-                return Err(Error::InvalidArgument {
-                    op: "add_conversions".into(),
-                    reason: format!("a conversion from {} to itself is implicit", name(from)),
-                });
+                return Err(Error::argument(
+                    "add_conversions",
+                    format!("a conversion from {} to itself is implicit", name(from)),
+                ));
+            }
+            if !builtin && kinds[from.index()].builtin && kinds[to.index()].builtin {
+                return Err(Error::argument(
+                    "add_conversions",
+                    format!(
+                        "the conversion {} -> {} is built in and cannot be replaced",
+                        name(from),
+                        name(to)
+                    ),
+                ));
             }
             let edge = Arc::new(Edge {
                 from,
                 to,
                 weight: c.weight,
-                f: c.f,
+                exact: c.exact,
+                total: c.total,
+                f: c.f.clone(),
             });
             // A new converter for an existing pair replaces the old one.
             match edges.iter_mut().find(|e| e.from == from && e.to == to) {
@@ -658,38 +394,55 @@ impl ConversionRegistry {
                 None => edges.push(edge),
             }
         }
-        let snap = Arc::new(Snapshot::build(kinds, by_type, edges));
-        debug_assert!(
-            snap.kinds
-                .iter()
-                .enumerate()
-                .all(|(i, k)| snap.by_type[&k.type_id].index() == i)
-        );
+        Ok(Staged {
+            kinds,
+            by_type,
+            edges,
+        })
+    }
 
+    /// The listeners to rebuild: every live one, plus those with queued items.
+    fn live_listeners(writer: &mut Writer, pending: &[Pending]) -> Vec<Arc<dyn Listener>> {
         writer.listeners.retain(|l| l.strong_count() > 0);
         let mut live: Vec<Arc<dyn Listener>> =
             writer.listeners.iter().filter_map(Weak::upgrade).collect();
-        let mut pending = batch.pending;
-        for (l, _) in &pending {
+        for (l, _) in pending {
             if !live.iter().any(|x| listener_id(x) == listener_id(l)) {
                 live.push(l.clone());
             }
         }
+        live
+    }
+
+    /// Builds each listener's next state against `snap`, with its queued items; the first
+    /// error aborts the whole commit.
+    fn prepare_listeners<'a>(
+        live: &'a [Arc<dyn Listener>],
+        snap: &Arc<Snapshot>,
+        mut pending: Vec<Pending>,
+    ) -> Result<Vec<Box<dyn Prepared + 'a>>> {
         let mut prepared = Vec::with_capacity(live.len());
-        for l in &live {
+        for l in live {
             let id = listener_id(l);
             let (mine, rest): (Vec<_>, Vec<_>) =
                 pending.into_iter().partition(|(p, _)| listener_id(p) == id);
             pending = rest;
-            prepared.push(l.prepare(&snap, mine.into_iter().map(|(_, item)| item).collect())?);
+            prepared.push(l.prepare(snap, mine.into_iter().map(|(_, item)| item).collect())?);
         }
-        // Tables first, snapshot last: a Data of a new kind can only be made once its kind is
-        // in the snapshot, and by then every table already covers it.
+        Ok(prepared)
+    }
+
+    /// Makes the new states visible: tables first, snapshot last, so a `Data` of a new kind
+    /// (which needs the kind in the snapshot) can only exist once every table covers it.
+    fn publish(
+        slot: &ArcSwap<Snapshot>,
+        prepared: Vec<Box<dyn Prepared + '_>>,
+        snap: Arc<Snapshot>,
+    ) {
         for p in prepared {
             p.publish();
         }
-        self.snapshot.store(snap);
-        Ok(())
+        slot.store(snap);
     }
 
     /// Attaches a listener and builds its first state under the writers' lock, so that no
@@ -714,14 +467,9 @@ impl ConversionRegistry {
     /// Whatever a table build raises (none for consistent registrations).
     pub fn rebuild_dispatchers(&self) -> Result<usize> {
         let mut writer = self.lock();
-        writer.listeners.retain(|l| l.strong_count() > 0);
         let snap = self.snapshot.load_full();
-        let live: Vec<Arc<dyn Listener>> =
-            writer.listeners.iter().filter_map(Weak::upgrade).collect();
-        let prepared = live
-            .iter()
-            .map(|l| l.prepare(&snap, Vec::new()))
-            .collect::<Result<Vec<_>>>()?;
+        let live = Self::live_listeners(&mut writer, &[]);
+        let prepared = Self::prepare_listeners(&live, &snap, Vec::new())?;
         let n = prepared.len();
         for p in prepared {
             p.publish();
@@ -760,6 +508,7 @@ mod tests {
             vec![Kind::CSR, Kind::DENSE]
         );
         assert_eq!(r.weight(Kind(9999), Kind::CSR), f64::MAX);
+        assert!(r.is_builtin(Kind::CSR) && !r.is_builtin(Kind(9999)));
     }
 
     #[test]
@@ -775,19 +524,37 @@ mod tests {
     #[test]
     fn invalid_weights_change_nothing() {
         let before = format!("{:?}", registry());
-        for w in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+        for w in [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::MAX,
+            MAX_WEIGHT * 2.0,
+        ] {
             let err = registry()
-                .add_conversions([
-                    Conversion::new(|d: &Dense| Ok(d.clone()), 1.0),
-                    Conversion::new(|c: &Csr| Ok(c.clone()), w),
-                ])
+                .add_conversions([Conversion::new(|c: &Csr| Ok(c.clone()), w)])
                 .unwrap_err();
-            assert!(matches!(
-                err,
-                Error::InvalidWeight { .. } | Error::InvalidArgument { .. }
-            ));
+            assert!(
+                matches!(
+                    err,
+                    Error::InvalidWeight { .. } | Error::InvalidArgument { .. }
+                ),
+                "{err}"
+            );
         }
         assert_eq!(before, format!("{:?}", registry()));
+    }
+
+    #[test]
+    fn builtin_conversions_cannot_be_replaced() {
+        let err = registry()
+            .add_conversions([Conversion::new(
+                |d: &Dense| Ok(Csr::zeros(d.shape().0, 1)),
+                0.1,
+            )])
+            .unwrap_err();
+        assert!(err.to_string().contains("cannot be replaced"), "{err}");
     }
 
     #[test]

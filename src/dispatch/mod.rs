@@ -14,29 +14,42 @@
 //! 4. the later registration (so a user's kernel wins a tie against a built-in one).
 //!
 //! `Out::Auto` counts input conversions only and returns what the chosen kernel produces
-//! (QuTiP's "creation" policy).
+//! (QuTiP's "creation" policy), unless a default output applies
+//! ([`set_default_output`](crate::set_default_output)).
 //!
 //! The result for *every* tuple of known kinds and every output is computed in advance into a
 //! table, rebuilt whenever a kind, a conversion or a specialisation is registered and published
 //! whole (arc-swap), so a call costs one lock-free load, an index computation and an indirect
 //! call, and never sees a half-built table.
+//!
+//! The module's files: `builder` (building and rebuilding), `table` (the cells), `cache` (the
+//! per-thread state cache), `resolved` ([`Resolved`] and [`Explanation`]), `spec` (kernels),
+//! `out` ([`Out`]) and `policy` (implicit conversions and default outputs).
 
+mod builder;
 mod cache;
 mod out;
+mod policy;
+mod resolved;
 mod spec;
 mod table;
 
+pub use builder::{DispatcherBuilder, MAX_ARITY, MAX_TABLE_CELLS};
 pub use out::Out;
+pub use policy::{
+    DefaultScope, ImplicitConversions, default_output, implicit_conversions, set_default_output,
+    set_implicit_conversions, with_default_output, with_implicit_conversions,
+};
+pub use resolved::{Explanation, Resolved};
 pub(crate) use spec::plain_output;
-pub use spec::{KernelOutput, Output, Specialisation};
+pub use spec::{KernelReturn, ReturnValue, Specialisation};
 
-use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use crate::convert::{Batch, Listener, Prepared, Snapshot, registry};
+use crate::convert::{Batch, Chain, Snapshot, registry};
 use crate::error::{Error, Result};
 use crate::storage::{Data, Kind};
 use spec::Spec;
@@ -83,11 +96,11 @@ struct Inner<P, R> {
 /// let c = ADD.call(&[&a, &b], Out::Auto, &c64::new(1.0, 0.0)).unwrap();
 /// assert_eq!(c.downcast_ref::<Dense>().unwrap().get(0, 0), c64::new(2.0, 0.0));
 /// ```
-pub struct Dispatcher<P: 'static = (), R: Output = Data> {
+pub struct Dispatcher<P: 'static = (), R: ReturnValue = Data> {
     inner: Arc<Inner<P, R>>,
 }
 
-impl<P: 'static, R: Output> Clone for Dispatcher<P, R> {
+impl<P: 'static, R: ReturnValue> Clone for Dispatcher<P, R> {
     fn clone(&self) -> Self {
         Dispatcher {
             inner: self.inner.clone(),
@@ -95,129 +108,9 @@ impl<P: 'static, R: Output> Clone for Dispatcher<P, R> {
     }
 }
 
-/// Builds a [`Dispatcher`] with its first specialisations and one table build.
-pub struct DispatcherBuilder<P: 'static, R: Output> {
-    name: String,
-    arity: usize,
-    check: Option<CheckFn<P>>,
-    specs: Vec<Specialisation<P, R>>,
-}
-
-impl<P: Send + Sync + 'static, R: Output> DispatcherBuilder<P, R> {
-    /// Sets the shape/parameter check, run on every call before any conversion.
-    pub fn check(mut self, check: CheckFn<P>) -> Self {
-        self.check = Some(check);
-        self
-    }
-
-    /// Adds a specialisation.
-    pub fn specialisation(mut self, spec: Specialisation<P, R>) -> Self {
-        self.specs.push(spec);
-        self
-    }
-
-    /// Registers the dispatcher with the process-wide registry and builds its table.
-    ///
-    /// # Errors
-    /// [`Error::UnregisteredType`] or [`Error::InvalidSpecialisation`] for a specialisation
-    /// that does not fit.
-    pub fn build(self) -> Result<Dispatcher<P, R>> {
-        let inner = Arc::new(Inner {
-            id: cache::next_id(),
-            name: self.name,
-            arity: self.arity,
-            check: self.check,
-            state: ArcSwap::from_pointee(State {
-                snap: registry().snapshot().clone(),
-                specs: Vec::new(),
-                table: Table {
-                    n_kinds: 0,
-                    out_slots: 1,
-                    entries: Box::new([]),
-                },
-            }),
-        });
-        let weak = Arc::downgrade(&inner) as std::sync::Weak<dyn Listener>;
-        let specs = self.specs;
-        registry().attach(weak, |snap| {
-            let state = inner.next_state(snap, specs)?;
-            inner.state.store(Arc::new(state));
-            Ok(())
-        })?;
-        Ok(Dispatcher { inner })
-    }
-}
-
-impl<P: Send + Sync + 'static, R: Output> DispatcherBuilder<P, R> {
-    /// Builds a built-in dispatcher, whose kernels all use built-in types: it cannot fail
-    /// (the unit and integration tests build every one of them).
-    pub(crate) fn builtin(self) -> Dispatcher<P, R> {
-        let name = self.name.clone();
-        self.build()
-            .unwrap_or_else(|e| unreachable!("built-in dispatcher {name}: {e}"))
-    }
-}
-
-impl<P: Send + Sync + 'static, R: Output> Inner<P, R> {
-    fn next_state(
-        &self,
-        snap: &Arc<Snapshot>,
-        new: Vec<Specialisation<P, R>>,
-    ) -> Result<State<P, R>> {
-        let mut specs = self.state.load().specs.clone();
-        for s in new {
-            let spec = Arc::new(s.resolve(&self.name, self.arity, snap)?);
-            specs.retain(|old| !old.same_key(&spec));
-            specs.push(spec);
-        }
-        let table = Table::build(&specs, snap, self.arity, R::DISPATCHED);
-        Ok(State {
-            snap: snap.clone(),
-            specs,
-            table,
-        })
-    }
-}
-
-struct PreparedState<'a, P, R> {
-    inner: &'a Inner<P, R>,
-    state: State<P, R>,
-}
-
-impl<P, R> Prepared for PreparedState<'_, P, R> {
-    fn publish(self: Box<Self>) {
-        self.inner.state.store(Arc::new(self.state));
-        cache::invalidate();
-    }
-}
-
-impl<P: Send + Sync + 'static, R: Output> Listener for Inner<P, R> {
-    fn prepare<'a>(
-        &'a self,
-        snap: &Arc<Snapshot>,
-        pending: Vec<Box<dyn Any + Send>>,
-    ) -> Result<Box<dyn Prepared + 'a>> {
-        let specs = pending
-            .into_iter()
-            .map(|p| {
-                p.downcast::<Specialisation<P, R>>()
-                    .map(|b| *b)
-                    .map_err(|_| Error::InvalidSpecialisation {
-                        op: self.name.clone(),
-                        name: "?".into(),
-                        reason: "queued for a dispatcher of another signature".into(),
-                    })
-            })
-            .collect::<Result<Vec<_>>>()?;
-        Ok(Box::new(PreparedState {
-            inner: self,
-            state: self.next_state(snap, specs)?,
-        }))
-    }
-}
-
-impl<P: Send + Sync + 'static, R: Output> Dispatcher<P, R> {
-    /// Starts a dispatcher named `name` taking `arity` matrix inputs.
+impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
+    /// Starts a dispatcher named `name` taking `arity` matrix inputs (at most [`MAX_ARITY`],
+    /// checked by [`DispatcherBuilder::build`]).
     pub fn builder(name: &str, arity: usize) -> DispatcherBuilder<P, R> {
         DispatcherBuilder {
             name: name.to_owned(),
@@ -242,8 +135,10 @@ impl<P: Send + Sync + 'static, R: Output> Dispatcher<P, R> {
     ///
     /// # Errors
     /// [`Error::Arity`] for the wrong number of inputs, the operation's own errors
-    /// ([`Error::Shape`], ...), [`Error::NoSpecialisation`] if no kernel can be reached, and
-    /// [`Error::OutputNotDispatched`] for an output kind asked of a plain-valued operation.
+    /// ([`Error::Shape`], ...), [`Error::NoSpecialisation`] if no kernel can be reached,
+    /// [`Error::OutputNotDispatched`] for an output kind asked of a plain-valued operation, and
+    /// [`Error::ConversionDenied`] when the conversion policy forbids a conversion the call
+    /// needs.
     ///
     /// # Cost
     /// A direct hit: one lock-free load, the index computation, one indirect call; nothing is
@@ -257,17 +152,89 @@ impl<P: Send + Sync + 'static, R: Output> Dispatcher<P, R> {
         if let Some(check) = inner.check {
             check(&inner.name, args, params)?;
         }
+        if policy::active() {
+            return self.call_with_policy(args, out, params);
+        }
         let state = cache::load(inner.id, &inner.state);
-        let out_kind = out.kind();
         let entry = state
             .table
-            .index(args.iter().map(|a| a.kind()), out_kind)
+            .index(args.iter().map(|a| a.kind()), out.kind())
             .and_then(|i| state.table.entries[i].as_ref());
         match entry {
             Some(e) if e.direct && e.fixup.is_none() => (e.kernel)(args, params, e.ctx),
-            Some(e) => self.call_entry(e, args, params),
+            Some(e) => self.call_entry(e, args, params, &state.snap),
             None => Err(self.lookup_error(args.iter().map(|a| a.kind()).collect(), out)),
         }
+    }
+
+    /// [`call`](Self::call) when a conversion policy or default output is set somewhere.
+    #[cold]
+    #[inline(never)]
+    fn call_with_policy(&self, args: &[&Data], out: Out, params: &P) -> Result<R> {
+        let p = policy::current();
+        let state = cache::load(self.inner.id, &self.inner.state);
+        let kinds = || args.iter().map(|a| a.kind());
+        let cell = |out: Out| {
+            state
+                .table
+                .index(kinds(), out.kind())
+                .and_then(|i| state.table.entries[i].as_ref())
+        };
+        let mut out = out;
+        if let (Out::Auto, Some((default, scope)), true) = (out, p.output, R::DISPATCHED) {
+            let applies = match scope {
+                DefaultScope::Creation => self.inner.arity == 0,
+                DefaultScope::Missing => {
+                    self.inner.arity == 0 || cell(Out::Auto).is_none_or(|e| !e.direct)
+                }
+                DefaultScope::Full => true,
+            };
+            if applies {
+                out = default;
+            }
+        }
+        let Some(e) = cell(out) else {
+            return Err(self.lookup_error(kinds().collect(), out));
+        };
+        if e.direct && e.fixup.is_none() {
+            return (e.kernel)(args, params, e.ctx);
+        }
+        let convs = resolved::describe_conversions(e, out.kind(), &state.snap);
+        if !convs.is_empty() {
+            match p.conversions {
+                ImplicitConversions::Allow => {}
+                ImplicitConversions::Warn => self.warn(args, out, &convs),
+                ImplicitConversions::Deny => {
+                    return Err(Error::ConversionDenied {
+                        op: self.inner.name.clone(),
+                        inputs: kinds().map(|k| state.snap.name(k)).collect(),
+                        out: out.to_string(),
+                        chains: convs,
+                    });
+                }
+            }
+        }
+        self.call_entry(e, args, params, &state.snap)
+    }
+
+    /// Reports a converting call under [`ImplicitConversions::Warn`].
+    fn warn(&self, args: &[&Data], out: Out, convs: &[String]) {
+        let inputs = join(args.iter().map(|a| a.kind().name()));
+        #[cfg(feature = "tracing")]
+        tracing::warn!(
+            target: "polymat::dispatch",
+            op = %self.inner.name,
+            inputs = %inputs,
+            out = %out,
+            conversions = %convs.join("; "),
+            "implicit conversion"
+        );
+        #[cfg(not(feature = "tracing"))]
+        eprintln!(
+            "polymat: {}({inputs}) -> {out} converts: {}",
+            self.inner.name,
+            convs.join("; ")
+        );
     }
 
     #[cold]
@@ -295,7 +262,24 @@ impl<P: Send + Sync + 'static, R: Output> Dispatcher<P, R> {
     }
 
     /// Runs an entry with its conversions. Inputs that need none are passed as they are.
-    fn call_entry(&self, e: &Entry<P, R>, args: &[&Data], params: &P) -> Result<R> {
+    fn call_entry(
+        &self,
+        e: &Entry<P, R>,
+        args: &[&Data],
+        params: &P,
+        snap: &Snapshot,
+    ) -> Result<R> {
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            target: "polymat::dispatch",
+            op = %self.inner.name,
+            kernel = %e.spec.name,
+            inputs = %join(args.iter().map(|a| a.kind().name())),
+            conversions = %resolved::describe_conversions(e, e.fixup, snap).join("; "),
+            weight = e.weight,
+            "indirect dispatch"
+        );
+        let _ = snap;
         let result = with_converted(args, &e.inputs, |refs| (e.kernel)(refs, params, e.ctx))?;
         match (e.output.as_ref(), e.fixup) {
             (Some(chain), _) => result.map_data(|d| chain.run(d)),
@@ -384,7 +368,7 @@ impl<P: Send + Sync + 'static, R: Output> Dispatcher<P, R> {
     }
 }
 
-impl<P: 'static, R: Output> fmt::Debug for Dispatcher<P, R> {
+impl<P: 'static, R: ReturnValue> fmt::Debug for Dispatcher<P, R> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
@@ -396,7 +380,7 @@ impl<P: 'static, R: Output> fmt::Debug for Dispatcher<P, R> {
 
 impl Batch {
     /// Queues a specialisation for `dispatcher`, applied with the rest of the batch.
-    pub fn add_specialisation<P: Send + Sync + 'static, R: Output>(
+    pub fn add_specialisation<P: Send + Sync + 'static, R: ReturnValue>(
         &mut self,
         dispatcher: &Dispatcher<P, R>,
         spec: Specialisation<P, R>,
@@ -406,122 +390,11 @@ impl Batch {
     }
 }
 
-/// The specialisation chosen for one tuple of input kinds and one output, as returned by
-/// [`Dispatcher::get`]. It keeps the table it came from, so it stays valid (and unchanged) after
-/// later registrations.
-pub struct Resolved<P: 'static, R: Output> {
-    dispatcher: Dispatcher<P, R>,
-    state: Arc<State<P, R>>,
-    index: usize,
-    kinds: Vec<Kind>,
-    out: Out,
-}
-
-impl<P: Send + Sync + 'static, R: Output> Resolved<P, R> {
-    fn entry(&self) -> &Entry<P, R> {
-        self.state.table.entries[self.index]
-            .as_ref()
-            .unwrap_or_else(|| unreachable!("get() checked the cell is filled"))
-    }
-
-    /// Whether the kernel runs on the inputs as they are and produces the requested kind.
-    pub fn is_direct(&self) -> bool {
-        self.entry().direct
-    }
-
-    /// Whether the kernel is a generic one.
-    pub fn is_generic(&self) -> bool {
-        self.entry().spec.generic
-    }
-
-    /// Total conversion weight of this path.
-    pub fn weight(&self) -> f64 {
-        self.entry().weight
-    }
-
-    /// The kernel's name.
-    pub fn kernel_name(&self) -> &str {
-        &self.entry().spec.name
-    }
-
-    /// Calls this specialisation; the inputs must have the kinds it was resolved for.
-    ///
-    /// # Errors
-    /// [`Error::InvalidArgument`] if the inputs have other kinds; otherwise as
-    /// [`Dispatcher::call`].
-    pub fn call(&self, args: &[&Data], params: &P) -> Result<R> {
-        let name = &self.dispatcher.inner.name;
-        if args.len() != self.kinds.len()
-            || args.iter().zip(&self.kinds).any(|(a, k)| a.kind() != *k)
-        {
-            return Err(Error::argument(
-                name,
-                format!(
-                    "this specialisation takes ({}), got ({})",
-                    join(self.kinds.iter().map(|k| k.name())),
-                    join(args.iter().map(|a| a.kind().name()))
-                ),
-            ));
-        }
-        if let Some(check) = self.dispatcher.inner.check {
-            check(name, args, params)?;
-        }
-        let e = self.entry();
-        if e.direct && e.fixup.is_none() {
-            (e.kernel)(args, params, e.ctx)
-        } else {
-            self.dispatcher.call_entry(e, args, params)
-        }
-    }
-
-    /// The full decision: kernel, conversion chains and weights.
-    pub fn explain(&self) -> Explanation {
-        let e = self.entry();
-        let snap = &self.state.snap;
-        let path = |c: &Option<Arc<crate::convert::Chain>>, have: Kind| match c {
-            Some(c) => (c.kinds(), c.weight()),
-            None => (vec![have], 0.0),
-        };
-        Explanation {
-            op: self.dispatcher.inner.name.clone(),
-            inputs: self.kinds.clone(),
-            out: self.out,
-            kernel: e.spec.name.clone(),
-            kernel_inputs: e.spec.inputs.clone(),
-            kernel_output: e.spec.output,
-            input_paths: e
-                .inputs
-                .iter()
-                .zip(&self.kinds)
-                .map(|(c, &k)| path(c, k))
-                .collect(),
-            output_path: e.output.as_ref().map(|c| (c.kinds(), c.weight())),
-            weight: e.weight,
-            direct: e.direct,
-            generic: e.spec.generic,
-            names: (0..snap.n_kinds() as u32)
-                .map(|i| snap.name(Kind(i)))
-                .collect(),
-        }
-    }
-
-    fn output_label(&self) -> String {
-        let e = self.entry();
-        if !R::DISPATCHED {
-            return R::label().to_owned();
-        }
-        match (self.out.kind(), e.spec.output) {
-            (Some(k), _) | (None, Some(k)) => self.state.snap.name(k),
-            (None, None) => "Auto".to_owned(),
-        }
-    }
-}
-
 /// Runs `f` on the inputs, each converted through its chain where it has one. Up to four
 /// inputs are handled without allocating.
 fn with_converted<T>(
     args: &[&Data],
-    chains: &[Option<Arc<crate::convert::Chain>>],
+    chains: &[Option<Arc<Chain>>],
     f: impl FnOnce(&[&Data]) -> Result<T>,
 ) -> Result<T> {
     const STACK: usize = 4;
@@ -554,112 +427,6 @@ fn with_converted<T>(
     f(&refs)
 }
 
-fn join(items: impl Iterator<Item = String>) -> String {
+pub(crate) fn join(items: impl Iterator<Item = String>) -> String {
     items.collect::<Vec<_>>().join(", ")
-}
-
-impl<P: Send + Sync + 'static, R: Output> fmt::Display for Resolved<P, R> {
-    /// `<indirect specialisation (Csr, Dense) -> Dense of add>`
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let kinds = join(self.kinds.iter().map(|k| self.state.snap.name(*k)));
-        write!(
-            f,
-            "<{}{} specialisation ({kinds}) -> {} of {}>",
-            if self.is_direct() {
-                "direct"
-            } else {
-                "indirect"
-            },
-            if self.is_generic() { " generic" } else { "" },
-            self.output_label(),
-            self.dispatcher.inner.name
-        )
-    }
-}
-
-impl<P: Send + Sync + 'static, R: Output> fmt::Debug for Resolved<P, R> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-/// What a call would do, from [`Dispatcher::explain`]. Displays as a short report.
-#[derive(Clone, Debug)]
-#[non_exhaustive]
-pub struct Explanation {
-    /// The operation.
-    pub op: String,
-    /// The input kinds asked about.
-    pub inputs: Vec<Kind>,
-    /// The output asked about.
-    pub out: Out,
-    /// Name of the chosen kernel.
-    pub kernel: String,
-    /// The kinds the kernel takes (`None`: any kind).
-    pub kernel_inputs: Vec<Option<Kind>>,
-    /// The kind the kernel returns, if typed.
-    pub kernel_output: Option<Kind>,
-    /// For each input, the kinds it passes through and the weight.
-    pub input_paths: Vec<(Vec<Kind>, f64)>,
-    /// The output conversion, if any.
-    pub output_path: Option<(Vec<Kind>, f64)>,
-    /// Total weight.
-    pub weight: f64,
-    /// No conversion at all.
-    pub direct: bool,
-    /// The kernel is generic.
-    pub generic: bool,
-    names: Vec<String>,
-}
-
-impl fmt::Display for Explanation {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let name = |k: &Kind| {
-            self.names
-                .get(k.index())
-                .cloned()
-                .unwrap_or_else(|| format!("{k:?}"))
-        };
-        let route = |p: &[Kind]| p.iter().map(name).collect::<Vec<_>>().join(" -> ");
-        writeln!(
-            f,
-            "{}({}) -> {}: {} path, total weight {}",
-            self.op,
-            self.inputs.iter().map(name).collect::<Vec<_>>().join(", "),
-            self.out
-                .kind()
-                .map_or_else(|| "Auto".to_owned(), |k| name(&k)),
-            if self.direct { "direct" } else { "indirect" },
-            self.weight
-        )?;
-        let takes: Vec<String> = self
-            .kernel_inputs
-            .iter()
-            .map(|k| k.as_ref().map_or_else(|| "Any".to_owned(), name))
-            .collect();
-        writeln!(
-            f,
-            "  kernel {}{} ({}) -> {}",
-            self.kernel,
-            if self.generic { " [generic]" } else { "" },
-            takes.join(", "),
-            self.kernel_output
-                .as_ref()
-                .map_or_else(|| "its own choice".to_owned(), name)
-        )?;
-        for (i, (p, w)) in self.input_paths.iter().enumerate() {
-            if p.len() > 1 {
-                writeln!(f, "  input {i}: {} (weight {w})", route(p))?;
-            } else {
-                writeln!(f, "  input {i}: {} as is", route(p))?;
-            }
-        }
-        match &self.output_path {
-            Some((p, w)) => write!(f, "  output: {} (weight {w})", route(p)),
-            None => match self.kernel_output.as_ref() {
-                Some(k) => write!(f, "  output: {} as is", name(k)),
-                None => write!(f, "  output: whatever the kernel returns"),
-            },
-        }
-    }
 }

@@ -10,18 +10,23 @@ use crate::storage::Kind;
 ///
 /// `Out::Auto` lets the dispatcher choose: it picks the specialisation that needs the cheapest
 /// input conversions and returns whatever that kernel produces (QuTiP's "creation" policy; see
-/// [`Dispatcher`](crate::Dispatcher)). Any registered kind can be named with `Out::Kind`;
-/// `Out::from(kind)` gives the named variant for the built-in kinds.
+/// [`Dispatcher`](crate::Dispatcher)), unless a default output is set
+/// ([`set_default_output`](crate::set_default_output)). Any registered kind can be named with
+/// `Out::Kind`; `Out::from(kind)` gives the named variant for the built-in kinds.
+///
+/// Two `Out`s are equal when they ask for the same thing: `Out::Kind(Kind::CSR) == Out::Csr`,
+/// and they hash alike.
 ///
 /// ```
 /// use polymat::{Kind, Out};
 ///
 /// assert_eq!(Out::from(Kind::CSR), Out::Csr);
+/// assert_eq!(Out::Kind(Kind::CSR), Out::Csr);
 /// assert_eq!("dense".parse::<Out>().unwrap(), Out::Dense);
 /// assert_eq!("auto".parse::<Out>().unwrap(), Out::Auto);
 /// assert_eq!(Out::Csr.kind(), Some(Kind::CSR));
 /// ```
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, Default)]
 #[non_exhaustive]
 pub enum Out {
     /// Let the dispatcher choose (see the type's documentation).
@@ -48,6 +53,20 @@ impl Out {
             Out::GpuDense => Some(Kind::GPU_DENSE),
             Out::Kind(k) => Some(k),
         }
+    }
+}
+
+impl PartialEq for Out {
+    fn eq(&self, other: &Out) -> bool {
+        self.kind() == other.kind()
+    }
+}
+
+impl Eq for Out {}
+
+impl std::hash::Hash for Out {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.kind().hash(state);
     }
 }
 

@@ -9,12 +9,14 @@ use crate::error::{Error, Result};
 use crate::scalar::c64;
 use crate::storage::{Data, Kind, Storage};
 
-/// What a dispatcher returns: a matrix ([`Data`], whose kind is dispatched) or a plain value
-/// (a scalar, a flag, ...), which is not.
+/// The value a dispatcher returns: a matrix ([`Data`], whose kind is dispatched) or a plain
+/// value (a scalar, a flag, ...), which is not.
 ///
-/// Implemented for [`Data`], [`c64`], `f64`, `bool` and `usize`. Implement it (keeping the
-/// defaults) for your own result types to write dispatchers that return them.
-pub trait Output: Send + Sync + Sized + 'static {
+/// Implemented for [`Data`], [`c64`], `f64`, `bool`, `usize` and `Vec<Data>`. Implement it
+/// (keeping the defaults) for your own result types to write dispatchers that return them.
+///
+/// Not to be confused with [`Out`], the *requested kind* of a matrix result.
+pub trait ReturnValue: Send + Sync + Sized + 'static {
     /// Whether the output kind is dispatched (true only for [`Data`]).
     const DISPATCHED: bool = false;
 
@@ -40,7 +42,7 @@ pub trait Output: Send + Sync + Sized + 'static {
     }
 }
 
-impl Output for Data {
+impl ReturnValue for Data {
     const DISPATCHED: bool = true;
 
     fn label() -> &'static str {
@@ -58,12 +60,12 @@ impl Output for Data {
 
 macro_rules! plain_output {
     ($($t:ty => $label:literal),*) => {$(
-        impl $crate::dispatch::Output for $t {
+        impl $crate::dispatch::ReturnValue for $t {
             fn label() -> &'static str {
                 $label
             }
         }
-        impl $crate::dispatch::KernelOutput<$t> for $t {
+        impl $crate::dispatch::KernelReturn<$t> for $t {
             fn storage_type() -> Option<(std::any::TypeId, &'static str)> {
                 None
             }
@@ -76,16 +78,16 @@ macro_rules! plain_output {
 plain_output!(c64 => "c64", f64 => "f64", bool => "bool", usize => "usize", Vec<Data> => "Vec<Data>");
 pub(crate) use plain_output;
 
-/// What a typed kernel may return for a dispatcher with output `R`: a concrete storage type
+/// What a typed kernel may return for a dispatcher returning `R`: a concrete storage type
 /// (wrapped into [`Data`] with its kind) or `R` itself.
-pub trait KernelOutput<R>: Sized + 'static {
+pub trait KernelReturn<R>: Sized + 'static {
     /// The storage type returned, if it is one; its kind becomes the kernel's native output.
     fn storage_type() -> Option<(TypeId, &'static str)>;
     /// Wraps the value; `native` is the kind resolved from `storage_type`.
     fn into_output(self, native: Kind) -> R;
 }
 
-impl<T: Storage> KernelOutput<Data> for T {
+impl<T: Storage> KernelReturn<Data> for T {
     fn storage_type() -> Option<(TypeId, &'static str)> {
         Some((TypeId::of::<T>(), std::any::type_name::<T>()))
     }
@@ -95,7 +97,7 @@ impl<T: Storage> KernelOutput<Data> for T {
     }
 }
 
-impl KernelOutput<Data> for Data {
+impl KernelReturn<Data> for Data {
     fn storage_type() -> Option<(TypeId, &'static str)> {
         None
     }
@@ -142,6 +144,9 @@ pub struct Specialisation<P, R = Data> {
     pub(crate) name: String,
     pub(crate) inputs: Vec<Option<TypeKey>>,
     pub(crate) output: Option<TypeKey>,
+    /// The storage type the kernel converts its inputs to internally (see
+    /// [`Specialisation::converts_internally_to`]).
+    pub(crate) via: Option<TypeKey>,
     pub(crate) kernel: KernelFn<P, R>,
 }
 
@@ -151,6 +156,7 @@ impl<P, R> Clone for Specialisation<P, R> {
             name: self.name.clone(),
             inputs: self.inputs.clone(),
             output: self.output,
+            via: self.via,
             kernel: self.kernel.clone(),
         }
     }
@@ -179,9 +185,9 @@ fn key<T: 'static>() -> TypeKey {
     (TypeId::of::<T>(), std::any::type_name::<T>())
 }
 
-impl<P: Send + Sync + 'static, R: Output> Specialisation<P, R> {
+impl<P: Send + Sync + 'static, R: ReturnValue> Specialisation<P, R> {
     /// A kernel with no matrix input (a constructor such as `zeros`), returning `O`.
-    pub fn nullary<O: KernelOutput<R>>(
+    pub fn nullary<O: KernelReturn<R>>(
         name: &str,
         f: impl Fn(&P) -> Result<O> + Send + Sync + 'static,
     ) -> Self {
@@ -189,12 +195,13 @@ impl<P: Send + Sync + 'static, R: Output> Specialisation<P, R> {
             name: name.to_owned(),
             inputs: Vec::new(),
             output: O::storage_type(),
+            via: None,
             kernel: Arc::new(move |_, p, ctx| Ok(f(p)?.into_output(ctx.native))),
         }
     }
 
     /// A kernel for one input of type `A`.
-    pub fn unary<A: Storage, O: KernelOutput<R>>(
+    pub fn unary<A: Storage, O: KernelReturn<R>>(
         name: &str,
         f: impl Fn(&A, &P) -> Result<O> + Send + Sync + 'static,
     ) -> Self {
@@ -203,15 +210,16 @@ impl<P: Send + Sync + 'static, R: Output> Specialisation<P, R> {
             name: name.to_owned(),
             inputs: vec![Some(key::<A>())],
             output: O::storage_type(),
+            via: None,
             kernel: Arc::new(move |args, p, ctx| {
-                let a = args[0].expect_ref::<A>("dispatch", &kname)?;
+                let a = args[0].downcast_or_err::<A>("dispatch", &kname)?;
                 Ok(f(a, p)?.into_output(ctx.native))
             }),
         }
     }
 
     /// A kernel for inputs of types `A` and `B`.
-    pub fn binary<A: Storage, B: Storage, O: KernelOutput<R>>(
+    pub fn binary<A: Storage, B: Storage, O: KernelReturn<R>>(
         name: &str,
         f: impl Fn(&A, &B, &P) -> Result<O> + Send + Sync + 'static,
     ) -> Self {
@@ -220,16 +228,17 @@ impl<P: Send + Sync + 'static, R: Output> Specialisation<P, R> {
             name: name.to_owned(),
             inputs: vec![Some(key::<A>()), Some(key::<B>())],
             output: O::storage_type(),
+            via: None,
             kernel: Arc::new(move |args, p, ctx| {
-                let a = args[0].expect_ref::<A>("dispatch", &kname)?;
-                let b = args[1].expect_ref::<B>("dispatch", &kname)?;
+                let a = args[0].downcast_or_err::<A>("dispatch", &kname)?;
+                let b = args[1].downcast_or_err::<B>("dispatch", &kname)?;
                 Ok(f(a, b, p)?.into_output(ctx.native))
             }),
         }
     }
 
     /// A kernel for inputs of types `A`, `B` and `C`.
-    pub fn ternary<A: Storage, B: Storage, C: Storage, O: KernelOutput<R>>(
+    pub fn ternary<A: Storage, B: Storage, C: Storage, O: KernelReturn<R>>(
         name: &str,
         f: impl Fn(&A, &B, &C, &P) -> Result<O> + Send + Sync + 'static,
     ) -> Self {
@@ -238,10 +247,11 @@ impl<P: Send + Sync + 'static, R: Output> Specialisation<P, R> {
             name: name.to_owned(),
             inputs: vec![Some(key::<A>()), Some(key::<B>()), Some(key::<C>())],
             output: O::storage_type(),
+            via: None,
             kernel: Arc::new(move |args, p, ctx| {
-                let a = args[0].expect_ref::<A>("dispatch", &kname)?;
-                let b = args[1].expect_ref::<B>("dispatch", &kname)?;
-                let c = args[2].expect_ref::<C>("dispatch", &kname)?;
+                let a = args[0].downcast_or_err::<A>("dispatch", &kname)?;
+                let b = args[1].downcast_or_err::<B>("dispatch", &kname)?;
+                let c = args[2].downcast_or_err::<C>("dispatch", &kname)?;
                 Ok(f(a, b, c, p)?.into_output(ctx.native))
             }),
         }
@@ -278,8 +288,36 @@ impl<P: Send + Sync + 'static, R: Output> Specialisation<P, R> {
             name: name.to_owned(),
             inputs: vec![None; arity],
             output: None,
+            via: None,
             kernel: Arc::new(move |args, p, ctx| f(args, ctx.out, p)),
         }
+    }
+
+    /// Declares that the kernel converts its inputs to storage type `T` internally (and its
+    /// result back to its output type), as a kernel that computes a sparse matrix function
+    /// densely does. The dispatcher then never reports the path as direct, [`explain`] lists
+    /// those conversions, and [`ImplicitConversions::Deny`](crate::ImplicitConversions::Deny)
+    /// refuses them; the choice of kernel is unchanged.
+    ///
+    /// [`explain`]: crate::Dispatcher::explain
+    ///
+    /// ```
+    /// use polymat::{Csr, Dense, Dispatcher, Kind, Out, Specialisation};
+    ///
+    /// let op = Dispatcher::<()>::builder("my_dense_thing", 1)
+    ///     .specialisation(
+    ///         Specialisation::unary("thing_csr", |a: &Csr, _: &()| Ok(a.clone()))
+    ///             .converts_internally_to::<Dense>(),
+    ///     )
+    ///     .build()
+    ///     .unwrap();
+    /// let e = op.explain(&[Kind::CSR], Out::Auto).unwrap();
+    /// assert!(!e.direct);
+    /// assert!(e.to_string().contains("internally"));
+    /// ```
+    pub fn converts_internally_to<T: Storage>(mut self) -> Self {
+        self.via = Some(key::<T>());
+        self
     }
 
     /// The kernel's name.
@@ -313,11 +351,16 @@ impl<P: Send + Sync + 'static, R: Output> Specialisation<P, R> {
             .output
             .map(|(id, n)| snap.kind_of_type(id, n))
             .transpose()?;
+        let via = self
+            .via
+            .map(|(id, n)| snap.kind_of_type(id, n))
+            .transpose()?;
         Ok(Spec {
             name: self.name.clone(),
             generic: inputs.iter().any(Option::is_none),
             inputs,
             output,
+            via,
             kernel: self.kernel.clone(),
         })
     }
@@ -330,6 +373,8 @@ pub(crate) struct Spec<P, R> {
     pub(crate) inputs: Vec<Option<Kind>>,
     /// The kind a `Data`-returning typed kernel produces.
     pub(crate) output: Option<Kind>,
+    /// The kind the kernel converts to internally, if it says so.
+    pub(crate) via: Option<Kind>,
     pub(crate) generic: bool,
     pub(crate) kernel: KernelFn<P, R>,
 }

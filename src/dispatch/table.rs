@@ -55,6 +55,21 @@ impl PartialOrd for Cost {
 }
 
 impl<P, R> Table<P, R> {
+    /// A table covering no kinds (before the first build).
+    pub(crate) fn empty() -> Self {
+        Table {
+            n_kinds: 0,
+            out_slots: 1,
+            entries: Box::new([]),
+        }
+    }
+
+    /// The number of cells for `k` kinds and `arity` inputs; `None` if it overflows.
+    pub(crate) fn cells(k: usize, arity: usize, dispatched: bool) -> Option<usize> {
+        let tuples = k.checked_pow(u32::try_from(arity).ok()?)?;
+        tuples.checked_mul(if dispatched { k + 1 } else { 1 })
+    }
+
     /// Builds the table. O(K^N · slots · S · N) for K kinds, arity N, S specialisations.
     pub(crate) fn build(
         specs: &[Arc<Spec<P, R>>],
@@ -167,8 +182,12 @@ fn best<P, R>(
     } else {
         None
     };
+    // A kernel that converts internally is never direct, even on its own kinds.
+    let internal = spec.via.is_some_and(|v| {
+        spec.inputs.iter().any(|k| k.is_some_and(|k| k != v)) || spec.output.is_some_and(|o| o != v)
+    });
     Some(Entry {
-        direct: inputs.iter().all(Option::is_none) && output.is_none(),
+        direct: inputs.iter().all(Option::is_none) && output.is_none() && !internal,
         ctx: Ctx {
             out: out.map_or(Out::Auto, Out::from),
             native: spec.output.unwrap_or(Kind::DENSE),

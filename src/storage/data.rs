@@ -76,7 +76,7 @@ impl Data {
 
     /// The concrete value or an [`Error::KernelType`] naming `op` and `kernel`; for kernels.
     #[inline]
-    pub(crate) fn expect_ref<T: Storage>(&self, op: &str, kernel: &str) -> Result<&T> {
+    pub(crate) fn downcast_or_err<T: Storage>(&self, op: &str, kernel: &str) -> Result<&T> {
         match self.downcast_ref::<T>() {
             Some(v) => Ok(v),
             None => Err(self.type_error(op, kernel, std::any::type_name::<T>())),

@@ -1,0 +1,203 @@
+//! Converters as users write them ([`Conversion`]) and the unit of registration ([`Batch`]).
+
+use std::any::{Any, TypeId};
+use std::sync::Arc;
+
+use super::Listener;
+use crate::error::{Error, Result};
+use crate::storage::{Data, Kind, Storage};
+
+/// Type-erased converter: takes the source value and the target kind, returns the new value.
+pub(crate) type ConvertFn = Arc<dyn Fn(&Data, Kind) -> Result<Data> + Send + Sync>;
+
+/// The largest conversion weight accepted. Weights are relative costs (the built-in ones are
+/// 1 to 2); the bound keeps every sum of weights along a chain finite and far from
+/// `f64::MAX`.
+pub const MAX_WEIGHT: f64 = 1e6;
+
+/// How a conversion names its endpoints before they are resolved to kinds.
+#[derive(Clone, Copy)]
+pub(crate) enum KindRef {
+    Type(TypeId, &'static str),
+    Kind(Kind),
+}
+
+/// One converter between two storage kinds, with its weight (its relative cost) and what it
+/// promises.
+///
+/// A conversion is *exact* when it loses nothing (every value comes back equal through the
+/// reverse conversion) and *total* when it succeeds on every valid input. [`Conversion::new`]
+/// declares both; say [`partial`](Conversion::partial) or [`lossy`](Conversion::lossy) when
+/// that is not so. The registry uses a conversion that is not exact and total only as the
+/// last step of a chain, when its own target kind is the one asked for: it never routes a
+/// conversion between two other kinds through it. Conversions between two built-in kinds use
+/// built-in kinds only, whatever is registered.
+///
+/// ```
+/// use polymat::{Conversion, Csr, Dense};
+///
+/// // A typed converter: the kinds come from the types.
+/// let c = Conversion::new(|d: &Dense| Ok(Csr::from_rows(&d.to_rows())?), 2.0);
+/// assert_eq!(c.weight(), 2.0);
+/// assert!(c.is_exact() && c.is_total());
+/// let c = c.partial();
+/// assert!(!c.is_total());
+/// ```
+#[derive(Clone)]
+pub struct Conversion {
+    pub(crate) from: KindRef,
+    pub(crate) to: KindRef,
+    pub(crate) weight: f64,
+    pub(crate) exact: bool,
+    pub(crate) total: bool,
+    pub(crate) f: ConvertFn,
+}
+
+impl Conversion {
+    /// A converter from storage type `A` to storage type `B`, declared exact and total.
+    pub fn new<A: Storage, B: Storage>(
+        f: impl Fn(&A) -> Result<B> + Send + Sync + 'static,
+        weight: f64,
+    ) -> Conversion {
+        let name = std::any::type_name::<A>();
+        Conversion {
+            from: KindRef::Type(TypeId::of::<A>(), name),
+            to: KindRef::Type(TypeId::of::<B>(), std::any::type_name::<B>()),
+            weight,
+            exact: true,
+            total: true,
+            f: Arc::new(move |d: &Data, to: Kind| {
+                let a = d.downcast_or_err::<A>("convert", name)?;
+                Ok(Data::with_kind(to, f(a)?))
+            }),
+        }
+    }
+
+    /// A converter between kinds given at run time, declared exact and total; its output kind
+    /// is checked on every call.
+    pub fn dynamic(
+        from: Kind,
+        to: Kind,
+        f: impl Fn(&Data) -> Result<Data> + Send + Sync + 'static,
+        weight: f64,
+    ) -> Conversion {
+        Conversion {
+            from: KindRef::Kind(from),
+            to: KindRef::Kind(to),
+            weight,
+            exact: true,
+            total: true,
+            f: Arc::new(move |d: &Data, _to: Kind| f(d)),
+        }
+    }
+
+    /// Declares that the conversion fails on some valid inputs (a Dense → Diag conversion that
+    /// refuses off-diagonal entries, say).
+    pub fn partial(mut self) -> Conversion {
+        self.total = false;
+        self
+    }
+
+    /// Declares that the conversion may change values (storage in single precision, say).
+    pub fn lossy(mut self) -> Conversion {
+        self.exact = false;
+        self
+    }
+
+    /// The weight given at construction.
+    pub fn weight(&self) -> f64 {
+        self.weight
+    }
+
+    /// Whether the conversion is declared lossless.
+    pub fn is_exact(&self) -> bool {
+        self.exact
+    }
+
+    /// Whether the conversion is declared to succeed on every valid input.
+    pub fn is_total(&self) -> bool {
+        self.total
+    }
+}
+
+/// A storage type waiting in a [`Batch`].
+pub(crate) struct NewType {
+    pub(crate) type_id: TypeId,
+    pub(crate) type_name: &'static str,
+    pub(crate) name: String,
+    pub(crate) aliases: Vec<String>,
+}
+
+/// Several registrations applied together, with one rebuild of every dispatcher.
+///
+/// Nothing happens until [`ConversionRegistry::commit`](super::ConversionRegistry::commit); if
+/// any part fails, nothing is applied.
+///
+/// ```
+/// use polymat::{Batch, Conversion, Dense, Storage, registry};
+///
+/// #[derive(Debug, Clone)]
+/// struct Scalar1(polymat::c64);
+/// impl Storage for Scalar1 {
+///     fn shape(&self) -> (usize, usize) { (1, 1) }
+/// }
+///
+/// let mut batch = Batch::new();
+/// batch
+///     .register_type::<Scalar1>("Scalar1", &["scalar1"])
+///     .add_conversion(Conversion::new(|s: &Scalar1| Ok(Dense::from_fn(1, 1, |_, _| s.0)), 1.0))
+///     .add_conversion(Conversion::new(|d: &Dense| Ok(Scalar1(d.get(0, 0))), 1.0).partial());
+/// registry().commit(batch).unwrap();
+/// assert!(registry().parse_kind("scalar1").is_ok());
+/// ```
+#[derive(Default)]
+pub struct Batch {
+    pub(crate) types: Vec<NewType>,
+    pub(crate) conversions: Vec<Conversion>,
+    pub(crate) pending: Vec<Pending>,
+}
+
+/// A dispatcher-specific item queued in a batch, with the dispatcher it is for.
+pub(crate) type Pending = (Arc<dyn Listener>, Box<dyn Any + Send>);
+
+impl Batch {
+    /// An empty batch.
+    pub fn new() -> Batch {
+        Batch::default()
+    }
+
+    /// Adds storage type `T` under `name` and `aliases` (matched case-insensitively).
+    pub fn register_type<T: Storage>(&mut self, name: &str, aliases: &[&str]) -> &mut Batch {
+        self.types.push(NewType {
+            type_id: TypeId::of::<T>(),
+            type_name: std::any::type_name::<T>(),
+            name: name.to_owned(),
+            aliases: aliases.iter().map(|a| (*a).to_owned()).collect(),
+        });
+        self
+    }
+
+    /// Adds a converter.
+    pub fn add_conversion(&mut self, conversion: Conversion) -> &mut Batch {
+        self.conversions.push(conversion);
+        self
+    }
+
+    /// Queues a dispatcher-specific item (a specialisation) for that listener.
+    pub(crate) fn push_pending(&mut self, listener: Arc<dyn Listener>, item: Box<dyn Any + Send>) {
+        self.pending.push((listener, item));
+    }
+}
+
+/// Checks a weight: finite, positive and at most [`MAX_WEIGHT`].
+pub(crate) fn check_weight(from: &str, to: &str, weight: f64) -> Result<()> {
+    if weight.is_finite() && weight > 0.0 && weight <= MAX_WEIGHT {
+        Ok(())
+    } else {
+        Err(Error::InvalidWeight {
+            from: from.to_owned(),
+            to: to.to_owned(),
+            weight,
+        })
+    }
+}

@@ -1,0 +1,366 @@
+//! One immutable state of the registry: the kinds, the converters, and the cheapest allowed
+//! chain for every ordered pair of kinds.
+//!
+//! # Which chains are allowed
+//!
+//! * Every step but the last must be *exact and total*: a partial or lossy converter is used
+//!   only to reach its own target kind, never as a stepping stone to another one.
+//! * A chain between two built-in kinds passes through built-in kinds only, so no user
+//!   registration can change how Dense, Csr, Dia and GpuDense convert into each other.
+//!
+//! Cheapest chains come from petgraph's Floyd–Warshall, run twice: over the exact and total
+//! edges of all kinds, and over those between built-in kinds; the allowed last steps are then
+//! tried on top. O(K³) per registration for K kinds.
+
+use std::any::TypeId;
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use petgraph::algo::floyd_warshall::floyd_warshall_path;
+use petgraph::graph::{DiGraph, NodeIndex};
+
+use super::conversion::ConvertFn;
+use crate::error::{Error, Result};
+use crate::storage::{Data, Kind};
+
+/// A registered converter, resolved to kinds.
+pub(crate) struct Edge {
+    pub(crate) from: Kind,
+    pub(crate) to: Kind,
+    pub(crate) weight: f64,
+    pub(crate) exact: bool,
+    pub(crate) total: bool,
+    pub(crate) f: ConvertFn,
+}
+
+impl Edge {
+    /// Usable in the middle of a chain.
+    fn safe(&self) -> bool {
+        self.exact && self.total
+    }
+}
+
+thread_local! {
+    /// The conversions running on this thread, innermost last: a converter that converts its
+    /// own input again would otherwise recurse until the stack overflows.
+    static ACTIVE: RefCell<Vec<(Kind, Kind)>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Marks one conversion step as running on this thread until dropped.
+struct Active;
+
+impl Active {
+    fn enter(from: Kind, to: Kind) -> Result<Active> {
+        let fresh = ACTIVE.with(|a| {
+            let mut a = a.borrow_mut();
+            if a.contains(&(from, to)) {
+                false
+            } else {
+                a.push((from, to));
+                true
+            }
+        });
+        if fresh {
+            Ok(Active)
+        } else {
+            Err(Error::ReentrantConversion {
+                from: from.name(),
+                to: to.name(),
+            })
+        }
+    }
+}
+
+impl Drop for Active {
+    fn drop(&mut self) {
+        ACTIVE.with(|a| {
+            a.borrow_mut().pop();
+        });
+    }
+}
+
+/// The cheapest allowed sequence of converters from one kind to another.
+pub(crate) struct Chain {
+    pub(crate) steps: Vec<Arc<Edge>>,
+    pub(crate) weight: f64,
+}
+
+impl Chain {
+    /// Runs the converters in order, checking each output's kind and shape.
+    ///
+    /// # Errors
+    /// A step's own error when the chain has one step, or when it is [`Error::NoGpu`],
+    /// [`Error::Gpu`] or [`Error::TooLarge`]; otherwise [`Error::ConversionFailed`] naming the
+    /// chain and the step; [`Error::ConverterOutput`] or
+    /// [`Error::ConverterShape`] for a converter that breaks its contract;
+    /// [`Error::ReentrantConversion`] for a converter that re-enters its own conversion.
+    pub(crate) fn run(&self, data: &Data) -> Result<Data> {
+        let mut cur = data.clone();
+        for e in &self.steps {
+            cur = self.step(e, &cur).map_err(|err| {
+                // Missing devices and memory are about the machine, not the chain: they keep
+                // their own variant so callers can match on them.
+                let environmental = matches!(
+                    err,
+                    Error::NoGpu { .. } | Error::Gpu { .. } | Error::TooLarge { .. }
+                );
+                if self.steps.len() == 1 || environmental {
+                    err
+                } else {
+                    Error::ConversionFailed {
+                        chain: self.kinds().iter().map(|k| k.name()).collect(),
+                        from: e.from.name(),
+                        to: e.to.name(),
+                        reason: Box::new(err),
+                    }
+                }
+            })?;
+        }
+        Ok(cur)
+    }
+
+    fn step(&self, e: &Edge, input: &Data) -> Result<Data> {
+        let _active = Active::enter(e.from, e.to)?;
+        let out = (e.f)(input, e.to)?;
+        if out.kind() != e.to {
+            return Err(Error::ConverterOutput {
+                from: e.from.name(),
+                to: e.to.name(),
+                got: out.kind().name(),
+            });
+        }
+        if out.shape() != input.shape() {
+            return Err(Error::ConverterShape {
+                from: e.from.name(),
+                to: e.to.name(),
+                expected: input.shape(),
+                got: out.shape(),
+            });
+        }
+        Ok(out)
+    }
+
+    /// Total weight.
+    pub(crate) fn weight(&self) -> f64 {
+        self.weight
+    }
+
+    /// The kinds visited, source and target included.
+    pub(crate) fn kinds(&self) -> Vec<Kind> {
+        let mut v: Vec<Kind> = self.steps.iter().map(|e| e.from).collect();
+        v.extend(self.steps.last().map(|e| e.to));
+        v
+    }
+}
+
+/// Name, aliases and Rust type of a registered kind.
+#[derive(Clone)]
+pub(crate) struct KindInfo {
+    pub(crate) name: String,
+    pub(crate) aliases: Vec<String>,
+    pub(crate) type_id: TypeId,
+    /// One of polymat's own kinds: conversions among these never leave them.
+    pub(crate) builtin: bool,
+}
+
+impl KindInfo {
+    /// Whether `name` is this kind's name or one of its aliases, case-insensitively.
+    pub(crate) fn answers_to(&self, name: &str) -> bool {
+        self.name.eq_ignore_ascii_case(name)
+            || self.aliases.iter().any(|a| a.eq_ignore_ascii_case(name))
+    }
+}
+
+/// Distances and predecessors of one Floyd–Warshall run (`f64::MAX`: unreachable).
+struct Paths {
+    dist: Vec<f64>,
+    prev: Vec<Vec<Option<usize>>>,
+}
+
+impl Paths {
+    /// Cheapest paths over the edges `keep` accepts.
+    fn over(n: usize, edges: &[Arc<Edge>], keep: impl Fn(&Edge) -> bool) -> Paths {
+        let mut graph: DiGraph<(), f64> = DiGraph::with_capacity(n, edges.len());
+        for _ in 0..n {
+            graph.add_node(());
+        }
+        for e in edges.iter().filter(|e| keep(e)) {
+            graph.add_edge(
+                NodeIndex::new(e.from.index()),
+                NodeIndex::new(e.to.index()),
+                e.weight,
+            );
+        }
+        // Weights are validated finite and > 0, so there is never a negative cycle; the
+        // fallback (nothing reachable) is never taken.
+        let (dist, prev) = floyd_warshall_path(&graph, |e| *e.weight())
+            .unwrap_or_else(|_| (Default::default(), vec![vec![None; n]; n]));
+        let mut flat = vec![f64::MAX; n * n];
+        for ((a, b), d) in dist {
+            flat[a.index() * n + b.index()] = d;
+        }
+        for i in 0..n {
+            flat[i * n + i] = 0.0;
+        }
+        Paths { dist: flat, prev }
+    }
+
+    fn dist(&self, n: usize, a: usize, b: usize) -> f64 {
+        self.dist[a * n + b]
+    }
+
+    /// The nodes from `a` to `b`, both included; `None` when unreachable.
+    fn nodes(&self, n: usize, a: usize, b: usize) -> Option<Vec<usize>> {
+        if self.dist(n, a, b) == f64::MAX {
+            return None;
+        }
+        let mut nodes = vec![b];
+        let mut cur = b;
+        while cur != a {
+            cur = self.prev[a][cur]?;
+            nodes.push(cur);
+            if nodes.len() > n {
+                return None;
+            }
+        }
+        nodes.reverse();
+        Some(nodes)
+    }
+}
+
+/// One immutable state of the registry: the kinds, the converters and all cheapest chains.
+pub(crate) struct Snapshot {
+    pub(crate) kinds: Vec<KindInfo>,
+    pub(crate) by_type: HashMap<TypeId, Kind>,
+    pub(crate) edges: Vec<Arc<Edge>>,
+    /// `weights[from * n + to]`: 0 on the diagonal, `f64::MAX` when unreachable.
+    weights: Vec<f64>,
+    /// `chains[from * n + to]`; `None` when unreachable, an empty chain on the diagonal.
+    chains: Vec<Option<Arc<Chain>>>,
+}
+
+impl Snapshot {
+    pub(crate) fn build(
+        kinds: Vec<KindInfo>,
+        by_type: HashMap<TypeId, Kind>,
+        edges: Vec<Arc<Edge>>,
+    ) -> Self {
+        let n = kinds.len();
+        debug_assert!(
+            kinds
+                .iter()
+                .enumerate()
+                .all(|(i, k)| by_type.get(&k.type_id).map(|k| k.index()) == Some(i))
+        );
+        let builtin = |k: Kind| kinds[k.index()].builtin;
+        let all = Paths::over(n, &edges, Edge::safe);
+        let core = Paths::over(n, &edges, |e| e.safe() && builtin(e.from) && builtin(e.to));
+        let edge = |a: usize, b: usize| -> Option<Arc<Edge>> {
+            edges
+                .iter()
+                .find(|e| e.from.index() == a && e.to.index() == b)
+                .cloned()
+        };
+        let steps_of = |nodes: &[usize]| -> Option<Vec<Arc<Edge>>> {
+            nodes.windows(2).map(|s| edge(s[0], s[1])).collect()
+        };
+        let mut weights = vec![f64::MAX; n * n];
+        let mut chains = vec![None; n * n];
+        for i in 0..n {
+            for j in 0..n {
+                if i == j {
+                    weights[i * n + j] = 0.0;
+                    chains[i * n + j] = Some(Arc::new(Chain {
+                        steps: Vec::new(),
+                        weight: 0.0,
+                    }));
+                    continue;
+                }
+                let best = if builtin(Kind(i as u32)) && builtin(Kind(j as u32)) {
+                    core.nodes(n, i, j)
+                        .and_then(|p| steps_of(&p))
+                        .map(|s| (core.dist(n, i, j), s))
+                } else {
+                    let mut best = all
+                        .nodes(n, i, j)
+                        .and_then(|p| steps_of(&p))
+                        .map(|s| (all.dist(n, i, j), s));
+                    // A partial or lossy converter into j may end the chain.
+                    for e in edges.iter().filter(|e| !e.safe() && e.to.index() == j) {
+                        let k = e.from.index();
+                        let d = all.dist(n, i, k);
+                        if d == f64::MAX || best.as_ref().is_some_and(|b| b.0 <= d + e.weight) {
+                            continue;
+                        }
+                        if let Some(mut s) = all.nodes(n, i, k).and_then(|p| steps_of(&p)) {
+                            s.push(e.clone());
+                            best = Some((d + e.weight, s));
+                        }
+                    }
+                    best
+                };
+                if let Some((w, steps)) = best {
+                    weights[i * n + j] = w;
+                    chains[i * n + j] = Some(Arc::new(Chain { steps, weight: w }));
+                }
+            }
+        }
+        Snapshot {
+            kinds,
+            by_type,
+            edges,
+            weights,
+            chains,
+        }
+    }
+
+    /// Number of registered kinds.
+    #[inline]
+    pub(crate) fn n_kinds(&self) -> usize {
+        self.kinds.len()
+    }
+
+    /// Cheapest chain weight, `f64::MAX` when unreachable.
+    #[inline]
+    pub(crate) fn weight(&self, from: Kind, to: Kind) -> f64 {
+        self.weights[from.index() * self.kinds.len() + to.index()]
+    }
+
+    /// Cheapest chain, `None` when unreachable.
+    #[inline]
+    pub(crate) fn chain(&self, from: Kind, to: Kind) -> Option<&Arc<Chain>> {
+        self.chains[from.index() * self.kinds.len() + to.index()].as_ref()
+    }
+
+    pub(crate) fn name(&self, kind: Kind) -> String {
+        self.kinds
+            .get(kind.index())
+            .map_or_else(|| format!("Kind({})", kind.0), |k| k.name.clone())
+    }
+
+    pub(crate) fn kind_of_type(&self, id: TypeId, type_name: &'static str) -> Result<Kind> {
+        self.by_type
+            .get(&id)
+            .copied()
+            .ok_or(Error::UnregisteredType { type_name })
+    }
+
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.kinds.iter().map(|k| k.name.clone()).collect()
+    }
+
+    pub(crate) fn convert(&self, data: &Data, to: Kind) -> Result<Data> {
+        if data.kind() == to {
+            return Ok(data.clone());
+        }
+        let n = self.kinds.len();
+        match self.chains.get(data.kind().index() * n + to.index()) {
+            Some(Some(chain)) if to.index() < n => chain.run(data),
+            _ => Err(Error::NoConversion {
+                from: self.name(data.kind()),
+                to: self.name(to),
+            }),
+        }
+    }
+}
