@@ -6,12 +6,28 @@
 //!
 //! The dispatch-policy and no-GPU tests at the end run everywhere: they inspect the tables
 //! without executing GPU code.
+//!
+//! With `POLYMAT_REQUIRE_GPU=1` a GPU test that would skip fails instead, so a run on a GPU
+//! machine cannot pass by skipping.
 
 mod common;
 
 use common::{Ref, Rng, assert_data_close, close, eye, kron, make, matmul, random_ref};
 use polymat::ops;
 use polymat::{Csr, Data, Dense, Error, GpuDense, Kind, Out, c64, gpu};
+
+/// Skips a GPU test (returns `true`) when no GPU is usable, unless `POLYMAT_REQUIRE_GPU=1`,
+/// which turns the skip into a failure.
+fn skip_without_gpu(test: &str) -> bool {
+    let Err(e) = gpu::check() else {
+        return false;
+    };
+    if std::env::var("POLYMAT_REQUIRE_GPU").is_ok_and(|v| v.trim() == "1") {
+        panic!("{test} needs a GPU (POLYMAT_REQUIRE_GPU=1): {e}");
+    }
+    eprintln!("skipping {test} on the GPU: {e}");
+    true
+}
 
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Device {
@@ -56,8 +72,7 @@ macro_rules! test_device {
 
             #[test]
             fn gpu() {
-                if let Err(e) = polymat::gpu::check() {
-                    eprintln!("skipping {} on the GPU: {e}", stringify!($name));
+                if skip_without_gpu(stringify!($name)) {
                     return;
                 }
                 let body: fn(Device) = $body;
@@ -389,8 +404,7 @@ test_device!(round_trip, |dev| {
 /// Mixed inputs follow the policy in `polymat::gpu`: GPU in, GPU out.
 #[test]
 fn mixed_inputs_run_on_the_gpu() {
-    if let Err(e) = gpu::check() {
-        eprintln!("skipping mixed_inputs_run_on_the_gpu: {e}");
+    if skip_without_gpu("mixed_inputs_run_on_the_gpu") {
         return;
     }
     let (a, b) = (rand(8, 8, 25), rand(8, 8, 26));
@@ -448,10 +462,10 @@ fn gpu_inputs_resolve_to_gpu_kernels() {
         direct(&ops::EXPECT.get(&[g, g], Out::Auto)),
         direct(&ops::ISHERM.get(&[g], Out::Auto)),
         direct(&ops::ISZERO.get(&[g], Out::Auto)),
-        direct(&ops::norm::FROBENIUS.get(&[g], Out::Auto)),
-        direct(&ops::norm::L2.get(&[g], Out::Auto)),
-        direct(&ops::norm::MAX.get(&[g], Out::Auto)),
-        direct(&ops::norm::ONE.get(&[g], Out::Auto)),
+        direct(&ops::NORM_FROBENIUS.get(&[g], Out::Auto)),
+        direct(&ops::NORM_L2.get(&[g], Out::Auto)),
+        direct(&ops::NORM_MAX.get(&[g], Out::Auto)),
+        direct(&ops::NORM_ONE.get(&[g], Out::Auto)),
         direct(&ops::ZEROS.get(&[], Out::GpuDense)),
         direct(&ops::IDENTITY.get(&[], Out::GpuDense)),
         direct(&ops::DIAG.get(&[], Out::GpuDense)),

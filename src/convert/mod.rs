@@ -153,9 +153,9 @@ impl ConversionRegistry {
         reg.commit(b)
             .unwrap_or_else(|e| unreachable!("built-in registration failed: {e}"));
         reg.lock().builtin = false;
-        debug_assert_eq!(reg.kind_of::<crate::Dense>(), Ok(Kind::DENSE));
-        debug_assert_eq!(reg.kind_of::<crate::Csr>(), Ok(Kind::CSR));
-        debug_assert_eq!(reg.kind_of::<crate::GpuDense>(), Ok(Kind::GPU_DENSE));
+        debug_assert_eq!(reg.kind_of::<crate::storage::Dense>(), Ok(Kind::DENSE));
+        debug_assert_eq!(reg.kind_of::<crate::storage::Csr>(), Ok(Kind::CSR));
+        debug_assert_eq!(reg.kind_of::<crate::gpu::GpuDense>(), Ok(Kind::GPU_DENSE));
         reg
     }
 
@@ -495,7 +495,7 @@ impl fmt::Debug for ConversionRegistry {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{Csr, Dense};
+    use crate::storage::{Csr, Dense};
 
     #[test]
     fn builtin_weights_and_paths() {

@@ -69,7 +69,7 @@ macro_rules! plain_output {
             fn storage_type() -> Option<(std::any::TypeId, &'static str)> {
                 None
             }
-            fn into_output(self, _native: $crate::Kind) -> $t {
+            fn into_output(self, _native: $crate::storage::Kind) -> $t {
                 self
             }
         }

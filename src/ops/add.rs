@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use rayon::prelude::*;
 
 use super::check_same_shape;
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
@@ -19,26 +19,19 @@ use crate::storage::{Csr, Data, Dense};
 pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("add", 2)
         .check(check_same_shape)
-        .specialisation(Specialisation::binary(
-            "add_dense",
-            |a: &Dense, b: &Dense, s: &c64| add_dense(a, b, *s),
-        ))
-        .specialisation(Specialisation::binary(
-            "add_csr",
-            |a: &Csr, b: &Csr, s: &c64| add_csr(a, b, *s),
-        ))
-        .specialisation(Specialisation::binary(
-            "add_csr_dense",
-            |a: &Csr, b: &Dense, s: &c64| add_csr_dense(a, b, *s),
-        ))
-        .specialisation(Specialisation::binary(
-            "add_dense_csr",
-            |a: &Dense, b: &Csr, s: &c64| add_dense_csr(a, b, *s),
-        ))
-        .specialisation(Specialisation::binary(
-            "add_gpu",
-            |a: &GpuDense, b: &GpuDense, s: &c64| a.add_scaled(b, *s),
-        ))
+        .binary("add_dense", |a: &Dense, b: &Dense, s: &c64| {
+            add_dense(a, b, *s)
+        })
+        .binary("add_csr", |a: &Csr, b: &Csr, s: &c64| add_csr(a, b, *s))
+        .binary("add_csr_dense", |a: &Csr, b: &Dense, s: &c64| {
+            add_csr_dense(a, b, *s)
+        })
+        .binary("add_dense_csr", |a: &Dense, b: &Csr, s: &c64| {
+            add_dense_csr(a, b, *s)
+        })
+        .binary("add_gpu", |a: &GpuDense, b: &GpuDense, s: &c64| {
+            a.add_scaled(b, *s)
+        })
         .builtin()
 });
 
@@ -46,11 +39,9 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 pub static SUB: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("sub", 2)
         .check(check_same_shape)
-        .specialisation(Specialisation::generic(
-            "sub_via_add",
-            2,
-            |args: &[&Data], out, _: &()| ADD.call(args, out, &c64::new(-1.0, 0.0)),
-        ))
+        .generic("sub_via_add", |args: &[&Data], out, _: &()| {
+            ADD.call(args, out, &c64::new(-1.0, 0.0))
+        })
         .builtin()
 });
 

@@ -4,7 +4,7 @@ use std::ops::Range;
 use std::sync::LazyLock;
 
 use crate::convert::{registry, to_type};
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense, Kind, alloc};
 
@@ -15,14 +15,12 @@ pub type BlockRange = (Range<usize>, Range<usize>);
 pub static BLOCK_EXTRACT: LazyLock<Dispatcher<BlockRange>> = LazyLock::new(|| {
     Dispatcher::builder("block_extract", 1)
         .check(|op, args, r| check_range(op, args[0].shape(), r))
-        .specialisation(Specialisation::unary(
-            "block_extract_dense",
-            |a: &Dense, r: &BlockRange| block_extract_dense(a, r),
-        ))
-        .specialisation(Specialisation::unary(
-            "block_extract_csr",
-            |a: &Csr, r: &BlockRange| block_extract_csr(a, r),
-        ))
+        .unary("block_extract_dense", |a: &Dense, r: &BlockRange| {
+            block_extract_dense(a, r)
+        })
+        .unary("block_extract_csr", |a: &Csr, r: &BlockRange| {
+            block_extract_csr(a, r)
+        })
         .builtin()
 });
 
@@ -104,20 +102,20 @@ pub fn block_extract_csr(a: &Csr, range: &BlockRange) -> Result<Csr> {
 pub static BLOCK_OVERWRITE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     Dispatcher::builder("block_overwrite", 2)
         .check(|op, args, at| check_fits(op, args[0].shape(), args[1].shape(), *at))
-        .specialisation(Specialisation::binary(
+        .binary(
             "block_overwrite_dense",
             |a: &Dense, b: &Dense, at: &(usize, usize)| block_overwrite_dense(a, b.as_ref(), *at),
-        ))
-        .specialisation(Specialisation::binary(
+        )
+        .binary(
             "block_overwrite_dense_csr",
             |a: &Dense, b: &Csr, at: &(usize, usize)| {
                 block_overwrite_dense(a, crate::convert::builtin::csr_to_dense(b)?.as_ref(), *at)
             },
-        ))
-        .specialisation(Specialisation::binary(
+        )
+        .binary(
             "block_overwrite_csr",
             |a: &Csr, b: &Csr, at: &(usize, usize)| block_overwrite_csr(a, b, *at),
-        ))
+        )
         .builtin()
 });
 

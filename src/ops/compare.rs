@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use super::check_same_shape;
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
@@ -32,17 +32,9 @@ impl Default for Tol {
 /// Whether every entry has modulus ≤ `atol`. Kernels: Dense, Csr.
 pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("iszero", 1)
-        .specialisation(Specialisation::unary(
-            "iszero_dense",
-            |a: &Dense, t: &f64| Ok(iszero_dense(a, *t)),
-        ))
-        .specialisation(Specialisation::unary("iszero_csr", |a: &Csr, t: &f64| {
-            Ok(iszero_csr(a, *t))
-        }))
-        .specialisation(Specialisation::unary(
-            "iszero_gpu",
-            |a: &GpuDense, t: &f64| a.iszero(*t),
-        ))
+        .unary("iszero_dense", |a: &Dense, t: &f64| Ok(iszero_dense(a, *t)))
+        .unary("iszero_csr", |a: &Csr, t: &f64| Ok(iszero_csr(a, *t)))
+        .unary("iszero_gpu", |a: &GpuDense, t: &f64| a.iszero(*t))
         .builtin()
 });
 
@@ -50,14 +42,12 @@ pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
 pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isequal", 2)
         .check(check_same_shape)
-        .specialisation(Specialisation::binary(
-            "isequal_dense",
-            |a: &Dense, b: &Dense, t: &Tol| isequal_dense(a, b, *t),
-        ))
-        .specialisation(Specialisation::binary(
-            "isequal_csr",
-            |a: &Csr, b: &Csr, t: &Tol| isequal_csr(a, b, *t),
-        ))
+        .binary("isequal_dense", |a: &Dense, b: &Dense, t: &Tol| {
+            isequal_dense(a, b, *t)
+        })
+        .binary("isequal_csr", |a: &Csr, b: &Csr, t: &Tol| {
+            isequal_csr(a, b, *t)
+        })
         .builtin()
 });
 
@@ -155,30 +145,17 @@ pub fn isequal_csr(a: &Csr, b: &Csr, tol: Tol) -> Result<bool> {
 /// Kernels: Dense, Csr.
 pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isherm", 1)
-        .specialisation(Specialisation::unary(
-            "isherm_dense",
-            |a: &Dense, t: &f64| Ok(isherm_dense(a, *t)),
-        ))
-        .specialisation(Specialisation::unary("isherm_csr", |a: &Csr, t: &f64| {
-            isherm_csr(a, *t)
-        }))
-        .specialisation(Specialisation::unary(
-            "isherm_gpu",
-            |a: &GpuDense, t: &f64| a.isherm(*t),
-        ))
+        .unary("isherm_dense", |a: &Dense, t: &f64| Ok(isherm_dense(a, *t)))
+        .unary("isherm_csr", |a: &Csr, t: &f64| isherm_csr(a, *t))
+        .unary("isherm_gpu", |a: &GpuDense, t: &f64| a.isherm(*t))
         .builtin()
 });
 
 /// Whether every off-diagonal entry has modulus ≤ `atol`. Kernels: Dense, Csr.
 pub static ISDIAG: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isdiag", 1)
-        .specialisation(Specialisation::unary(
-            "isdiag_dense",
-            |a: &Dense, t: &f64| Ok(isdiag_dense(a, *t)),
-        ))
-        .specialisation(Specialisation::unary("isdiag_csr", |a: &Csr, t: &f64| {
-            Ok(isdiag_csr(a, *t))
-        }))
+        .unary("isdiag_dense", |a: &Dense, t: &f64| Ok(isdiag_dense(a, *t)))
+        .unary("isdiag_csr", |a: &Csr, t: &f64| Ok(isdiag_csr(a, *t)))
         .builtin()
 });
 

@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::c64;
@@ -14,18 +14,13 @@ use crate::storage::{Csr, Data, Dense};
 pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     // Registered last, Csr wins the tie under Out::Auto.
     Dispatcher::builder("zeros", 0)
-        .specialisation(Specialisation::nullary(
-            "zeros_gpu",
-            |&(r, c): &(usize, usize)| GpuDense::zeros(r, c),
-        ))
-        .specialisation(Specialisation::nullary(
-            "zeros_dense",
-            |&(r, c): &(usize, usize)| Ok(Dense::zeros(r, c)),
-        ))
-        .specialisation(Specialisation::nullary(
-            "zeros_csr",
-            |&(r, c): &(usize, usize)| Ok(Csr::zeros(r, c)),
-        ))
+        .nullary("zeros_gpu", |&(r, c): &(usize, usize)| {
+            GpuDense::zeros(r, c)
+        })
+        .nullary("zeros_dense", |&(r, c): &(usize, usize)| {
+            Ok(Dense::zeros(r, c))
+        })
+        .nullary("zeros_csr", |&(r, c): &(usize, usize)| Ok(Csr::zeros(r, c)))
         .builtin()
 });
 
@@ -33,22 +28,17 @@ pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
 /// `Out::Auto` gives Csr.
 pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
     Dispatcher::builder("identity", 0)
-        .specialisation(Specialisation::nullary(
-            "identity_gpu",
-            |&(n, s): &(usize, c64)| GpuDense::scaled_identity(n, s),
-        ))
-        .specialisation(Specialisation::nullary(
-            "identity_dense",
-            |&(n, s): &(usize, c64)| {
-                Ok(Dense::from_fn(n, n, |i, j| {
-                    if i == j { s } else { crate::scalar::ZERO }
-                }))
-            },
-        ))
-        .specialisation(Specialisation::nullary(
-            "identity_csr",
-            |&(n, s): &(usize, c64)| Ok(Csr::scaled_identity(n, s)),
-        ))
+        .nullary("identity_gpu", |&(n, s): &(usize, c64)| {
+            GpuDense::scaled_identity(n, s)
+        })
+        .nullary("identity_dense", |&(n, s): &(usize, c64)| {
+            Ok(Dense::from_fn(n, n, |i, j| {
+                if i == j { s } else { crate::scalar::ZERO }
+            }))
+        })
+        .nullary("identity_csr", |&(n, s): &(usize, c64)| {
+            Ok(Csr::scaled_identity(n, s))
+        })
         .builtin()
 });
 
@@ -86,22 +76,20 @@ pub fn identity(n: usize, out: Out) -> Result<Data> {
 /// `Out::Auto` gives Csr.
 pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
     Dispatcher::builder("diag", 0)
-        .specialisation(Specialisation::nullary("diag_gpu", |p: &Diagonals| {
-            GpuDense::diag(p)
-        }))
+        .nullary("diag_gpu", |p: &Diagonals| GpuDense::diag(p))
         .check(|op, _, p: &Diagonals| p.triplets(op).map(|_| ()))
-        .specialisation(Specialisation::nullary("diag_dense", |p: &Diagonals| {
+        .nullary("diag_dense", |p: &Diagonals| {
             let (rows, cols, vals) = p.triplets("diag")?;
             let mut d = Dense::zeros(p.shape.0, p.shape.1);
             for ((i, j), v) in rows.into_iter().zip(cols).zip(vals) {
                 d.col_mut(j)[i] += v;
             }
             Ok(d)
-        }))
-        .specialisation(Specialisation::nullary("diag_csr", |p: &Diagonals| {
+        })
+        .nullary("diag_csr", |p: &Diagonals| {
             let (rows, cols, vals) = p.triplets("diag")?;
             Csr::from_triplets(p.shape, &rows, &cols, &vals)
-        }))
+        })
         .builtin()
 });
 
@@ -152,7 +140,7 @@ pub fn one_element(
     out: Out,
 ) -> Result<Data> {
     if position.0 >= shape.0 || position.1 >= shape.1 {
-        return Err(crate::Error::argument(
+        return Err(crate::error::Error::argument(
             "one_element",
             format!(
                 "position {position:?} is outside a {}×{} matrix",

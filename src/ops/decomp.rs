@@ -5,13 +5,13 @@ use std::sync::LazyLock;
 
 use faer::{Mat, Side};
 
-use super::check_square;
+use super::{check_square, via_dense};
 use crate::convert::builtin::csr_to_dense;
-use crate::dispatch::{Dispatcher, Out, Specialisation, plain_output};
+use crate::dispatch::{Dispatcher, Out, plain_output};
 use crate::engine;
 use crate::error::{Error, Result};
 use crate::scalar::c64;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Data, Dense};
 
 /// Absolute tolerance of the Hermitian test when [`EigsOptions::hermitian`] is `None`
 /// (QuTiP's default `atol`).
@@ -83,13 +83,11 @@ pub static EIGS: LazyLock<Dispatcher<EigsOptions, Eigen>> = LazyLock::new(|| {
             check_square(op, args, o)?;
             check_count(op, args[0].shape().0, o)
         })
-        .specialisation(Specialisation::unary(
-            "eigs_dense",
-            |a: &Dense, o: &EigsOptions| eigs_dense(a, *o),
-        ))
-        .specialisation(Specialisation::unary(
+        .unary("eigs_dense", |a: &Dense, o: &EigsOptions| eigs_dense(a, *o))
+        .specialisation(via_dense(
             "eigs_csr",
-            |a: &Csr, o: &EigsOptions| eigs_dense(&csr_to_dense(a)?, *o),
+            csr_to_dense,
+            |d: &Dense, o: &EigsOptions| eigs_dense(d, *o),
         ))
         .builtin()
 });
@@ -203,11 +201,9 @@ pub fn eigs_dense(a: &Dense, options: EigsOptions) -> Result<Eigen> {
 /// The thin singular value decomposition. Kernels: Dense, Csr (densified).
 pub static SVD: LazyLock<Dispatcher<bool, Svd>> = LazyLock::new(|| {
     Dispatcher::builder("svd", 1)
-        .specialisation(Specialisation::unary("svd_dense", |a: &Dense, v: &bool| {
-            svd_dense(a, *v)
-        }))
-        .specialisation(Specialisation::unary("svd_csr", |a: &Csr, v: &bool| {
-            svd_dense(&csr_to_dense(a)?, *v)
+        .unary("svd_dense", |a: &Dense, v: &bool| svd_dense(a, *v))
+        .specialisation(via_dense("svd_csr", csr_to_dense, |d: &Dense, v: &bool| {
+            svd_dense(d, *v)
         }))
         .builtin()
 });

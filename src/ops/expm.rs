@@ -8,9 +8,9 @@ use faer::linalg::solvers::Solve;
 use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
 
-use super::check_square;
+use super::{check_square, via_dense};
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::engine;
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
@@ -25,19 +25,16 @@ use crate::storage::{Csr, Data, Dense};
 pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("expm", 1)
         .check(check_square)
-        .specialisation(Specialisation::unary("expm_dense", |a: &Dense, _: &()| {
-            expm_dense(a)
-        }))
-        .specialisation(Specialisation::unary(
+        .unary("expm_dense", |a: &Dense, _: &()| expm_dense(a))
+        .specialisation(via_dense(
             "expm_csr_dense",
-            |a: &Csr, _: &()| expm_dense(&csr_to_dense(a)?),
+            csr_to_dense,
+            |d: &Dense, _: &()| expm_dense(d),
         ))
-        .specialisation(Specialisation::unary("expm_csr", |a: &Csr, _: &()| {
-            expm_csr(a)
+        .specialisation(via_dense("expm_csr", csr_to_dense, |d: &Dense, _: &()| {
+            dense_to_csr(&expm_dense(d)?)
         }))
-        .specialisation(Specialisation::unary("expm_gpu", |a: &GpuDense, _: &()| {
-            a.expm()
-        }))
+        .unary("expm_gpu", |a: &GpuDense, _: &()| a.expm())
         .builtin()
 });
 

@@ -13,12 +13,13 @@ use faer::{Mat, MatRef, Side};
 
 use super::check_square;
 use super::decomp::HERMITIAN_ATOL;
+use super::via_dense;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
-use crate::dispatch::{Dispatcher, DispatcherBuilder, Out, Specialisation};
+use crate::dispatch::{Dispatcher, DispatcherBuilder, Out};
 use crate::engine;
 use crate::error::{Error, Result};
 use crate::scalar::c64;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Data, Dense};
 
 /// Above this 1-norm condition number of the eigenvector basis, the eigendecomposition is not
 /// trusted and the eigenvector-free algorithm runs instead.
@@ -32,18 +33,17 @@ fn dense_kernels(
     name: &str,
     f: DenseFn,
 ) -> DispatcherBuilder<(), Data> {
-    b.specialisation(Specialisation::unary(
-        &format!("{name}_dense"),
-        move |a: &Dense, _: &()| f(a),
-    ))
-    .specialisation(Specialisation::unary(
-        &format!("{name}_csr_dense"),
-        move |a: &Csr, _: &()| f(&csr_to_dense(a)?),
-    ))
-    .specialisation(Specialisation::unary(
-        &format!("{name}_csr"),
-        move |a: &Csr, _: &()| dense_to_csr(&f(&csr_to_dense(a)?)?),
-    ))
+    b.unary(&format!("{name}_dense"), move |a: &Dense, _: &()| f(a))
+        .specialisation(via_dense(
+            &format!("{name}_csr_dense"),
+            csr_to_dense,
+            move |d: &Dense, _: &()| f(d),
+        ))
+        .specialisation(via_dense(
+            &format!("{name}_csr"),
+            csr_to_dense,
+            move |d: &Dense, _: &()| dense_to_csr(&f(d)?),
+        ))
 }
 
 /// The principal square root. Kernels: Dense → Dense, Csr → Dense, Csr → Csr (computed

@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
@@ -13,18 +13,11 @@ use crate::storage::{Csr, Data, Dense, alloc};
 pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("kron", 2)
         .check(|op, args, _| kron_shape(op, args[0].shape(), args[1].shape()).map(|_| ()))
-        .specialisation(Specialisation::binary(
-            "kron_dense",
-            |a: &Dense, b: &Dense, _: &()| kron_dense(a, b),
-        ))
-        .specialisation(Specialisation::binary(
-            "kron_csr",
-            |a: &Csr, b: &Csr, _: &()| kron_csr(a, b),
-        ))
-        .specialisation(Specialisation::binary(
-            "kron_gpu",
-            |a: &GpuDense, b: &GpuDense, _: &()| a.kron(b),
-        ))
+        .binary("kron_dense", |a: &Dense, b: &Dense, _: &()| {
+            kron_dense(a, b)
+        })
+        .binary("kron_csr", |a: &Csr, b: &Csr, _: &()| kron_csr(a, b))
+        .binary("kron_gpu", |a: &GpuDense, b: &GpuDense, _: &()| a.kron(b))
         .builtin()
 });
 
@@ -122,14 +115,12 @@ pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             let (m, n) = args[0].shape();
             kron_shape(op, (n, m), args[1].shape()).map(|_| ())
         })
-        .specialisation(Specialisation::binary(
-            "kron_transpose_dense",
-            |a: &Dense, b: &Dense, _: &()| kron_transpose_dense(a, b),
-        ))
-        .specialisation(Specialisation::binary(
-            "kron_transpose_csr",
-            |a: &Csr, b: &Csr, _: &()| kron_csr(&super::transpose::transpose_csr(a, false)?, b),
-        ))
+        .binary("kron_transpose_dense", |a: &Dense, b: &Dense, _: &()| {
+            kron_transpose_dense(a, b)
+        })
+        .binary("kron_transpose_csr", |a: &Csr, b: &Csr, _: &()| {
+            kron_csr(&super::transpose::transpose_csr(a, false)?, b)
+        })
         .builtin()
 });
 

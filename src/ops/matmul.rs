@@ -1,11 +1,12 @@
-//! Matrix products.
+//! Matrix products: `matmul` (a·b) and `matmul_dag` (a·b†).
 
 use std::sync::LazyLock;
 
 use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
 
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use super::transpose::transpose_csr;
+use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
@@ -21,22 +22,16 @@ use crate::storage::{Csr, Data, Dense, alloc};
 pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("matmul", 2)
         .check(|op, args, _| matmul_shapes(op, args[0].shape(), args[1].shape()))
-        .specialisation(Specialisation::binary(
-            "matmul_dense",
-            |a: &Dense, b: &Dense, _: &()| matmul_dense(a, b),
-        ))
-        .specialisation(Specialisation::binary(
-            "matmul_csr",
-            |a: &Csr, b: &Csr, _: &()| matmul_csr(a, b),
-        ))
-        .specialisation(Specialisation::binary(
-            "matmul_csr_dense",
-            |a: &Csr, b: &Dense, _: &()| matmul_csr_dense(a, b),
-        ))
-        .specialisation(Specialisation::binary(
-            "matmul_gpu",
-            |a: &GpuDense, b: &GpuDense, _: &()| a.matmul(b),
-        ))
+        .binary("matmul_dense", |a: &Dense, b: &Dense, _: &()| {
+            matmul_dense(a, b)
+        })
+        .binary("matmul_csr", |a: &Csr, b: &Csr, _: &()| matmul_csr(a, b))
+        .binary("matmul_csr_dense", |a: &Csr, b: &Dense, _: &()| {
+            matmul_csr_dense(a, b)
+        })
+        .binary("matmul_gpu", |a: &GpuDense, b: &GpuDense, _: &()| {
+            a.matmul(b)
+        })
         .builtin()
 });
 
@@ -55,6 +50,49 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// ```
 pub fn matmul(a: &Data, b: &Data, out: Out) -> Result<Data> {
     MATMUL.call(&[a, b], out, &())
+}
+
+/// `a·b†`. Kernels: Dense, Csr.
+pub static MATMUL_DAG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
+    Dispatcher::builder("matmul_dag", 2)
+        .check(|op, a, _| matmul_dag_shapes(op, a[0].shape(), a[1].shape()))
+        .binary("matmul_dag_dense", |a: &Dense, b: &Dense, _: &()| {
+            matmul_dag_dense(a, b)
+        })
+        .binary("matmul_dag_csr", |a: &Csr, b: &Csr, _: &()| {
+            matmul_dag_csr(a, b)
+        })
+        .binary("matmul_dag_gpu", |a: &GpuDense, b: &GpuDense, _: &()| {
+            a.matmul_dag(b)
+        })
+        .builtin()
+});
+
+fn matmul_dag_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
+    if a.1 == b.1 {
+        Ok(())
+    } else {
+        Err(Error::shape(
+            op,
+            &[a, b],
+            "both operands must have the same number of columns",
+        ))
+    }
+}
+
+/// `a·b†`.
+///
+/// # Errors
+/// [`Error::Shape`] unless `a` and `b` have the same number of columns.
+///
+/// ```
+/// use polymat::{Dense, Out, c64};
+/// let a = Dense::from_fn(2, 3, |i, j| c64::new(i as f64, j as f64)).into();
+/// let p = polymat::ops::matmul_dag(&a, &a, Out::Auto).unwrap();
+/// assert_eq!(p.shape(), (2, 2));
+/// ```
+pub fn matmul_dag(a: &Data, b: &Data, out: Out) -> Result<Data> {
+    MATMUL_DAG.call(&[a, b], out, &())
 }
 
 /// Dense·Dense with `faer`. O(mkn); parallel above the engine's threshold.
@@ -263,133 +301,38 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     Ok(Dense::new(mat))
 }
 
-/// Density of `ket·bra` at or above which [`matmul_outer`] returns Dense under `Out::Auto`.
-///
-/// At this density a Csr result stores 0.3·mn entries at 24 bytes each, about half the bytes
-/// of the dense result, and sparse kernels on it are already slower than dense ones.
-pub const OUTER_DENSE_THRESHOLD: f64 = 0.3;
-
-/// `ket·bra` for an n×1 `ket` and a 1×m `bra`, with a density-based output. One generic
-/// kernel reading Dense and Csr inputs directly (other kinds are converted to Dense).
-pub static MATMUL_OUTER: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
-    Dispatcher::builder("matmul_outer", 2)
-        .check(|op, args, _| outer_shapes(op, args[0].shape(), args[1].shape()))
-        .specialisation(Specialisation::generic(
-            "matmul_outer_entries",
-            2,
-            |args: &[&Data], out, _: &()| matmul_outer_entries(args[0], args[1], out),
-        ))
-        .builtin()
-});
-
-fn outer_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
-    if a.1 == 1 && b.0 == 1 {
-        Ok(())
-    } else {
-        Err(Error::shape(
-            op,
-            &[a, b],
-            "the left operand must be a ket (n×1) and the right a bra (1×m)",
-        ))
-    }
-}
-
-/// The outer product `|ket⟩⟨bra|`-style: `out[i, j] = ket[i]·bra[j]` (no conjugation: pass an
-/// actual bra, e.g. from [`adjoint`](crate::adjoint)).
-///
-/// Under `Out::Auto` the result is Csr if its density `nnz(ket)·nnz(bra)/(n·m)` is below
-/// [`OUTER_DENSE_THRESHOLD`] and Dense otherwise, whatever the input kinds; `Out::Dense` and
-/// `Out::Csr` are built directly, other kinds through a conversion of the Dense result.
+/// Dense `a·b†` with `faer` (no explicit adjoint is formed). O(mkn).
 ///
 /// # Errors
-/// [`Error::Shape`] unless `ket` is n×1 and `bra` is 1×m.
-///
-/// ```
-/// use polymat::{Csr, Dense, Kind, Out, c64};
-/// let ket = Csr::from_triplets((100, 1), &[3], &[0], &[c64::new(1.0, 0.0)]).unwrap();
-/// let bra = Dense::from_fn(1, 100, |_, j| c64::new(j as f64, 0.0));
-/// let p = polymat::matmul_outer(&ket.into(), &bra.into(), Out::Auto).unwrap();
-/// assert_eq!(p.kind(), Kind::CSR); // density 0.01
-/// ```
-pub fn matmul_outer(ket: &Data, bra: &Data, out: Out) -> Result<Data> {
-    MATMUL_OUTER.call(&[ket, bra], out, &())
-}
-
-/// The nonzero entries of a vector (n×1 or 1×n) with their positions.
-fn vector_entries(v: &Data) -> Result<Vec<(usize, c64)>> {
-    let (m, n) = v.shape();
-    let pick = |it: &mut dyn Iterator<Item = (usize, c64)>| it.filter(|e| e.1 != ZERO).collect();
-    if let Some(c) = v.downcast_ref::<Csr>() {
-        let (p, idx, val) = (c.indptr(), c.indices(), c.data());
-        return Ok(if n == 1 {
-            pick(&mut (0..m).flat_map(|i| (p[i]..p[i + 1]).map(move |k| (i, val[k]))))
-        } else {
-            pick(&mut (p[0]..p[1]).map(|k| (idx[k], val[k])))
-        });
+/// [`Error::Shape`] unless the column counts match.
+pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
+    matmul_dag_shapes("matmul_dag", a.shape(), b.shape())?;
+    let (m, k) = a.shape();
+    let n = b.shape().0;
+    let mut out = Dense::zeros_for("matmul_dag", m, n)?;
+    if m == 0 || n == 0 || k == 0 {
+        return Ok(out);
     }
-    let owned;
-    let d = match v.downcast_ref::<Dense>() {
-        Some(d) => d,
-        None => {
-            owned = crate::convert::to_type::<Dense>(v)?;
-            &owned
-        }
-    };
-    let mat = d.as_ref();
-    Ok(if n == 1 {
-        pick(&mut d.col(0).iter().copied().enumerate())
-    } else {
-        pick(&mut (0..n).map(|j| (j, mat[(0, j)])))
-    })
+    engine::product(m.saturating_mul(k).saturating_mul(n), |par| {
+        faer_matmul(
+            out.as_mat_mut(),
+            Accum::Replace,
+            a.as_ref(),
+            b.as_ref().adjoint(),
+            ONE,
+            par,
+        );
+    });
+    Ok(out)
 }
 
-/// The kernel behind [`matmul_outer`]. O(n·m) for Dense output, O(nnz(ket)·nnz(bra) + n) for
-/// Csr output.
+/// Csr `a·b†`.
 ///
 /// # Errors
-/// As [`matmul_outer`].
-pub fn matmul_outer_entries(ket: &Data, bra: &Data, out: Out) -> Result<Data> {
-    outer_shapes("matmul_outer", ket.shape(), bra.shape())?;
-    let (n, m) = (ket.shape().0, bra.shape().1);
-    let (l, r) = (vector_entries(ket)?, vector_entries(bra)?);
-    let dense = match out {
-        Out::Auto => {
-            let cells = (n as f64) * (m as f64);
-            cells > 0.0 && (l.len() as f64) * (r.len() as f64) / cells >= OUTER_DENSE_THRESHOLD
-        }
-        _ => out.kind() != Some(crate::Kind::CSR),
-    };
-    const OP: &str = "matmul_outer";
-    if dense {
-        let mut d = Dense::zeros_for(OP, n, m)?;
-        let mat = d.as_mat_mut();
-        for &(j, y) in &r {
-            for &(i, x) in &l {
-                mat[(i, j)] = x * y;
-            }
-        }
-        return Ok(d.into());
-    }
-    let mut indptr = alloc::try_vec(OP, (n, m), indptr_len(OP, (n, m))?, 0usize)?;
-    for &(i, _) in &l {
-        indptr[i + 1] = r.len();
-    }
-    for i in 0..n {
-        indptr[i + 1] += indptr[i];
-    }
-    let nnz = crate::shape::product(OP, &[ket.shape(), bra.shape()], l.len(), r.len())?;
-    let mut indices = alloc::try_with_capacity(OP, (n, m), nnz)?;
-    let mut data = alloc::try_with_capacity(OP, (n, m), nnz)?;
-    for &(_, x) in &l {
-        for &(j, y) in &r {
-            indices.push(j);
-            data.push(x * y);
-        }
-    }
-    super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
-    // SAFETY: rows of the ket's non-zeros (increasing i) hold the bra's non-zero columns, which
-    // `vector_entries` lists in increasing order, each once; other rows are empty.
-    Ok(unsafe { Csr::from_parts_unchecked((n, m), indptr, indices, data) }.into())
+/// [`Error::Shape`] unless the column counts match.
+pub fn matmul_dag_csr(a: &Csr, b: &Csr) -> Result<Csr> {
+    matmul_dag_shapes("matmul_dag", a.shape(), b.shape())?;
+    matmul_csr(a, &transpose_csr(b, true)?)
 }
 
 #[cfg(test)]

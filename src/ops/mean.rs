@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::scalar::ZERO;
 use crate::scalar::c64;
@@ -11,28 +11,24 @@ use crate::storage::{Csr, Data, Dense};
 /// The mean of the nonzero entries. Kernels: Dense, Csr.
 pub static MEAN_NONZERO: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("mean_nonzero", 1)
-        .specialisation(Specialisation::unary(
-            "mean_nonzero_dense",
-            |a: &Dense, _: &()| Ok(mean_nonzero_dense(a)),
-        ))
-        .specialisation(Specialisation::unary(
-            "mean_nonzero_csr",
-            |a: &Csr, _: &()| Ok(mean_nonzero_csr(a)),
-        ))
+        .unary("mean_nonzero_dense", |a: &Dense, _: &()| {
+            Ok(mean_nonzero_dense(a))
+        })
+        .unary("mean_nonzero_csr", |a: &Csr, _: &()| {
+            Ok(mean_nonzero_csr(a))
+        })
         .builtin()
 });
 
 /// The mean absolute value of the nonzero entries. Kernels: Dense, Csr.
 pub static MEAN_ABS_NONZERO: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
     Dispatcher::builder("mean_abs_nonzero", 1)
-        .specialisation(Specialisation::unary(
-            "mean_abs_nonzero_dense",
-            |a: &Dense, _: &()| Ok(mean_abs_nonzero_dense(a)),
-        ))
-        .specialisation(Specialisation::unary(
-            "mean_abs_nonzero_csr",
-            |a: &Csr, _: &()| Ok(mean_abs_nonzero_csr(a)),
-        ))
+        .unary("mean_abs_nonzero_dense", |a: &Dense, _: &()| {
+            Ok(mean_abs_nonzero_dense(a))
+        })
+        .unary("mean_abs_nonzero_csr", |a: &Csr, _: &()| {
+            Ok(mean_abs_nonzero_csr(a))
+        })
         .builtin()
 });
 

@@ -46,6 +46,7 @@ pub mod block;
 pub mod compare;
 pub mod construct;
 pub mod decomp;
+pub mod expect;
 pub mod expm;
 pub mod extract;
 pub mod funm;
@@ -56,13 +57,13 @@ pub mod matmul;
 pub mod mean;
 pub mod multiply;
 pub mod norm;
+pub mod outer;
 pub mod permute;
 pub mod pow;
 pub mod ptrace;
 pub mod reshape;
 pub mod scale;
 pub mod solve;
-pub mod superop;
 pub mod tidyup;
 pub mod trace;
 pub mod transpose;
@@ -76,17 +77,19 @@ pub use construct::{
     DIAG, Diagonals, IDENTITY, ZEROS, diag, identity, identity_like, one_element, zeros, zeros_like,
 };
 pub use decomp::{EIGS, EigOrder, Eigen, EigsOptions, SVD, Svd, eigs, svd};
+pub use expect::{EXPECT, EXPECT_SUPER, TRACE_OPER_KET, expect, expect_super, trace_oper_ket};
 pub use expm::{EXPM, expm};
 pub use extract::{Extract, extract};
 pub use funm::{LOGM, SQRTM, logm, sqrtm};
-pub use inner::{
-    EXPECT, INNER, INNER_OP, MATMUL_DAG, PROJECT, expect, inner, inner_op, matmul_dag, project,
-};
+pub use inner::{INNER, INNER_OP, inner, inner_op};
 pub use inplace::{iadd, imul};
 pub use kron::{KRON, KRON_TRANSPOSE, kron, kron_transpose};
-pub use matmul::{MATMUL, MATMUL_OUTER, OUTER_DENSE_THRESHOLD, matmul, matmul_outer};
+pub use matmul::{MATMUL, MATMUL_DAG, matmul, matmul_dag};
 pub use mean::{MEAN_ABS_NONZERO, MEAN_NONZERO, mean_abs_nonzero, mean_nonzero};
 pub use multiply::{MULTIPLY, multiply};
+pub use norm::{NORM_FROBENIUS, NORM_L2, NORM_MAX, NORM_ONE, NORM_TRACE};
+pub use outer::{MATMUL_OUTER, OUTER_DENSE_THRESHOLD, PROJECT, matmul_outer, project};
+pub use permute::{PERMUTE_DIMENSIONS, PERMUTE_INDICES};
 pub use pow::{POW, pow};
 pub use ptrace::{PTRACE, Ptrace, ptrace};
 pub use reshape::{
@@ -95,16 +98,36 @@ pub use reshape::{
 };
 pub use scale::{MUL, NEG, mul, neg};
 pub use solve::{INV, SOLVE, SolveMethod, inv, solve};
-pub use superop::{EXPECT_SUPER, TRACE_OPER_KET, expect_super, trace_oper_ket};
 pub use tidyup::{TIDYUP, tidyup};
 pub use trace::{TRACE, trace};
 pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};
 
+use crate::dispatch::{KernelReturn, ReturnValue, Specialisation};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::scalar::{ZERO, c64};
 use crate::shape::{same_shape, square};
 use crate::storage::{Csr, Data, Dense, alloc};
+
+/// A kernel for storage type `A` that runs `f` on a Dense copy of its input, made by
+/// `to_dense` (so a large input is refused with [`Error::TooLarge`](crate::Error::TooLarge)
+/// instead of densified). It declares the conversion
+/// ([`Specialisation::converts_internally_to`]), so `explain()` reports it and
+/// [`ImplicitConversions::Deny`](crate::ImplicitConversions::Deny) refuses it.
+pub(crate) fn via_dense<A, P, R, O>(
+    name: &str,
+    to_dense: fn(&A) -> Result<Dense>,
+    f: impl Fn(&Dense, &P) -> Result<O> + Send + Sync + 'static,
+) -> Specialisation<P, R>
+where
+    A: crate::storage::Storage,
+    P: Send + Sync + 'static,
+    R: ReturnValue,
+    O: KernelReturn<R>,
+{
+    Specialisation::unary(name, move |a: &A, p: &P| f(&to_dense(a)?, p))
+        .converts_internally_to::<Dense>()
+}
 
 /// Dispatcher check: both inputs have the same shape.
 pub(crate) fn check_same_shape<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {

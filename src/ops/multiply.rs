@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use super::check_same_shape;
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
@@ -14,18 +14,15 @@ use crate::storage::{Csr, Data, Dense};
 pub static MULTIPLY: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("multiply", 2)
         .check(check_same_shape)
-        .specialisation(Specialisation::binary(
-            "multiply_dense",
-            |a: &Dense, b: &Dense, _: &()| multiply_dense(a, b),
-        ))
-        .specialisation(Specialisation::binary(
-            "multiply_csr",
-            |a: &Csr, b: &Csr, _: &()| multiply_csr(a, b),
-        ))
-        .specialisation(Specialisation::binary(
-            "multiply_gpu",
-            |a: &GpuDense, b: &GpuDense, _: &()| a.multiply(b),
-        ))
+        .binary("multiply_dense", |a: &Dense, b: &Dense, _: &()| {
+            multiply_dense(a, b)
+        })
+        .binary("multiply_csr", |a: &Csr, b: &Csr, _: &()| {
+            multiply_csr(a, b)
+        })
+        .binary("multiply_gpu", |a: &GpuDense, b: &GpuDense, _: &()| {
+            a.multiply(b)
+        })
         .builtin()
 });
 

@@ -6,29 +6,12 @@
 
 use std::sync::LazyLock;
 
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::convert::builtin::csr_to_dense;
+use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
-
-macro_rules! norm_dispatcher {
-    ($(#[$doc:meta])* $name:ident, $op:literal, $check:expr, $dense:expr, $csr:expr $(, $gpu:expr)?) => {
-        $(#[$doc])*
-        pub static $name: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
-            Dispatcher::builder($op, 1)
-                .check($check)
-                .specialisation(Specialisation::unary(concat!($op, "_dense"), $dense))
-                .specialisation(Specialisation::unary(concat!($op, "_csr"), $csr))
-                $(.specialisation(Specialisation::unary(concat!($op, "_gpu"), $gpu)))?
-                .builtin()
-        });
-    };
-}
-
-fn any_shape(_: &str, _: &[&Data], _: &()) -> Result<()> {
-    Ok(())
-}
 
 fn vector(op: &str, a: &[&Data], _: &()) -> Result<()> {
     let s = a[0].shape();
@@ -47,40 +30,88 @@ fn dense_entries(a: &Dense) -> impl Iterator<Item = crate::scalar::c64> + '_ {
     (0..a.shape().1).flat_map(move |j| a.col(j).iter().copied())
 }
 
-norm_dispatcher!(
-    /// `‖v‖₂ = √Σ|vᵢ|²` of a ket or bra.
-    L2, "norm_l2", vector,
-    |a: &Dense, _: &()| Ok(frobenius_dense(a)),
-    |a: &Csr, _: &()| Ok(frobenius_csr(a)),
-    |a: &GpuDense, _: &()| a.norm_frobenius()
-);
-norm_dispatcher!(
-    /// `‖A‖_F = √Σ|aᵢⱼ|²`.
-    FROBENIUS, "norm_frobenius", any_shape,
-    |a: &Dense, _: &()| Ok(frobenius_dense(a)),
-    |a: &Csr, _: &()| Ok(frobenius_csr(a)),
-    |a: &GpuDense, _: &()| a.norm_frobenius()
-);
-norm_dispatcher!(
-    /// `max |aᵢⱼ|`.
-    MAX, "norm_max", any_shape,
-    |a: &Dense, _: &()| Ok(dense_entries(a).map(|x| x.norm()).fold(0.0, f64::max)),
-    |a: &Csr, _: &()| Ok(a.data().iter().map(|x| x.norm()).fold(0.0, f64::max)),
-    |a: &GpuDense, _: &()| a.norm_max()
-);
-norm_dispatcher!(
-    /// The induced 1-norm: the largest column sum `max_j Σᵢ |aᵢⱼ|`.
-    ONE, "norm_one", any_shape,
-    |a: &Dense, _: &()| Ok(one_dense(a)),
-    |a: &Csr, _: &()| Ok(one_csr(a)),
-    |a: &GpuDense, _: &()| a.norm_one()
-);
-norm_dispatcher!(
-    /// The trace (nuclear) norm: the sum of the singular values.
-    TRACE, "norm_trace", any_shape,
-    |a: &Dense, _: &()| trace_dense(a),
-    |a: &Csr, _: &()| trace_dense(&crate::convert::builtin::csr_to_dense(a)?)
-);
+/// `‖v‖₂ = √Σ|vᵢ|²` of a ket or bra.
+pub static NORM_L2: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
+    Dispatcher::builder("norm_l2", 1)
+        .check(vector)
+        .unary("norm_l2_dense", |a: &Dense, _: &()| Ok(frobenius_dense(a)))
+        .unary("norm_l2_csr", |a: &Csr, _: &()| Ok(frobenius_csr(a)))
+        .unary("norm_l2_gpu", |a: &GpuDense, _: &()| a.norm_frobenius())
+        .builtin()
+});
+
+/// `‖A‖_F = √Σ|aᵢⱼ|²`.
+pub static NORM_FROBENIUS: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
+    Dispatcher::builder("norm_frobenius", 1)
+        .unary("norm_frobenius_dense", |a: &Dense, _: &()| {
+            Ok(frobenius_dense(a))
+        })
+        .unary("norm_frobenius_csr", |a: &Csr, _: &()| Ok(frobenius_csr(a)))
+        .unary("norm_frobenius_gpu", |a: &GpuDense, _: &()| {
+            a.norm_frobenius()
+        })
+        .builtin()
+});
+
+/// `max |aᵢⱼ|` (NaN if any entry is NaN).
+pub static NORM_MAX: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
+    Dispatcher::builder("norm_max", 1)
+        .unary("norm_max_dense", |a: &Dense, _: &()| Ok(max_dense(a)))
+        .unary("norm_max_csr", |a: &Csr, _: &()| Ok(max_csr(a)))
+        .unary("norm_max_gpu", |a: &GpuDense, _: &()| a.norm_max())
+        .builtin()
+});
+
+/// The induced 1-norm: the largest column sum `max_j Σᵢ |aᵢⱼ|` (NaN if any entry is NaN).
+pub static NORM_ONE: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
+    Dispatcher::builder("norm_one", 1)
+        .unary("norm_one_dense", |a: &Dense, _: &()| Ok(one_dense(a)))
+        .unary("norm_one_csr", |a: &Csr, _: &()| Ok(one_csr(a)))
+        .unary("norm_one_gpu", |a: &GpuDense, _: &()| a.norm_one())
+        .builtin()
+});
+
+/// The trace (nuclear) norm: the sum of the singular values.
+pub static NORM_TRACE: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
+    Dispatcher::builder("norm_trace", 1)
+        .unary("norm_trace_dense", |a: &Dense, _: &()| trace_dense(a))
+        .specialisation(super::via_dense(
+            "norm_trace_csr",
+            csr_to_dense,
+            |d: &Dense, _: &()| trace_dense(d),
+        ))
+        .builtin()
+});
+
+// The names before 0.2, which clashed with `ops::TRACE` and friends.
+#[doc(hidden)]
+pub use self::{
+    NORM_FROBENIUS as FROBENIUS, NORM_L2 as L2, NORM_MAX as MAX, NORM_ONE as ONE,
+    NORM_TRACE as TRACE,
+};
+
+/// The larger of two norms, NaN when either is NaN (as the GPU reductions do).
+#[inline]
+fn nan_max(acc: f64, x: f64) -> f64 {
+    if acc.is_nan() || x.is_nan() {
+        f64::NAN
+    } else {
+        acc.max(x)
+    }
+}
+
+/// Dense `max |aᵢⱼ|`. O(mn).
+pub fn max_dense(a: &Dense) -> f64 {
+    if a.shape().0 == 0 {
+        return 0.0;
+    }
+    dense_entries(a).map(|x| x.norm()).fold(0.0, nan_max)
+}
+
+/// Csr `max |aᵢⱼ|` over the stored entries. O(nnz).
+pub fn max_csr(a: &Csr) -> f64 {
+    a.data().iter().map(|x| x.norm()).fold(0.0, nan_max)
+}
 
 /// `‖v‖₂` of a ket or bra.
 ///
@@ -93,7 +124,7 @@ norm_dispatcher!(
 /// assert_eq!(polymat::ops::norm::l2(&v).unwrap(), 5.0);
 /// ```
 pub fn l2(a: &Data) -> Result<f64> {
-    L2.call(&[a], Out::Auto, &())
+    NORM_L2.call(&[a], Out::Auto, &())
 }
 
 /// The Frobenius norm.
@@ -106,7 +137,7 @@ pub fn l2(a: &Data) -> Result<f64> {
 /// assert_eq!(polymat::ops::norm::frobenius(&Csr::identity(4).into()).unwrap(), 2.0);
 /// ```
 pub fn frobenius(a: &Data) -> Result<f64> {
-    FROBENIUS.call(&[a], Out::Auto, &())
+    NORM_FROBENIUS.call(&[a], Out::Auto, &())
 }
 
 /// The largest entry modulus.
@@ -120,7 +151,7 @@ pub fn frobenius(a: &Data) -> Result<f64> {
 /// assert!((polymat::ops::norm::max(&a).unwrap() - 5f64.sqrt()).abs() < 1e-15);
 /// ```
 pub fn max(a: &Data) -> Result<f64> {
-    MAX.call(&[a], Out::Auto, &())
+    NORM_MAX.call(&[a], Out::Auto, &())
 }
 
 /// The induced 1-norm (largest absolute column sum).
@@ -135,7 +166,7 @@ pub fn max(a: &Data) -> Result<f64> {
 /// assert_eq!(polymat::ops::norm::one(&a).unwrap(), 4.0);
 /// ```
 pub fn one(a: &Data) -> Result<f64> {
-    ONE.call(&[a], Out::Auto, &())
+    NORM_ONE.call(&[a], Out::Auto, &())
 }
 
 /// The trace norm (sum of singular values).
@@ -149,7 +180,7 @@ pub fn one(a: &Data) -> Result<f64> {
 /// assert!((polymat::ops::norm::trace(&a).unwrap() - 6.0).abs() < 1e-12);
 /// ```
 pub fn trace(a: &Data) -> Result<f64> {
-    TRACE.call(&[a], Out::Auto, &())
+    NORM_TRACE.call(&[a], Out::Auto, &())
 }
 
 /// Dense Frobenius norm, scaled to avoid overflow (faer's `norm_l2`). O(mn).
@@ -182,7 +213,7 @@ pub fn one_dense(a: &Dense) -> f64 {
     }
     (0..a.shape().1)
         .map(|j| a.col(j).iter().map(|x| x.norm()).sum::<f64>())
-        .fold(0.0, f64::max)
+        .fold(0.0, nan_max)
 }
 
 /// Csr induced 1-norm. O(nnz + n), or O(nnz log nnz) when the columns far outnumber the
@@ -205,10 +236,7 @@ pub fn one_csr(a: &Csr) -> f64 {
                 s += sums[k].1;
                 k += 1;
             }
-            best = best.max(s);
-            if s.is_nan() {
-                return f64::NAN;
-            }
+            best = nan_max(best, s);
         }
         return best;
     }
@@ -216,7 +244,7 @@ pub fn one_csr(a: &Csr) -> f64 {
     for (&j, x) in a.indices().iter().zip(a.data()) {
         cols[j] += x.norm();
     }
-    cols.into_iter().fold(0.0, f64::max)
+    cols.into_iter().fold(0.0, nan_max)
 }
 
 /// Dense trace norm through faer's SVD. O(mn·min(m, n)).

@@ -6,9 +6,13 @@
 
 use std::sync::LazyLock;
 
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense, alloc};
+
+// The names before 0.2.
+#[doc(hidden)]
+pub use self::{PERMUTE_DIMENSIONS as DIMENSIONS, PERMUTE_INDICES as INDICES};
 
 /// Row and column permutations for [`indices`]; `None` leaves that axis alone.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -29,43 +33,35 @@ pub struct Subsystems {
 }
 
 /// `out[rows[i], cols[j]] = a[i, j]`. Kernels: Dense, Csr.
-pub static INDICES: LazyLock<Dispatcher<Permutation>> = LazyLock::new(|| {
+pub static PERMUTE_INDICES: LazyLock<Dispatcher<Permutation>> = LazyLock::new(|| {
     Dispatcher::builder("permute_indices", 1)
         .check(|op, args, p| check_permutation(op, args[0].shape(), p))
-        .specialisation(Specialisation::unary(
-            "permute_indices_dense",
-            |a: &Dense, p: &Permutation| indices_dense(a, p),
-        ))
-        .specialisation(Specialisation::unary(
-            "permute_indices_csr",
-            |a: &Csr, p: &Permutation| indices_csr(a, p),
-        ))
+        .unary("permute_indices_dense", |a: &Dense, p: &Permutation| {
+            indices_dense(a, p)
+        })
+        .unary("permute_indices_csr", |a: &Csr, p: &Permutation| {
+            indices_csr(a, p)
+        })
         .builtin()
 });
 
 /// Reorder subsystems along every axis of length `∏ dims`. Kernels: Dense, Csr (through
-/// [`INDICES`]' kernels).
-pub static DIMENSIONS: LazyLock<Dispatcher<Subsystems>> = LazyLock::new(|| {
+/// [`PERMUTE_INDICES`]' kernels).
+pub static PERMUTE_DIMENSIONS: LazyLock<Dispatcher<Subsystems>> = LazyLock::new(|| {
     Dispatcher::builder("permute_dimensions", 1)
         .check(|op, args, s| subsystem_permutation(op, args[0].shape(), s).map(|_| ()))
-        .specialisation(Specialisation::unary(
-            "permute_dimensions_dense",
-            |a: &Dense, s: &Subsystems| {
-                indices_dense(
-                    a,
-                    &subsystem_permutation("permute_dimensions", a.shape(), s)?,
-                )
-            },
-        ))
-        .specialisation(Specialisation::unary(
-            "permute_dimensions_csr",
-            |a: &Csr, s: &Subsystems| {
-                indices_csr(
-                    a,
-                    &subsystem_permutation("permute_dimensions", a.shape(), s)?,
-                )
-            },
-        ))
+        .unary("permute_dimensions_dense", |a: &Dense, s: &Subsystems| {
+            indices_dense(
+                a,
+                &subsystem_permutation("permute_dimensions", a.shape(), s)?,
+            )
+        })
+        .unary("permute_dimensions_csr", |a: &Csr, s: &Subsystems| {
+            indices_csr(
+                a,
+                &subsystem_permutation("permute_dimensions", a.shape(), s)?,
+            )
+        })
         .builtin()
 });
 
@@ -85,7 +81,7 @@ pub static DIMENSIONS: LazyLock<Dispatcher<Subsystems>> = LazyLock::new(|| {
 /// assert_eq!(b.downcast_ref::<Dense>().unwrap().get(2, 0), c64::new(0.0, 0.0));
 /// ```
 pub fn indices(a: &Data, permutation: &Permutation, out: Out) -> Result<Data> {
-    INDICES.call(&[a], out, permutation)
+    PERMUTE_INDICES.call(&[a], out, permutation)
 }
 
 /// Reorder the subsystems of a tensor-product space. Every axis whose length is `∏ dims`
@@ -107,7 +103,7 @@ pub fn indices(a: &Data, permutation: &Permutation, out: Out) -> Result<Data> {
 /// assert_eq!(swapped.downcast_ref::<Csr>().unwrap().get(2, 0), c64::new(1.0, 0.0));
 /// ```
 pub fn dimensions(a: &Data, subsystems: &Subsystems, out: Out) -> Result<Data> {
-    DIMENSIONS.call(&[a], out, subsystems)
+    PERMUTE_DIMENSIONS.call(&[a], out, subsystems)
 }
 
 /// Checks that `p` is a permutation of `0..len`.

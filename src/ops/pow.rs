@@ -4,7 +4,7 @@ use std::sync::LazyLock;
 
 use super::check_square;
 use super::matmul::{matmul_csr, matmul_dense};
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
@@ -13,15 +13,9 @@ use crate::storage::{Csr, Data, Dense};
 pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
     Dispatcher::builder("pow", 1)
         .check(check_square)
-        .specialisation(Specialisation::unary("pow_dense", |a: &Dense, n: &u32| {
-            pow_dense(a, *n)
-        }))
-        .specialisation(Specialisation::unary("pow_csr", |a: &Csr, n: &u32| {
-            pow_csr(a, *n)
-        }))
-        .specialisation(Specialisation::unary("pow_gpu", |a: &GpuDense, n: &u32| {
-            a.pow(*n)
-        }))
+        .unary("pow_dense", |a: &Dense, n: &u32| pow_dense(a, *n))
+        .unary("pow_csr", |a: &Csr, n: &u32| pow_csr(a, *n))
+        .unary("pow_gpu", |a: &GpuDense, n: &u32| a.pow(*n))
         .builtin()
 });
 

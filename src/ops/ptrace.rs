@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
 use crate::storage::{Csr, Data, Dense, alloc};
 
@@ -19,14 +19,8 @@ pub struct Ptrace {
 pub static PTRACE: LazyLock<Dispatcher<Ptrace>> = LazyLock::new(|| {
     Dispatcher::builder("ptrace", 1)
         .check(|op, args, p| Layout::new(op, args[0].shape(), p).map(|_| ()))
-        .specialisation(Specialisation::unary(
-            "ptrace_dense",
-            |a: &Dense, p: &Ptrace| ptrace_dense(a, p),
-        ))
-        .specialisation(Specialisation::unary(
-            "ptrace_csr",
-            |a: &Csr, p: &Ptrace| ptrace_csr(a, p),
-        ))
+        .unary("ptrace_dense", |a: &Dense, p: &Ptrace| ptrace_dense(a, p))
+        .unary("ptrace_csr", |a: &Csr, p: &Ptrace| ptrace_csr(a, p))
         .builtin()
 });
 

@@ -4,7 +4,7 @@
 use std::sync::LazyLock;
 
 use super::transpose::transpose_csr;
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
@@ -16,18 +16,15 @@ use crate::storage::{Csr, Data, Dense};
 pub static RESHAPE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     Dispatcher::builder("reshape", 1)
         .check(|op, args, to| reshape_shape(op, args[0].shape(), *to))
-        .specialisation(Specialisation::unary(
-            "reshape_dense",
-            |a: &Dense, to: &(usize, usize)| reshape_dense(a, *to),
-        ))
-        .specialisation(Specialisation::unary(
-            "reshape_csr",
-            |a: &Csr, to: &(usize, usize)| reshape_csr(a, *to),
-        ))
-        .specialisation(Specialisation::unary(
-            "reshape_gpu",
-            |a: &GpuDense, to: &(usize, usize)| a.reshape(*to),
-        ))
+        .unary("reshape_dense", |a: &Dense, to: &(usize, usize)| {
+            reshape_dense(a, *to)
+        })
+        .unary("reshape_csr", |a: &Csr, to: &(usize, usize)| {
+            reshape_csr(a, *to)
+        })
+        .unary("reshape_gpu", |a: &GpuDense, to: &(usize, usize)| {
+            a.reshape(*to)
+        })
         .builtin()
 });
 
@@ -95,21 +92,14 @@ pub fn reshape_csr(a: &Csr, to: (usize, usize)) -> Result<Csr> {
 /// Stack the columns into one m·n×1 column (`vec`). Kernels: Dense, Csr.
 pub static COLUMN_STACK: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("column_stack", 1)
-        .specialisation(Specialisation::unary(
-            "column_stack_dense",
-            |a: &Dense, _: &()| column_stack_dense(a),
-        ))
-        .specialisation(Specialisation::unary(
-            "column_stack_csr",
-            |a: &Csr, _: &()| column_stack_csr(a),
-        ))
-        .specialisation(Specialisation::unary(
-            "column_stack_gpu",
-            |a: &GpuDense, _: &()| {
-                let len = entries("column_stack", a.shape())?;
-                a.relabel("column_stack", len, 1)
-            },
-        ))
+        .unary("column_stack_dense", |a: &Dense, _: &()| {
+            column_stack_dense(a)
+        })
+        .unary("column_stack_csr", |a: &Csr, _: &()| column_stack_csr(a))
+        .unary("column_stack_gpu", |a: &GpuDense, _: &()| {
+            let len = entries("column_stack", a.shape())?;
+            a.relabel("column_stack", len, 1)
+        })
         .builtin()
 });
 
@@ -179,21 +169,16 @@ pub fn column_stack_csr(a: &Csr) -> Result<Csr> {
 pub static COLUMN_UNSTACK: LazyLock<Dispatcher<usize>> = LazyLock::new(|| {
     Dispatcher::builder("column_unstack", 1)
         .check(|op, args, rows| unstack_shape(op, args[0].shape(), *rows).map(|_| ()))
-        .specialisation(Specialisation::unary(
-            "column_unstack_dense",
-            |a: &Dense, rows: &usize| column_unstack_dense(a, *rows),
-        ))
-        .specialisation(Specialisation::unary(
-            "column_unstack_csr",
-            |a: &Csr, rows: &usize| column_unstack_csr(a, *rows),
-        ))
-        .specialisation(Specialisation::unary(
-            "column_unstack_gpu",
-            |a: &GpuDense, rows: &usize| {
-                let cols = unstack_shape("column_unstack", a.shape(), *rows)?;
-                a.relabel("column_unstack", *rows, cols)
-            },
-        ))
+        .unary("column_unstack_dense", |a: &Dense, rows: &usize| {
+            column_unstack_dense(a, *rows)
+        })
+        .unary("column_unstack_csr", |a: &Csr, rows: &usize| {
+            column_unstack_csr(a, *rows)
+        })
+        .unary("column_unstack_gpu", |a: &GpuDense, rows: &usize| {
+            let cols = unstack_shape("column_unstack", a.shape(), *rows)?;
+            a.relabel("column_unstack", *rows, cols)
+        })
         .builtin()
 });
 
@@ -265,14 +250,10 @@ pub fn column_unstack_csr(a: &Csr, rows: usize) -> Result<Csr> {
 /// The columns of a matrix as separate m×1 matrices. Kernels: Dense, Csr.
 pub static SPLIT_COLUMNS: LazyLock<Dispatcher<(), Vec<Data>>> = LazyLock::new(|| {
     Dispatcher::builder("split_columns", 1)
-        .specialisation(Specialisation::unary(
-            "split_columns_dense",
-            |a: &Dense, _: &()| split_columns_dense(a),
-        ))
-        .specialisation(Specialisation::unary(
-            "split_columns_csr",
-            |a: &Csr, _: &()| split_columns_csr(a),
-        ))
+        .unary("split_columns_dense", |a: &Dense, _: &()| {
+            split_columns_dense(a)
+        })
+        .unary("split_columns_csr", |a: &Csr, _: &()| split_columns_csr(a))
         .builtin()
 });
 

@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use super::{csr_map, dense_map};
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
@@ -13,30 +13,20 @@ use crate::storage::{Csr, Data, Dense};
 /// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
 pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("mul", 1)
-        .specialisation(Specialisation::unary("mul_dense", |a: &Dense, s: &c64| {
-            mul_dense(a, *s)
-        }))
-        .specialisation(Specialisation::unary("mul_csr", |a: &Csr, s: &c64| {
-            Ok(mul_csr(a, *s))
-        }))
-        .specialisation(Specialisation::unary("mul_gpu", |a: &GpuDense, s: &c64| {
-            a.scale(*s)
-        }))
+        .unary("mul_dense", |a: &Dense, s: &c64| mul_dense(a, *s))
+        .unary("mul_csr", |a: &Csr, s: &c64| Ok(mul_csr(a, *s)))
+        .unary("mul_gpu", |a: &GpuDense, s: &c64| a.scale(*s))
         .builtin()
 });
 
 /// `−a`. Kernels: Dense, Csr.
 pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("neg", 1)
-        .specialisation(Specialisation::unary("neg_dense", |a: &Dense, _: &()| {
-            dense_map("neg", a, |x| -x)
-        }))
-        .specialisation(Specialisation::unary("neg_csr", |a: &Csr, _: &()| {
-            Ok(csr_map(a, |x| -x))
-        }))
-        .specialisation(Specialisation::unary("neg_gpu", |a: &GpuDense, _: &()| {
+        .unary("neg_dense", |a: &Dense, _: &()| dense_map("neg", a, |x| -x))
+        .unary("neg_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| -x)))
+        .unary("neg_gpu", |a: &GpuDense, _: &()| {
             a.scale(c64::new(-1.0, 0.0))
-        }))
+        })
         .builtin()
 });
 

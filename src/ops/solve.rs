@@ -7,7 +7,7 @@ use faer::linalg::solvers::{Solve, SolveLstsq};
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
 use faer::{Mat, MatRef};
 
-use super::check_square;
+use super::{check_square, via_dense};
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
@@ -32,11 +32,9 @@ pub enum SolveMethod {
 pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("inv", 1)
         .check(check_square)
-        .specialisation(Specialisation::unary("inv_dense", |a: &Dense, _: &()| {
-            inv_dense(a)
-        }))
-        .specialisation(Specialisation::unary("inv_csr", |a: &Csr, _: &()| {
-            dense_to_csr(&inv_dense(&csr_to_dense(a)?)?)
+        .unary("inv_dense", |a: &Dense, _: &()| inv_dense(a))
+        .specialisation(via_dense("inv_csr", csr_to_dense, |d: &Dense, _: &()| {
+            dense_to_csr(&inv_dense(d)?)
         }))
         .builtin()
 });
@@ -102,20 +100,18 @@ fn finite(op: &str, x: Mat<c64>) -> Result<Mat<c64>> {
 pub static SOLVE: LazyLock<Dispatcher<SolveMethod>> = LazyLock::new(|| {
     Dispatcher::builder("solve", 2)
         .check(|op, args, m| solve_shapes(op, args[0].shape(), args[1].shape(), *m))
-        .specialisation(Specialisation::binary(
-            "solve_dense",
-            |a: &Dense, b: &Dense, m: &SolveMethod| solve_dense(a, b, *m),
-        ))
-        .specialisation(Specialisation::binary(
-            "solve_csr_dense",
-            |a: &Csr, b: &Dense, m: &SolveMethod| solve_csr_dense(a, b, *m),
-        ))
-        .specialisation(Specialisation::binary(
-            "solve_csr",
-            |a: &Csr, b: &Csr, m: &SolveMethod| {
+        .binary("solve_dense", |a: &Dense, b: &Dense, m: &SolveMethod| {
+            solve_dense(a, b, *m)
+        })
+        .binary("solve_csr_dense", |a: &Csr, b: &Dense, m: &SolveMethod| {
+            solve_csr_dense(a, b, *m)
+        })
+        .specialisation(
+            Specialisation::binary("solve_csr", |a: &Csr, b: &Csr, m: &SolveMethod| {
                 dense_to_csr(&solve_csr_dense(a, &csr_to_dense(b)?, *m)?)
-            },
-        ))
+            })
+            .converts_internally_to::<Dense>(),
+        )
         .builtin()
 });
 

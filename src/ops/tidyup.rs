@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::{ZERO, c64};
@@ -12,17 +12,9 @@ use crate::storage::{Csr, Data, Dense};
 /// result drops the entries that become zero. Parameter: `atol`. Kernels: Dense, Csr.
 pub static TIDYUP: LazyLock<Dispatcher<f64>> = LazyLock::new(|| {
     Dispatcher::builder("tidyup", 1)
-        .specialisation(Specialisation::unary(
-            "tidyup_dense",
-            |a: &Dense, t: &f64| tidyup_dense(a, *t),
-        ))
-        .specialisation(Specialisation::unary("tidyup_csr", |a: &Csr, t: &f64| {
-            Ok(tidyup_csr(a, *t))
-        }))
-        .specialisation(Specialisation::unary(
-            "tidyup_gpu",
-            |a: &GpuDense, t: &f64| a.tidyup(*t),
-        ))
+        .unary("tidyup_dense", |a: &Dense, t: &f64| tidyup_dense(a, *t))
+        .unary("tidyup_csr", |a: &Csr, t: &f64| Ok(tidyup_csr(a, *t)))
+        .unary("tidyup_gpu", |a: &GpuDense, t: &f64| a.tidyup(*t))
         .builtin()
 });
 

@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use super::check_square;
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
@@ -16,16 +16,9 @@ use crate::storage::{Csr, Data, Dense};
 pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("trace", 1)
         .check(check_square)
-        .specialisation(Specialisation::unary("trace_dense", |a: &Dense, _: &()| {
-            trace_dense(a)
-        }))
-        .specialisation(Specialisation::unary("trace_csr", |a: &Csr, _: &()| {
-            trace_csr(a)
-        }))
-        .specialisation(Specialisation::unary(
-            "trace_gpu",
-            |a: &GpuDense, _: &()| a.trace(),
-        ))
+        .unary("trace_dense", |a: &Dense, _: &()| trace_dense(a))
+        .unary("trace_csr", |a: &Csr, _: &()| trace_csr(a))
+        .unary("trace_gpu", |a: &GpuDense, _: &()| a.trace())
         .builtin()
 });
 

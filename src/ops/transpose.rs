@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use super::{csr_map, dense_map};
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
@@ -15,49 +15,29 @@ use rayon::prelude::*;
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
 pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("adjoint", 1)
-        .specialisation(Specialisation::unary(
-            "adjoint_dense",
-            |a: &Dense, _: &()| adjoint_dense(a),
-        ))
-        .specialisation(Specialisation::unary("adjoint_csr", |a: &Csr, _: &()| {
-            transpose_csr(a, true)
-        }))
-        .specialisation(Specialisation::unary(
-            "adjoint_gpu",
-            |a: &GpuDense, _: &()| a.transpose(true),
-        ))
+        .unary("adjoint_dense", |a: &Dense, _: &()| adjoint_dense(a))
+        .unary("adjoint_csr", |a: &Csr, _: &()| transpose_csr(a, true))
+        .unary("adjoint_gpu", |a: &GpuDense, _: &()| a.transpose(true))
         .builtin()
 });
 
 /// `aᵀ`. Kernels: Dense, Csr.
 pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("transpose", 1)
-        .specialisation(Specialisation::unary(
-            "transpose_dense",
-            |a: &Dense, _: &()| transpose_dense(a),
-        ))
-        .specialisation(Specialisation::unary("transpose_csr", |a: &Csr, _: &()| {
-            transpose_csr(a, false)
-        }))
-        .specialisation(Specialisation::unary(
-            "transpose_gpu",
-            |a: &GpuDense, _: &()| a.transpose(false),
-        ))
+        .unary("transpose_dense", |a: &Dense, _: &()| transpose_dense(a))
+        .unary("transpose_csr", |a: &Csr, _: &()| transpose_csr(a, false))
+        .unary("transpose_gpu", |a: &GpuDense, _: &()| a.transpose(false))
         .builtin()
 });
 
 /// `ā` (entrywise conjugate). Kernels: Dense, Csr.
 pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("conj", 1)
-        .specialisation(Specialisation::unary("conj_dense", |a: &Dense, _: &()| {
+        .unary("conj_dense", |a: &Dense, _: &()| {
             dense_map("conj", a, |x| x.conj())
-        }))
-        .specialisation(Specialisation::unary("conj_csr", |a: &Csr, _: &()| {
-            Ok(csr_map(a, |x| x.conj()))
-        }))
-        .specialisation(Specialisation::unary("conj_gpu", |a: &GpuDense, _: &()| {
-            a.conj()
-        }))
+        })
+        .unary("conj_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| x.conj())))
+        .unary("conj_gpu", |a: &GpuDense, _: &()| a.conj())
         .builtin()
 });
 

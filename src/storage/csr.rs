@@ -59,67 +59,12 @@ impl Csr {
         mut indices: Vec<usize>,
         mut data: Vec<c64>,
     ) -> Result<Csr> {
-        let (rows, cols) = shape;
-        if rows.checked_add(1) != Some(indptr.len()) {
-            return Err(invalid(
-                shape,
-                format!(
-                    "indptr has {} entries, expected rows + 1 = {}",
-                    indptr.len(),
-                    rows as u128 + 1
-                ),
-            ));
-        }
-        if indices.len() != data.len() {
-            return Err(invalid(
-                shape,
-                format!(
-                    "indices has {} entries but data has {}",
-                    indices.len(),
-                    data.len()
-                ),
-            ));
-        }
-        if indptr[0] != 0 {
-            return Err(invalid(
-                shape,
-                format!("indptr[0] is {}, expected 0", indptr[0]),
-            ));
-        }
-        if let Some(i) = indptr.windows(2).position(|w| w[1] < w[0]) {
-            return Err(invalid(
-                shape,
-                format!(
-                    "indptr decreases at row {i}: {} > {}",
-                    indptr[i],
-                    indptr[i + 1]
-                ),
-            ));
-        }
-        if indptr[rows] != indices.len() {
-            return Err(invalid(
-                shape,
-                format!(
-                    "indptr ends at {} but there are {} entries",
-                    indptr[rows],
-                    indices.len()
-                ),
-            ));
-        }
-        if let Some(&c) = indices.iter().find(|&&c| c >= cols) {
-            return Err(invalid(
-                shape,
-                format!("column index {c} is out of range for {cols} columns"),
-            ));
-        }
-        let sorted = (0..rows).all(|i| {
-            indices[indptr[i]..indptr[i + 1]]
-                .windows(2)
-                .all(|w| w[0] < w[1])
-        });
+        let rows = shape.0;
+        let sorted =
+            check_arrays(shape, &indptr, &indices, data.len()).map_err(|r| invalid(shape, r))?;
         if sorted {
-            // SAFETY: every structural property was checked above: rows + 1 row pointers from
-            // 0 to nnz, non-decreasing, and sorted, unique, in-range columns in every row.
+            // SAFETY: `check_arrays` checked every structural property: rows + 1 row pointers
+            // from 0 to nnz, non-decreasing, and sorted, unique, in-range columns in every row.
             return Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) });
         }
         // Sort each row by column and sum duplicates, compacting in place.
@@ -489,6 +434,56 @@ impl fmt::Debug for Csr {
     }
 }
 
+/// Checks raw CSR arrays: rows + 1 row pointers from 0 to nnz, non-decreasing, as many indices
+/// as values, columns in range. Returns whether every row is also strictly increasing (sorted,
+/// no duplicates), the remaining part of [`Csr::from_parts_unchecked`]'s contract.
+fn check_arrays(
+    shape: (usize, usize),
+    indptr: &[usize],
+    indices: &[usize],
+    values: usize,
+) -> std::result::Result<bool, String> {
+    let (rows, cols) = shape;
+    if rows.checked_add(1) != Some(indptr.len()) {
+        return Err(format!(
+            "indptr has {} entries, expected rows + 1 = {}",
+            indptr.len(),
+            rows as u128 + 1
+        ));
+    }
+    if indices.len() != values {
+        return Err(format!(
+            "indices has {} entries but data has {values}",
+            indices.len()
+        ));
+    }
+    if indptr[0] != 0 {
+        return Err(format!("indptr[0] is {}, expected 0", indptr[0]));
+    }
+    if let Some(i) = indptr.windows(2).position(|w| w[1] < w[0]) {
+        return Err(format!(
+            "indptr decreases at row {i}: {} > {}",
+            indptr[i],
+            indptr[i + 1]
+        ));
+    }
+    if indptr[rows] != indices.len() {
+        return Err(format!(
+            "indptr ends at {} but there are {} entries",
+            indptr[rows],
+            indices.len()
+        ));
+    }
+    if let Some(&c) = indices.iter().find(|&&c| c >= cols) {
+        return Err(format!(
+            "column index {c} is out of range for {cols} columns"
+        ));
+    }
+    Ok(indptr
+        .windows(2)
+        .all(|w| indices[w[0]..w[1]].windows(2).all(|c| c[0] < c[1])))
+}
+
 /// The full structural check of [`Csr::from_parts_unchecked`]'s contract.
 #[cfg(any(debug_assertions, test))]
 fn check_structure(
@@ -497,32 +492,10 @@ fn check_structure(
     indices: &[usize],
     data: &[c64],
 ) -> std::result::Result<(), String> {
-    if shape.0.checked_add(1) != Some(indptr.len()) {
-        return Err(format!(
-            "{} row pointers for {} rows",
-            indptr.len(),
-            shape.0
-        ));
+    match check_arrays(shape, indptr, indices, data.len())? {
+        true => Ok(()),
+        false => Err("a row's columns are not strictly increasing".into()),
     }
-    if indptr.first() != Some(&0) || indptr.last() != Some(&indices.len()) {
-        return Err("row pointers must run from 0 to nnz".into());
-    }
-    if indices.len() != data.len() {
-        return Err(format!("{} indices, {} values", indices.len(), data.len()));
-    }
-    for (i, w) in indptr.windows(2).enumerate() {
-        if w[1] < w[0] {
-            return Err(format!("row pointers decrease at row {i}"));
-        }
-        let row = &indices[w[0]..w[1]];
-        if row.windows(2).any(|c| c[0] >= c[1]) {
-            return Err(format!("row {i}: columns not strictly increasing"));
-        }
-        if row.last().is_some_and(|&c| c >= shape.1) {
-            return Err(format!("row {i}: column out of range"));
-        }
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,15 +1,131 @@
-//! Operations on operators stored as column-stacked vectors (QuTiP's "operator-ket" form).
+//! Expectation values: `expect` (⟨ψ|O|ψ⟩ or Tr(O·ρ)), and their superoperator forms
+//! `expect_super` and `trace_oper_ket` on operators stored as column-stacked vectors (QuTiP's
+//! "operator-ket" form).
 //!
 //! A density matrix ρ of size n×n is stored as the n²×1 column `vec(ρ)`, whose entry
 //! `i + n·j` is `ρ[i, j]`; a superoperator acts on it as an n²×n² matrix.
 
 use std::sync::LazyLock;
 
-use crate::dispatch::{Dispatcher, Out, Specialisation};
+use faer::linalg::matmul::matmul as faer_matmul;
+use faer::{Accum, Col, ColRef};
+
+use super::inner::{csr_entries, inner_op_csr};
+use super::transpose::transpose_csr;
+use crate::dispatch::{Dispatcher, Out};
+use crate::engine::{self, Family};
 use crate::error::{Error, Result};
-use crate::scalar::ZERO;
-use crate::scalar::c64;
+use crate::gpu::GpuDense;
+use crate::scalar::{ZERO, c64};
+use crate::shape::expect_shapes;
 use crate::storage::{Csr, Data, Dense};
+
+/// `⟨ψ|op|ψ⟩` for a ket ψ, `Tr(op·ρ)` for an operator ρ. Kernels: Dense², Csr², Csr op with
+/// Dense state (the common case of a sparse observable on a dense state).
+pub static EXPECT: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
+    Dispatcher::builder("expect", 2)
+        .check(|op, a, _| expect_shapes(op, a[0].shape(), a[1].shape()))
+        .binary("expect_dense", |o: &Dense, s: &Dense, _: &()| {
+            expect_dense(o, s)
+        })
+        .binary("expect_csr", |o: &Csr, s: &Csr, _: &()| expect_csr(o, s))
+        .binary("expect_csr_dense", |o: &Csr, s: &Dense, _: &()| {
+            expect_csr_dense(o, s)
+        })
+        .binary("expect_gpu", |o: &GpuDense, s: &GpuDense, _: &()| {
+            o.expect(s)
+        })
+        .builtin()
+});
+
+/// The expectation value of `op` in `state` (a ket or a density matrix).
+///
+/// # Errors
+/// [`Error::Shape`] on incompatible shapes.
+///
+/// ```
+/// use polymat::{Csr, Dense, c64};
+/// let sz = Csr::from_triplets((2, 2), &[0, 1], &[0, 1], &[c64::new(1.0, 0.0), c64::new(-1.0, 0.0)]).unwrap().into();
+/// let up = Dense::from_rows(&[[c64::new(1.0, 0.0)], [c64::new(0.0, 0.0)]]).unwrap().into();
+/// assert_eq!(polymat::ops::expect(&sz, &up).unwrap(), c64::new(1.0, 0.0));
+/// ```
+pub fn expect(op: &Data, state: &Data) -> Result<c64> {
+    EXPECT.call(&[op, state], Out::Auto, &())
+}
+
+/// Dense expectation value. O(n²): for an operator only the trace of the product is formed.
+///
+/// # Errors
+/// [`Error::Shape`] on incompatible shapes.
+pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
+    expect_shapes("expect", o.shape(), s.shape())?;
+    let n = o.shape().0;
+    if s.shape().1 == 1 {
+        // A ket (QuTiP reads a 1×1 state as a ket too): ψ†·(O·ψ), both with faer's SIMD kernels.
+        let psi = ColRef::from_slice(s.col(0));
+        let mut o_psi = Col::<c64>::zeros(n);
+        engine::product(n * n, |par| {
+            faer_matmul(
+                o_psi.as_mut(),
+                Accum::Replace,
+                o.as_ref(),
+                psi,
+                crate::scalar::ONE,
+                par,
+            );
+        });
+        return Ok(psi.adjoint() * o_psi.as_ref());
+    }
+    // Tr(O ρ) = Σ_ij O_ij ρ_ji
+    Ok((0..n)
+        .map(|j| {
+            o.col(j)
+                .iter()
+                .enumerate()
+                .map(|(i, x)| x * s.get(j, i))
+                .sum::<c64>()
+        })
+        .sum())
+}
+
+/// Csr expectation value. O(nnz).
+///
+/// # Errors
+/// [`Error::Shape`] on incompatible shapes.
+pub fn expect_csr(o: &Csr, s: &Csr) -> Result<c64> {
+    expect_shapes("expect", o.shape(), s.shape())?;
+    if s.shape().1 == 1 {
+        return inner_op_csr(&transpose_csr(s, true)?, o, s);
+    }
+    // Tr(O ρ) = Σ_ij O_ij ρ_ji: look up each ρ_ji.
+    Ok(csr_entries(o).map(|((i, j), v)| v * s.get(j, i)).sum())
+}
+
+/// Sparse operator on a dense state. O(nnz(O)) for a ket, O(nnz(O)) for an operator.
+///
+/// # Errors
+/// [`Error::Shape`] on incompatible shapes.
+pub fn expect_csr_dense(o: &Csr, s: &Dense) -> Result<c64> {
+    expect_shapes("expect", o.shape(), s.shape())?;
+    if s.shape().1 == 1 {
+        // Σ_i conj(ψ_i) Σ_k O_ik ψ_k, by row ranges.
+        let psi = s.col(0);
+        let (p, idx, val) = (o.indptr(), o.indices(), o.data());
+        let workers = engine::workers(Family::Reduction, o.nnz().max(o.shape().0));
+        return Ok(engine::sum_ranges(o.shape().0, workers, |rows| {
+            let mut total = ZERO;
+            for i in rows {
+                let mut row = ZERO;
+                for k in p[i]..p[i + 1] {
+                    row += val[k] * psi[idx[k]];
+                }
+                total += psi[i].conj() * row;
+            }
+            total
+        }));
+    }
+    Ok(csr_entries(o).map(|((i, j), v)| v * s.get(j, i)).sum())
+}
 
 /// `n` if `len == n²`.
 pub(crate) fn exact_sqrt(len: usize) -> Option<usize> {
@@ -38,14 +154,12 @@ fn oper_ket(op: &str, shape: (usize, usize), others: &[(usize, usize)]) -> Resul
 pub static TRACE_OPER_KET: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("trace_oper_ket", 1)
         .check(|op, args, _| oper_ket(op, args[0].shape(), &[]).map(|_| ()))
-        .specialisation(Specialisation::unary(
-            "trace_oper_ket_dense",
-            |a: &Dense, _: &()| trace_oper_ket_dense(a),
-        ))
-        .specialisation(Specialisation::unary(
-            "trace_oper_ket_csr",
-            |a: &Csr, _: &()| trace_oper_ket_csr(a),
-        ))
+        .unary("trace_oper_ket_dense", |a: &Dense, _: &()| {
+            trace_oper_ket_dense(a)
+        })
+        .unary("trace_oper_ket_csr", |a: &Csr, _: &()| {
+            trace_oper_ket_csr(a)
+        })
         .builtin()
 });
 
@@ -94,18 +208,15 @@ pub fn trace_oper_ket_csr(a: &Csr) -> Result<c64> {
 pub static EXPECT_SUPER: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("expect_super", 2)
         .check(|op, args, _| super_shapes(op, args[0].shape(), args[1].shape()).map(|_| ()))
-        .specialisation(Specialisation::binary(
-            "expect_super_dense",
-            |s: &Dense, r: &Dense, _: &()| expect_super_dense(s, r),
-        ))
-        .specialisation(Specialisation::binary(
-            "expect_super_csr_dense",
-            |s: &Csr, r: &Dense, _: &()| expect_super_csr_dense(s, r),
-        ))
-        .specialisation(Specialisation::binary(
-            "expect_super_csr",
-            |s: &Csr, r: &Csr, _: &()| expect_super_csr(s, r),
-        ))
+        .binary("expect_super_dense", |s: &Dense, r: &Dense, _: &()| {
+            expect_super_dense(s, r)
+        })
+        .binary("expect_super_csr_dense", |s: &Csr, r: &Dense, _: &()| {
+            expect_super_csr_dense(s, r)
+        })
+        .binary("expect_super_csr", |s: &Csr, r: &Csr, _: &()| {
+            expect_super_csr(s, r)
+        })
         .builtin()
 });
 
