@@ -60,6 +60,7 @@ pub mod dispatch;
 pub mod engine;
 pub mod error;
 pub mod gpu;
+mod krylov;
 pub mod ops;
 mod scalar;
 mod shape;
@@ -82,8 +83,8 @@ pub use error::{Error, Result, Shape};
 pub use gpu::GpuDense;
 pub use ops::{
     add, add_scaled, adjoint, block_build, block_extract, block_overwrite, column_stack,
-    column_unstack, conj, diag, eigs, expect, expect_super, expm, extract, iadd, identity,
-    identity_like, imul, inner, inner_op, inv, isdiag, isequal, isherm, iszero, kron,
+    column_unstack, conj, diag, eigs, expect, expect_super, expm, expm_multiply, extract, iadd,
+    identity, identity_like, imul, inner, inner_op, inv, isdiag, isequal, isherm, iszero, kron,
     kron_transpose, logm, matmul, matmul_dag, matmul_outer, mean_abs_nonzero, mean_nonzero, mul,
     multiply, neg, one_element, pow, project, ptrace, reshape, solve, split_columns, sqrtm, sub,
     svd, tidyup, trace, trace_oper_ket, transpose, zeros, zeros_like,

@@ -39,10 +39,11 @@ fn xinuse() -> Option<u64> {
     None
 }
 
+/// A nonsingular test matrix (a dominant diagonal on a low-rank pattern).
 fn square(n: usize) -> Dense {
     Dense::from_fn(n, n, |i, j| {
         c64::new(
-            (i * n + j) as f64 / 97.0 - 1.0,
+            (i * n + j) as f64 / 97.0 - 1.0 + if i == j { 2.0 * n as f64 } else { 0.0 },
             ((i + 3 * j) % 11) as f64 / 5.0,
         )
     })

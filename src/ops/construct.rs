@@ -18,9 +18,11 @@ pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
             GpuDense::zeros(r, c)
         })
         .nullary("zeros_dense", |&(r, c): &(usize, usize)| {
-            Ok(Dense::zeros(r, c))
+            Dense::zeros_for("zeros", r, c)
         })
-        .nullary("zeros_csr", |&(r, c): &(usize, usize)| Ok(Csr::zeros(r, c)))
+        .nullary("zeros_csr", |&(r, c): &(usize, usize)| {
+            Csr::zeros_for("zeros", r, c)
+        })
         .builtin()
 });
 
@@ -32,12 +34,12 @@ pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
             GpuDense::scaled_identity(n, s)
         })
         .nullary("identity_dense", |&(n, s): &(usize, c64)| {
-            Ok(Dense::from_fn(n, n, |i, j| {
+            Dense::from_fn_for("identity", n, n, |i, j| {
                 if i == j { s } else { crate::scalar::ZERO }
-            }))
+            })
         })
         .nullary("identity_csr", |&(n, s): &(usize, c64)| {
-            Ok(Csr::scaled_identity(n, s))
+            Csr::try_scaled_identity(n, s)
         })
         .builtin()
 });
@@ -80,7 +82,7 @@ pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
         .check(|op, _, p: &Diagonals| p.triplets(op).map(|_| ()))
         .nullary("diag_dense", |p: &Diagonals| {
             let (rows, cols, vals) = p.triplets("diag")?;
-            let mut d = Dense::zeros(p.shape.0, p.shape.1);
+            let mut d = Dense::zeros_for("diag", p.shape.0, p.shape.1)?;
             for ((i, j), v) in rows.into_iter().zip(cols).zip(vals) {
                 d.col_mut(j)[i] += v;
             }

@@ -7,11 +7,11 @@ use faer::{Mat, Side};
 
 use super::{check_square, via_dense};
 use crate::convert::builtin::csr_to_dense;
-use crate::dispatch::{Dispatcher, Out, plain_output};
+use crate::dispatch::{Dispatcher, Out, Specialisation, plain_output};
 use crate::engine;
 use crate::error::{Error, Result};
 use crate::scalar::c64;
-use crate::storage::{Data, Dense};
+use crate::storage::{Csr, Data, Dense};
 
 /// Absolute tolerance of the Hermitian test when [`EigsOptions::hermitian`] is `None`
 /// (QuTiP's default `atol`).
@@ -27,8 +27,31 @@ pub enum EigOrder {
     High,
 }
 
+/// How [`eigs`] computes: densely, or with the Krylov–Schur method of [`crate::krylov`]-style
+/// algorithms written against `Data` (see [`eigs_plan`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum EigsMethod {
+    /// Krylov for a few eigenpairs (`count` set) of a Csr or other sparse-friendly kind of
+    /// size at least [`KRYLOV_MIN_DIM`], or with a shift `sigma`; dense otherwise.
+    #[default]
+    Auto,
+    /// The full dense decomposition (the matrix is densified, up to the dense limit).
+    Dense,
+    /// The Krylov method (needs `count`; at most `n − 2` eigenpairs).
+    Krylov,
+}
+
+/// The smallest dimension at which [`EigsMethod::Auto`] takes the Krylov path for a few
+/// eigenpairs of a sparse matrix.
+pub const KRYLOV_MIN_DIM: usize = 512;
+
 /// Options of [`eigs`], with QuTiP's defaults.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///
+/// Defaults: `hermitian: None` (tested), `vectors: true`, `order: Low`, `count: None` (all),
+/// `sigma: None`, `tol: 0.0` (machine precision), `max_iter: 0` (automatic: 1000 restarts),
+/// `method: Auto`, `krylov_dim: None` (`max(2·count + 1, 20)`, scipy's `ncv`).
+#[derive(Clone, Copy, Debug, PartialEq)]
 pub struct EigsOptions {
     /// `Some(true)` uses the Hermitian solver (real eigenvalues, orthonormal vectors) without
     /// checking, `Some(false)` the general one; `None` tests the matrix (atol
@@ -36,10 +59,23 @@ pub struct EigsOptions {
     pub hermitian: Option<bool>,
     /// Whether to compute eigenvectors.
     pub vectors: bool,
-    /// The order of the result.
+    /// The order of the result, and for the Krylov path which end of the spectrum is wanted:
+    /// `Low` the smallest real parts, `High` the largest.
     pub order: EigOrder,
     /// Only the first `count` eigenpairs in that order (`None`: all).
     pub count: Option<usize>,
+    /// Shift-invert around `σ`: the `count` eigenvalues nearest `sigma` (QuTiP's and scipy's
+    /// `sigma`), through a sparse LU of `a − σ·I`. Always the Krylov path.
+    pub sigma: Option<c64>,
+    /// Relative residual tolerance of the Krylov path, `‖A·v − λ·v‖ ≤ tol·|λ|` (0: machine
+    /// precision, as ARPACK).
+    pub tol: f64,
+    /// Largest number of Krylov restarts (0: 1000).
+    pub max_iter: usize,
+    /// Dense, Krylov, or chosen by size ([`EigsMethod::Auto`]).
+    pub method: EigsMethod,
+    /// Size of the Krylov basis (`None`: `max(2·count + 1, 20)`, capped at n).
+    pub krylov_dim: Option<usize>,
 }
 
 impl Default for EigsOptions {
@@ -49,7 +85,40 @@ impl Default for EigsOptions {
             vectors: true,
             order: EigOrder::Low,
             count: None,
+            sigma: None,
+            tol: 0.0,
+            max_iter: 0,
+            method: EigsMethod::Auto,
+            krylov_dim: None,
         }
+    }
+}
+
+/// The path [`eigs`] takes for an `n × n` input of `kind` with these options: `Krylov` or
+/// `Dense` (never `Auto`).
+///
+/// `Auto` chooses Krylov when `count` is set, `count + 2 ≤ n`, and either `sigma` is set or the
+/// input is not Dense and `n ≥` [`KRYLOV_MIN_DIM`]; Dense input keeps the dense path unless
+/// Krylov is asked for.
+///
+/// ```
+/// use polymat::Kind;
+/// use polymat::ops::{EigsMethod, EigsOptions, eigs_plan};
+/// let few = EigsOptions { count: Some(4), ..Default::default() };
+/// assert_eq!(eigs_plan(Kind::CSR, 65_536, &few), EigsMethod::Krylov);
+/// assert_eq!(eigs_plan(Kind::CSR, 100, &few), EigsMethod::Dense);
+/// assert_eq!(eigs_plan(Kind::DENSE, 65_536, &few), EigsMethod::Dense);
+/// assert_eq!(eigs_plan(Kind::CSR, 65_536, &EigsOptions::default()), EigsMethod::Dense);
+/// ```
+pub fn eigs_plan(kind: crate::storage::Kind, n: usize, o: &EigsOptions) -> EigsMethod {
+    let fits = o.count.is_some_and(|k| k + 2 <= n);
+    match o.method {
+        EigsMethod::Krylov => EigsMethod::Krylov,
+        EigsMethod::Dense => EigsMethod::Dense,
+        _ if !fits => EigsMethod::Dense,
+        _ if o.sigma.is_some() => EigsMethod::Krylov,
+        _ if kind != crate::storage::Kind::DENSE && n >= KRYLOV_MIN_DIM => EigsMethod::Krylov,
+        _ => EigsMethod::Dense,
     }
 }
 
@@ -75,22 +144,62 @@ pub struct Svd {
 
 plain_output!(Eigen => "Eigen", Svd => "Svd");
 
-/// Eigenvalues (and vectors) of a square matrix. Kernels: Dense, Csr (densified: the whole
-/// spectrum of a sparse matrix needs a dense factorisation anyway).
+/// Eigenvalues (and vectors) of a square matrix. Kernels: Dense (dense, or Krylov when asked),
+/// Csr (Krylov or densified, by [`eigs_plan`]), and a generic one for every other kind (Krylov
+/// through the dispatchers, or a conversion to Dense).
 pub static EIGS: LazyLock<Dispatcher<EigsOptions, Eigen>> = LazyLock::new(|| {
     Dispatcher::builder("eigs", 1)
         .check(|op, args, o| {
             check_square(op, args, o)?;
-            check_count(op, args[0].shape().0, o)
+            check_count(op, args[0].shape().0, o)?;
+            check_options(op, o)
         })
-        .unary("eigs_dense", |a: &Dense, o: &EigsOptions| eigs_dense(a, *o))
-        .specialisation(via_dense(
-            "eigs_csr",
-            csr_to_dense,
-            |d: &Dense, o: &EigsOptions| eigs_dense(d, *o),
-        ))
+        .generic("eigs_any", |args: &[&Data], _, o: &EigsOptions| {
+            let a = args[0];
+            match eigs_plan(a.kind(), a.shape().0, o) {
+                EigsMethod::Krylov => super::krylov_eigs::eigs_data(a, o),
+                _ => eigs_dense(&crate::convert::to_type::<Dense>(a)?, *o),
+            }
+        })
+        .unary("eigs_dense", |a: &Dense, o: &EigsOptions| {
+            match eigs_plan(crate::storage::Kind::DENSE, a.shape().0, o) {
+                EigsMethod::Krylov => super::krylov_eigs::eigs_dense_krylov(a, o),
+                _ => eigs_dense(a, *o),
+            }
+        })
+        .specialisation(
+            Specialisation::unary("eigs_csr", |a: &Csr, o: &EigsOptions| {
+                match eigs_plan(crate::storage::Kind::CSR, a.shape().0, o) {
+                    EigsMethod::Krylov => super::krylov_eigs::eigs_csr(a, o),
+                    _ => eigs_dense(&csr_to_dense(a)?, *o),
+                }
+            })
+            .converts_internally_to::<Dense>(),
+        )
         .builtin()
 });
+
+fn check_options(op: &str, o: &EigsOptions) -> Result<()> {
+    if !(o.tol.is_finite() && o.tol >= 0.0) {
+        return Err(Error::argument(
+            op,
+            format!("tol must be finite and >= 0, got {}", o.tol),
+        ));
+    }
+    if o.sigma.is_some_and(|s| !s.is_finite()) {
+        return Err(Error::argument(op, "sigma must be finite"));
+    }
+    if o.method == EigsMethod::Krylov && o.count.is_none() {
+        return Err(Error::argument(
+            op,
+            "the Krylov method computes a few eigenpairs: set count",
+        ));
+    }
+    if o.sigma.is_some() && o.count.is_none() {
+        return Err(Error::argument(op, "a shift sigma needs count"));
+    }
+    Ok(())
+}
 
 fn check_count(op: &str, n: usize, o: &EigsOptions) -> Result<()> {
     match o.count {
@@ -185,13 +294,15 @@ pub fn eigs_dense(a: &Dense, options: EigsOptions) -> Result<Eigen> {
         }
     });
     order.truncate(options.count.unwrap_or(n));
-    let vectors = vectors.map(|u| {
-        Dense::from_fn(n, order.len(), |i, c| {
-            let col = u.col(order[c]);
-            let norm = col.norm_l2();
-            if norm > 0.0 { col[i] / norm } else { col[i] }
+    let vectors = vectors
+        .map(|u| {
+            Dense::from_fn_for("eigs", n, order.len(), |i, c| {
+                let col = u.col(order[c]);
+                let norm = col.norm_l2();
+                if norm > 0.0 { col[i] / norm } else { col[i] }
+            })
         })
-    });
+        .transpose()?;
     Ok(Eigen {
         values: order.iter().map(|&i| hermitian_values[i]).collect(),
         vectors,
@@ -254,9 +365,11 @@ pub fn svd_dense(a: &Dense, vectors: bool) -> Result<Svd> {
     order.sort_by(|&i, &j| s[j].re.total_cmp(&s[i].re));
     let (u, v) = (d.U(), d.V());
     Ok(Svd {
-        u: Some(Dense::from_fn(m, k, |i, c| u[(i, order[c])])),
+        u: Some(Dense::from_fn_for("svd", m, k, |i, c| u[(i, order[c])])?),
         s: order.iter().map(|&i| s[i].re).collect(),
-        vh: Some(Dense::from_fn(k, n, |r, j| v[(j, order[r])].conj())),
+        vh: Some(Dense::from_fn_for("svd", k, n, |r, j| {
+            v[(j, order[r])].conj()
+        })?),
     })
 }
 

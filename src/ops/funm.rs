@@ -267,7 +267,7 @@ fn inverse_scaling_squaring(a: MatRef<'_, c64>) -> Result<Mat<c64>> {
             let y = super::solve::solve_dense(
                 &Dense::new(lhs),
                 &Dense::new(x.clone()),
-                super::solve::SolveMethod::Lu,
+                &super::solve::SolveMethod::Lu,
             )?;
             log += y.as_ref() * faer::Scale(c64::new(0.5 * weight, 0.0));
         }

@@ -48,11 +48,14 @@ pub mod construct;
 pub mod decomp;
 pub mod expect;
 pub mod expm;
+pub mod expm_multiply;
 pub mod extract;
 pub mod funm;
 pub mod inner;
 pub mod inplace;
 pub mod kron;
+mod krylov_eigs;
+pub mod lu;
 pub mod matmul;
 pub mod mean;
 pub mod multiply;
@@ -64,6 +67,7 @@ pub mod ptrace;
 pub mod reshape;
 pub mod scale;
 pub mod solve;
+mod space;
 pub mod tidyup;
 pub mod trace;
 pub mod transpose;
@@ -76,14 +80,18 @@ pub use compare::{ISDIAG, ISEQUAL, ISHERM, ISZERO, Tol, isdiag, isequal, isherm,
 pub use construct::{
     DIAG, Diagonals, IDENTITY, ZEROS, diag, identity, identity_like, one_element, zeros, zeros_like,
 };
-pub use decomp::{EIGS, EigOrder, Eigen, EigsOptions, SVD, Svd, eigs, svd};
+pub use decomp::{
+    EIGS, EigOrder, Eigen, EigsMethod, EigsOptions, KRYLOV_MIN_DIM, SVD, Svd, eigs, eigs_plan, svd,
+};
 pub use expect::{EXPECT, EXPECT_SUPER, TRACE_OPER_KET, expect, expect_super, trace_oper_ket};
 pub use expm::{EXPM, expm};
+pub use expm_multiply::{EXPM_MULTIPLY, expm_multiply};
 pub use extract::{Extract, extract};
 pub use funm::{LOGM, SQRTM, logm, sqrtm};
 pub use inner::{INNER, INNER_OP, inner, inner_op};
 pub use inplace::{iadd, imul};
 pub use kron::{KRON, KRON_TRANSPOSE, kron, kron_transpose};
+pub use lu::RCOND_MIN;
 pub use matmul::{MATMUL, MATMUL_DAG, matmul, matmul_dag};
 pub use mean::{MEAN_ABS_NONZERO, MEAN_NONZERO, mean_abs_nonzero, mean_nonzero};
 pub use multiply::{MULTIPLY, multiply};
@@ -97,7 +105,7 @@ pub use reshape::{
     split_columns,
 };
 pub use scale::{MUL, NEG, mul, neg};
-pub use solve::{INV, SOLVE, SolveMethod, inv, solve};
+pub use solve::{INV, Iterative, Preconditioner, SOLVE, SolveMethod, inv, solve};
 pub use tidyup::{TIDYUP, tidyup};
 pub use trace::{TRACE, trace};
 pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};

@@ -69,6 +69,9 @@ fn power<T: Clone>(
 /// [`Error::Shape`] if `a` is not square.
 pub fn pow_dense(a: &Dense, n: u32) -> Result<Dense> {
     super::square("pow", a.shape())?;
+    if n == 0 {
+        return Dense::try_identity(a.shape().0);
+    }
     power(a, n, || Dense::identity(a.shape().0), matmul_dense)
 }
 
@@ -78,5 +81,8 @@ pub fn pow_dense(a: &Dense, n: u32) -> Result<Dense> {
 /// [`Error::Shape`] if `a` is not square.
 pub fn pow_csr(a: &Csr, n: u32) -> Result<Csr> {
     super::square("pow", a.shape())?;
+    if n == 0 {
+        return Csr::try_identity(a.shape().0);
+    }
     power(a, n, || Csr::identity(a.shape().0), matmul_csr)
 }

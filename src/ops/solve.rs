@@ -3,20 +3,26 @@
 
 use std::sync::LazyLock;
 
-use faer::linalg::solvers::{Solve, SolveLstsq};
-use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
-use faer::{Mat, MatRef};
+use std::sync::Arc;
 
+use faer::linalg::solvers::SolveLstsq;
+
+use super::lu::{Factorised, finite};
+use super::space::{Dispatched, FnMap, matrix_map};
 use super::{check_square, via_dense};
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
 use crate::error::{Error, Result};
-use crate::scalar::c64;
+use crate::krylov::LinearMap;
+use crate::krylov::iterative::{self, Method};
 use crate::storage::{Csr, Data, Dense};
 
 /// How [`solve()`] solves `a·x = b`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+///
+/// The direct methods factorise `a`; the iterative ones (written once against `Data`, so they
+/// run on every kind) need only products with `a`.
+#[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub enum SolveMethod {
     /// LU with partial pivoting; `a` must be square and nonsingular. Csr `a` uses a sparse LU.
@@ -25,6 +31,144 @@ pub enum SolveMethod {
     /// Least squares by Householder QR; `a` must be m×n with m ≥ n and full column rank.
     /// Csr `a` is densified.
     Lstsq,
+    /// Conjugate gradients, for Hermitian positive definite `a`.
+    Cg(Iterative),
+    /// BiCGSTAB, for general square `a`.
+    Bicgstab(Iterative),
+    /// GMRES restarted every [`Iterative::restart`] steps, for general square `a`.
+    Gmres(Iterative),
+}
+
+impl SolveMethod {
+    fn iterative(&self) -> Option<(Method, &Iterative)> {
+        match self {
+            SolveMethod::Cg(o) => Some((Method::Cg, o)),
+            SolveMethod::Bicgstab(o) => Some((Method::Bicgstab, o)),
+            SolveMethod::Gmres(o) => Some((Method::Gmres { restart: o.restart }, o)),
+            _ => None,
+        }
+    }
+}
+
+/// Settings of the iterative methods. Defaults: `tol: 1e-10`, `max_iter: 1000`,
+/// `restart: 30` (GMRES only), no preconditioner.
+///
+/// ```
+/// use polymat::ops::Iterative;
+/// let it = Iterative::default().tol(1e-12).max_iter(500);
+/// assert_eq!((it.tol, it.max_iter, it.restart), (1e-12, 500, 30));
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct Iterative {
+    /// Convergence when `‖b − a·x‖₂ ≤ tol·‖b‖₂` (finite, > 0).
+    pub tol: f64,
+    /// Iterations allowed (products with `a` for CG and GMRES, two per BiCGSTAB iteration).
+    pub max_iter: usize,
+    /// GMRES's restart length m.
+    pub restart: usize,
+    /// A right preconditioner `M ≈ a⁻¹`.
+    pub preconditioner: Option<Preconditioner>,
+}
+
+impl Default for Iterative {
+    fn default() -> Self {
+        Iterative {
+            tol: 1e-10,
+            max_iter: 1000,
+            restart: 30,
+            preconditioner: None,
+        }
+    }
+}
+
+impl Iterative {
+    /// With this tolerance.
+    pub fn tol(mut self, tol: f64) -> Self {
+        self.tol = tol;
+        self
+    }
+
+    /// With this iteration limit.
+    pub fn max_iter(mut self, max_iter: usize) -> Self {
+        self.max_iter = max_iter;
+        self
+    }
+
+    /// With this GMRES restart length.
+    pub fn restart(mut self, restart: usize) -> Self {
+        self.restart = restart;
+        self
+    }
+
+    /// With this preconditioner.
+    pub fn preconditioner(mut self, m: Preconditioner) -> Self {
+        self.preconditioner = Some(m);
+        self
+    }
+}
+
+type PrecondFn = Arc<dyn Fn(&Data) -> Result<Data> + Send + Sync>;
+
+/// A preconditioner: a function applying `M ≈ a⁻¹` to a ket. Two preconditioners are equal
+/// when they are the same function object.
+///
+/// ```
+/// use polymat::{Csr, Dense, Out, c64};
+/// use polymat::ops::{Iterative, Preconditioner, SolveMethod};
+///
+/// let a: polymat::Data = Csr::scaled_identity(4, c64::new(2.0, 0.0)).into();
+/// let b: polymat::Data = Dense::from_fn(4, 1, |i, _| c64::new(i as f64, 0.0)).into();
+/// let jacobi = Preconditioner::jacobi(&a)?;
+/// let m = SolveMethod::Cg(Iterative::default().preconditioner(jacobi));
+/// let x = polymat::solve(&a, &b, m, Out::Auto)?;
+/// assert!((x.downcast_ref::<Dense>().unwrap().get(3, 0) - c64::new(1.5, 0.0)).norm() < 1e-12);
+/// # Ok::<(), polymat::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Preconditioner(PrecondFn);
+
+impl Preconditioner {
+    /// From a function applying `M` to a ket.
+    pub fn new(f: impl Fn(&Data) -> Result<Data> + Send + Sync + 'static) -> Preconditioner {
+        Preconditioner(Arc::new(f))
+    }
+
+    /// Jacobi: `M = diag(a)⁻¹`.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] if `a` is not square, [`Error::Numerical`] if a diagonal entry is zero.
+    pub fn jacobi(a: &Data) -> Result<Preconditioner> {
+        super::check_square("jacobi", &[a], &())?;
+        let c = crate::convert::to_type::<Csr>(a)?;
+        let n = c.shape().0;
+        let mut inv = vec![crate::scalar::ZERO; n];
+        for (i, d) in inv.iter_mut().enumerate() {
+            let v = c.get(i, i);
+            if v == crate::scalar::ZERO {
+                return Err(Error::Numerical {
+                    op: "jacobi".into(),
+                    reason: format!("zero diagonal entry at {i}"),
+                });
+            }
+            *d = crate::scalar::ONE / v;
+        }
+        let dinv: Data = Dense::from_col_major(n, 1, &inv)?.into();
+        Ok(Preconditioner::new(move |r: &Data| {
+            super::multiply(r, &dinv, Out::Kind(r.kind()))
+        }))
+    }
+}
+
+impl std::fmt::Debug for Preconditioner {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Preconditioner")
+    }
+}
+
+impl PartialEq for Preconditioner {
+    fn eq(&self, other: &Preconditioner) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
 }
 
 /// `a⁻¹`. Kernels: Dense, Csr (through the dense LU; the inverse of a sparse matrix is
@@ -42,8 +186,9 @@ pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// The inverse of a square matrix.
 ///
 /// # Errors
-/// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if it is singular (a zero
-/// pivot) or the result is not finite.
+/// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if it is singular to working
+/// precision (estimated reciprocal condition number below [`RCOND_MIN`]) or the result is not
+/// finite.
 ///
 /// ```
 /// use polymat::{Dense, Out, c64};
@@ -64,66 +209,46 @@ pub fn inv(a: &Data, out: Out) -> Result<Data> {
 pub fn inv_dense(a: &Dense) -> Result<Dense> {
     super::square("inv", a.shape())?;
     let n = a.shape().0;
-    lu_solve("inv", a.as_ref(), Mat::identity(n, n)).map(Dense::new)
-}
-
-/// Solves with a partial-pivoting LU of the square `a`, checking for zero pivots.
-fn lu_solve(op: &str, a: MatRef<'_, c64>, mut rhs: Mat<c64>) -> Result<Mat<c64>> {
-    let _avx = engine::AvxGuard::for_size(a.nrows());
-    let lu = a.partial_piv_lu();
-    let u = lu.U();
-    if let Some(i) = (0..u.nrows()).find(|&i| u[(i, i)] == c64::new(0.0, 0.0)) {
-        return Err(Error::Numerical {
-            op: op.to_owned(),
-            reason: format!("the matrix is singular (zero pivot at step {i} of the LU)"),
-        });
-    }
-    lu.solve_in_place(rhs.as_mut());
-    finite(op, rhs)
-}
-
-fn finite(op: &str, x: Mat<c64>) -> Result<Mat<c64>> {
-    let ok = (0..x.ncols()).all(|j| x.col(j).iter().all(|v| v.is_finite()));
-    if ok {
-        Ok(x)
-    } else {
-        Err(Error::Numerical {
-            op: op.to_owned(),
-            reason: "the solution is not finite: the matrix is singular to working precision"
-                .to_owned(),
-        })
-    }
+    Factorised::dense(a, "inv")?.solve(&Dense::try_identity(n)?)
 }
 
 /// `x` with `a·x = b`. Kernels: (Dense, Dense) → Dense, (Csr, Dense) → Dense (sparse LU),
-/// (Csr, Csr) → Csr (sparse LU, dense right-hand side).
+/// (Csr, Csr) → Csr (sparse LU, dense right-hand side), and a generic one for every other kind
+/// (the iterative methods through the dispatchers; the direct ones through a conversion to
+/// Dense).
 pub static SOLVE: LazyLock<Dispatcher<SolveMethod>> = LazyLock::new(|| {
     Dispatcher::builder("solve", 2)
-        .check(|op, args, m| solve_shapes(op, args[0].shape(), args[1].shape(), *m))
+        .check(|op, args, m| {
+            solve_shapes(op, args[0].shape(), args[1].shape(), m)?;
+            check_method(op, m)
+        })
+        .generic("solve_any", |args: &[&Data], _, m: &SolveMethod| {
+            solve_data(args[0], args[1], m)
+        })
         .binary("solve_dense", |a: &Dense, b: &Dense, m: &SolveMethod| {
-            solve_dense(a, b, *m)
+            solve_dense(a, b, m)
         })
         .binary("solve_csr_dense", |a: &Csr, b: &Dense, m: &SolveMethod| {
-            solve_csr_dense(a, b, *m)
+            solve_csr_dense(a, b, m)
         })
         .specialisation(
             Specialisation::binary("solve_csr", |a: &Csr, b: &Csr, m: &SolveMethod| {
-                dense_to_csr(&solve_csr_dense(a, &csr_to_dense(b)?, *m)?)
+                dense_to_csr(&solve_csr_dense(a, &csr_to_dense(b)?, m)?)
             })
             .converts_internally_to::<Dense>(),
         )
         .builtin()
 });
 
-fn solve_shapes(op: &str, a: (usize, usize), b: (usize, usize), m: SolveMethod) -> Result<()> {
+fn solve_shapes(op: &str, a: (usize, usize), b: (usize, usize), m: &SolveMethod) -> Result<()> {
     let (ok, req) = match m {
-        SolveMethod::Lu => (
-            a.0 == a.1 && a.0 == b.0,
-            "the matrix must be square with as many rows as the right-hand side",
-        ),
         SolveMethod::Lstsq => (
             a.0 >= a.1 && a.0 == b.0,
             "least squares needs a matrix with at least as many rows as columns, and as many rows as the right-hand side",
+        ),
+        _ => (
+            a.0 == a.1 && a.0 == b.0,
+            "the matrix must be square with as many rows as the right-hand side",
         ),
     };
     if ok {
@@ -133,34 +258,99 @@ fn solve_shapes(op: &str, a: (usize, usize), b: (usize, usize), m: SolveMethod) 
     }
 }
 
+fn check_method(op: &str, m: &SolveMethod) -> Result<()> {
+    if let Some((_, o)) = m.iterative() {
+        if !(o.tol.is_finite() && o.tol > 0.0) {
+            return Err(Error::argument(
+                op,
+                format!("tol must be finite and > 0, got {}", o.tol),
+            ));
+        }
+        if o.max_iter == 0 || o.restart == 0 {
+            return Err(Error::argument(
+                op,
+                "max_iter and restart must be at least 1",
+            ));
+        }
+    }
+    Ok(())
+}
+
 /// Solves `a·x = b` for `x` (every column of `b` is a right-hand side), like
-/// `scipy.linalg.solve` / `scipy.sparse.linalg.spsolve` or, with [`SolveMethod::Lstsq`],
-/// `lstsq`.
+/// `scipy.linalg.solve` / `scipy.sparse.linalg.spsolve`, with [`SolveMethod::Lstsq`] like
+/// `lstsq`, and with the iterative methods like `scipy.sparse.linalg.{cg, bicgstab, gmres}`
+/// (zero initial guess, right preconditioning).
 ///
 /// # Errors
-/// [`Error::Shape`] on incompatible shapes; [`Error::Numerical`] if `a` is singular.
+/// [`Error::Shape`] on incompatible shapes; [`Error::InvalidArgument`] for an invalid
+/// tolerance or limit; [`Error::Numerical`] if `a` is singular to working precision
+/// (reciprocal condition number below [`RCOND_MIN`], dense and sparse LU alike) or, for the
+/// iterative methods, if they do not converge (the residual reached is named).
 ///
 /// ```
 /// use polymat::{Csr, Dense, Out, c64};
-/// use polymat::ops::SolveMethod;
+/// use polymat::ops::{Iterative, SolveMethod};
 /// let a = Csr::from_triplets((2, 2), &[0, 1], &[0, 1], &[c64::new(2.0, 0.0), c64::new(4.0, 0.0)]).unwrap();
 /// let b = Dense::from_fn(2, 1, |_, _| c64::new(1.0, 0.0));
-/// let x = polymat::solve(&a.into(), &b.into(), SolveMethod::Lu, Out::Auto).unwrap();
+/// let (a, b) = (a.into(), b.into());
+/// let x = polymat::solve(&a, &b, SolveMethod::Lu, Out::Auto).unwrap();
 /// assert_eq!(x.downcast_ref::<Dense>().unwrap().get(1, 0), c64::new(0.25, 0.0));
+/// let x = polymat::solve(&a, &b, SolveMethod::Gmres(Iterative::default()), Out::Auto).unwrap();
+/// assert!((x.downcast_ref::<Dense>().unwrap().get(1, 0) - c64::new(0.25, 0.0)).norm() < 1e-10);
 /// ```
 pub fn solve(a: &Data, b: &Data, method: SolveMethod, out: Out) -> Result<Data> {
     SOLVE.call(&[a, b], out, &method)
 }
 
-/// Dense kernel of [`solve()`]: faer's partial-pivoting LU, or Householder QR for least
-/// squares. O(n³ + n²k).
+/// The preconditioner of `o` as an operator.
+fn preconditioner(n: usize, o: &Iterative) -> Option<FnMap<impl Fn(&Data) -> Result<Data>>> {
+    o.preconditioner.as_ref().map(|p| {
+        let f = p.0.clone();
+        FnMap {
+            n,
+            f: move |x: &Data| f(x),
+        }
+    })
+}
+
+/// Runs an iterative method column by column of a Dense `b`.
+fn iterative_columns(
+    op: &dyn LinearMap,
+    b: &Dense,
+    method: Method,
+    o: &Iterative,
+) -> Result<Dense> {
+    let pre = preconditioner(op.dim(), o);
+    let (n, k) = b.shape();
+    let mut cols = Vec::with_capacity(k);
+    for j in 0..k {
+        let bj: Data = Dense::from_col_major(n, 1, b.col(j))?.into();
+        let pm = pre.as_ref().map(|p| p as &dyn LinearMap);
+        let sol = iterative::solve(op, &Dispatched, &bj, method, o.tol, o.max_iter, pm)?;
+        cols.push(crate::convert::to_type::<Dense>(&sol.x)?);
+    }
+    Dense::from_fn_for("solve", n, k, |i, j| cols[j].get(i, 0))
+}
+
+/// Dense kernel of [`solve()`]: faer's partial-pivoting LU, Householder QR for least squares,
+/// or an iterative method. O(n³ + n²k) direct.
 ///
 /// # Errors
 /// As [`solve()`].
-pub fn solve_dense(a: &Dense, b: &Dense, method: SolveMethod) -> Result<Dense> {
+pub fn solve_dense(a: &Dense, b: &Dense, method: &SolveMethod) -> Result<Dense> {
     solve_shapes("solve", a.shape(), b.shape(), method)?;
+    check_method("solve", method)?;
+    if let Some((m, o)) = method.iterative() {
+        let op = FnMap {
+            n: a.shape().0,
+            f: |x: &Data| match x.downcast_ref::<Dense>() {
+                Some(d) => super::matmul::matmul_dense(a, d).map(Data::from),
+                None => super::matmul(&Data::from(a.clone()), x, Out::Auto),
+            },
+        };
+        return iterative_columns(&op, b, m, o);
+    }
     match method {
-        SolveMethod::Lu => lu_solve("solve", a.as_ref(), b.as_mat().clone()).map(Dense::new),
         SolveMethod::Lstsq => {
             let _avx = engine::AvxGuard::for_size(a.shape().0);
             let qr = a.as_ref().qr();
@@ -178,37 +368,55 @@ pub fn solve_dense(a: &Dense, b: &Dense, method: SolveMethod) -> Result<Dense> {
             }
             finite("solve", qr.solve_lstsq(b.as_ref())).map(Dense::new)
         }
+        _ => Factorised::dense(a, "solve")?.solve(b),
     }
 }
 
 /// Csr kernel of [`solve()`] with a Dense right-hand side: faer's sparse LU with partial
-/// pivoting (COLAMD ordering) for [`SolveMethod::Lu`], the dense QR for least squares.
+/// pivoting (COLAMD ordering) for [`SolveMethod::Lu`], the dense QR for least squares, or an
+/// iterative method through the Csr·Dense kernel.
 ///
 /// The Csr arrays of `a` are read in place as the compressed columns of `aᵀ`, whose LU then
 /// solves the transposed system: no copy of `a` is made.
 ///
 /// # Errors
 /// As [`solve()`].
-pub fn solve_csr_dense(a: &Csr, b: &Dense, method: SolveMethod) -> Result<Dense> {
+pub fn solve_csr_dense(a: &Csr, b: &Dense, method: &SolveMethod) -> Result<Dense> {
     solve_shapes("solve", a.shape(), b.shape(), method)?;
-    if method == SolveMethod::Lstsq {
+    check_method("solve", method)?;
+    if let Some((m, o)) = method.iterative() {
+        let op = FnMap {
+            n: a.shape().0,
+            f: |x: &Data| match x.downcast_ref::<Dense>() {
+                Some(d) => super::matmul::matmul_csr_dense(a, d).map(Data::from),
+                None => super::matmul(&Data::from(a.clone()), x, Out::Auto),
+            },
+        };
+        return iterative_columns(&op, b, m, o);
+    }
+    if *method == SolveMethod::Lstsq {
         return solve_dense(&csr_to_dense(a)?, b, method);
     }
-    let n = a.shape().0;
-    let singular = |reason: String| Error::Numerical {
-        op: "solve".to_owned(),
-        reason,
-    };
-    let symbolic = SymbolicSparseColMatRef::new_checked(n, n, a.indptr(), None, a.indices());
-    let at = SparseColMatRef::new(symbolic, a.data());
-    let _avx = engine::AvxGuard::for_size(n);
-    let lu = at.sp_lu().map_err(|e| match e {
-        faer::sparse::linalg::LuError::SymbolicSingular { index } => singular(format!(
-            "the matrix is structurally singular (no pivot at step {index} of the sparse LU)"
-        )),
-        other => singular(format!("the sparse LU failed: {other:?}")),
-    })?;
-    let mut x = b.as_mat().clone();
-    lu.solve_transpose_in_place(x.as_mut());
-    finite("solve", x).map(Dense::new)
+    Factorised::sparse(a, "solve")?.solve(b)
+}
+
+/// The generic kernel: iterative methods through the dispatchers (the result in `b`'s kind),
+/// direct ones on Dense copies.
+fn solve_data(a: &Data, b: &Data, method: &SolveMethod) -> Result<Data> {
+    if let Some((m, o)) = method.iterative() {
+        let op = matrix_map(a);
+        if b.shape().1 == 1 {
+            // A ket stays in its own kind (on the GPU for GpuDense, say).
+            let pre = preconditioner(op.dim(), o);
+            let pm = pre.as_ref().map(|p| p as &dyn LinearMap);
+            return iterative::solve(&op, &Dispatched, b, m, o.tol, o.max_iter, pm).map(|s| s.x);
+        }
+        let bd = crate::convert::to_type::<Dense>(b)?;
+        return iterative_columns(&op, &bd, m, o).map(Data::from);
+    }
+    let (ad, bd) = (
+        crate::convert::to_type::<Dense>(a)?,
+        crate::convert::to_type::<Dense>(b)?,
+    );
+    solve_dense(&ad, &bd, method).map(Data::from)
 }

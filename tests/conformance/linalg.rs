@@ -59,6 +59,25 @@ fn linear_algebra() {
         let k = 1.0 / r.len() as f64;
         scale(&r, c64::new(k, 0.0))
     }));
+    // exp(t·a)·v for a complex t, against the naive exp(t·a) times v.
+    let t = c64::new(0.3, -0.7);
+    total += run(&Op::matrix(
+        "expm_multiply",
+        2,
+        &|r| {
+            (square(r[0]) && r[1].len() == r[0].len())
+                .then(|| Val::M(matmul(&expm_ref(&scale(r[0], t)), r[1])))
+        },
+        &|d, out| mat(polymat::expm_multiply(d[0], d[1], t, out), out),
+    )
+    .prep(&|i, r| {
+        if i == 0 {
+            let k = 1.0 / r.len() as f64;
+            scale(&r, c64::new(k, 0.0))
+        } else {
+            r
+        }
+    }));
     total += run(&Op::matrix(
         "inv",
         1,

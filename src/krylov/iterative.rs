@@ -1,0 +1,304 @@
+//! Iterative solvers of `A·x = b` for a ket `b`: CG (Hermitian positive definite A), BiCGSTAB
+//! and restarted GMRES(m), all with an optional right preconditioner `M ≈ A⁻¹` and a zero
+//! initial guess. Convergence is `‖b − A·x‖₂ ≤ tol·‖b‖₂`.
+
+use super::{LinearMap, Vectors};
+use crate::error::{Error, Result};
+use crate::scalar::{ONE, ZERO, c64};
+use crate::storage::Data;
+
+/// The method and its settings.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Method {
+    Cg,
+    Bicgstab,
+    Gmres { restart: usize },
+}
+
+/// The solution.
+pub(crate) struct Solution {
+    pub(crate) x: Data,
+}
+
+fn not_converged(op: &str, what: &str, iterations: usize, residual: f64, tol: f64) -> Error {
+    Error::Numerical {
+        op: op.to_owned(),
+        reason: format!(
+            "{what} did not converge in {iterations} iterations: relative residual \
+             {residual:.3e} > tolerance {tol:.1e}"
+        ),
+    }
+}
+
+fn breakdown(op: &str, what: &str, iterations: usize, residual: f64) -> Error {
+    Error::Numerical {
+        op: op.to_owned(),
+        reason: format!(
+            "{what} broke down after {iterations} iterations (relative residual \
+             {residual:.3e}); the matrix may be singular or not suited to {what}"
+        ),
+    }
+}
+
+/// Applies the preconditioner, or copies `r` without one.
+fn precondition(m: Option<&dyn LinearMap>, vs: &dyn Vectors, r: &Data) -> Result<Data> {
+    match m {
+        Some(m) => m.apply(r),
+        None => vs.copy(r),
+    }
+}
+
+/// Solves `A·x = b`.
+///
+/// # Errors
+/// [`Error::Numerical`] with the residual reached when it does not converge within
+/// `max_iter` iterations or breaks down.
+pub(crate) fn solve(
+    a: &dyn LinearMap,
+    vs: &dyn Vectors,
+    b: &Data,
+    method: Method,
+    tol: f64,
+    max_iter: usize,
+    m: Option<&dyn LinearMap>,
+) -> Result<Solution> {
+    let bnorm = vs.norm(b)?;
+    let mut x = vs.copy(b)?;
+    vs.scale(&mut x, ZERO)?;
+    if bnorm == 0.0 {
+        return Ok(Solution { x });
+    }
+    if !bnorm.is_finite() {
+        return Err(Error::argument(
+            "solve",
+            "the right-hand side is not finite",
+        ));
+    }
+    match method {
+        Method::Cg => cg(a, vs, b, x, bnorm, tol, max_iter, m),
+        Method::Bicgstab => bicgstab(a, vs, b, x, bnorm, tol, max_iter, m),
+        Method::Gmres { restart } => gmres(a, vs, b, x, bnorm, tol, max_iter, restart.max(1), m),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn cg(
+    a: &dyn LinearMap,
+    vs: &dyn Vectors,
+    b: &Data,
+    mut x: Data,
+    bnorm: f64,
+    tol: f64,
+    max_iter: usize,
+    m: Option<&dyn LinearMap>,
+) -> Result<Solution> {
+    let mut r = vs.copy(b)?;
+    let mut z = precondition(m, vs, &r)?;
+    let mut p = vs.copy(&z)?;
+    let mut rz = vs.dot(&r, &z)?;
+    let mut rel = 1.0;
+    for it in 1..=max_iter {
+        let ap = a.apply(&p)?;
+        let pap = vs.dot(&p, &ap)?;
+        if pap.norm() == 0.0 || !pap.re.is_finite() {
+            return Err(breakdown("solve", "CG", it, rel));
+        }
+        let alpha = rz / pap;
+        vs.axpy(&mut x, alpha, &p)?;
+        vs.axpy(&mut r, -alpha, &ap)?;
+        rel = vs.norm(&r)? / bnorm;
+        if rel <= tol {
+            return Ok(Solution { x });
+        }
+        z = precondition(m, vs, &r)?;
+        let rz_new = vs.dot(&r, &z)?;
+        let beta = rz_new / rz;
+        vs.scale(&mut p, beta)?;
+        vs.axpy(&mut p, ONE, &z)?;
+        rz = rz_new;
+    }
+    Err(not_converged("solve", "CG", max_iter, rel, tol))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn bicgstab(
+    a: &dyn LinearMap,
+    vs: &dyn Vectors,
+    b: &Data,
+    mut x: Data,
+    bnorm: f64,
+    tol: f64,
+    max_iter: usize,
+    m: Option<&dyn LinearMap>,
+) -> Result<Solution> {
+    let mut r = vs.copy(b)?;
+    let r0 = vs.copy(b)?;
+    let (mut rho, mut alpha, mut omega) = (ONE, ONE, ONE);
+    let mut v = vs.copy(b)?;
+    vs.scale(&mut v, ZERO)?;
+    let mut p = vs.copy(&v)?;
+    let mut rel = 1.0;
+    for it in 1..=max_iter {
+        let rho_new = vs.dot(&r0, &r)?;
+        if rho_new.norm() == 0.0 || !rho_new.re.is_finite() {
+            return Err(breakdown("solve", "BiCGSTAB", it, rel));
+        }
+        // p = r + β·(p − ω·v)
+        let beta = (rho_new / rho) * (alpha / omega);
+        vs.axpy(&mut p, -omega, &v)?;
+        vs.scale(&mut p, beta)?;
+        vs.axpy(&mut p, ONE, &r)?;
+        let phat = precondition(m, vs, &p)?;
+        v = a.apply(&phat)?;
+        let r0v = vs.dot(&r0, &v)?;
+        if r0v.norm() == 0.0 {
+            return Err(breakdown("solve", "BiCGSTAB", it, rel));
+        }
+        alpha = rho_new / r0v;
+        // s = r − α·v (kept in r)
+        vs.axpy(&mut r, -alpha, &v)?;
+        vs.axpy(&mut x, alpha, &phat)?;
+        rel = vs.norm(&r)? / bnorm;
+        if rel <= tol {
+            return Ok(Solution { x });
+        }
+        let shat = precondition(m, vs, &r)?;
+        let t = a.apply(&shat)?;
+        let tt = vs.dot(&t, &t)?;
+        if tt.norm() == 0.0 {
+            return Err(breakdown("solve", "BiCGSTAB", it, rel));
+        }
+        omega = vs.dot(&t, &r)? / tt;
+        vs.axpy(&mut x, omega, &shat)?;
+        vs.axpy(&mut r, -omega, &t)?;
+        rel = vs.norm(&r)? / bnorm;
+        if rel <= tol {
+            return Ok(Solution { x });
+        }
+        if omega.norm() == 0.0 || !rel.is_finite() {
+            return Err(breakdown("solve", "BiCGSTAB", it, rel));
+        }
+        rho = rho_new;
+    }
+    Err(not_converged("solve", "BiCGSTAB", max_iter, rel, tol))
+}
+
+/// A Givens rotation `(c, s)` with `c` real that zeroes `b` in `[a; b]`.
+fn givens(a: c64, b: c64) -> (f64, c64, c64) {
+    let (na, nb) = (a.norm(), b.norm());
+    if nb == 0.0 {
+        return (1.0, ZERO, a);
+    }
+    if na == 0.0 {
+        return (0.0, ONE, b);
+    }
+    let r = na.hypot(nb);
+    let phase = a / na;
+    let c = na / r;
+    let s = phase * b.conj() / r;
+    (c, s, phase * r)
+}
+
+#[allow(clippy::too_many_arguments)]
+fn gmres(
+    a: &dyn LinearMap,
+    vs: &dyn Vectors,
+    b: &Data,
+    mut x: Data,
+    bnorm: f64,
+    tol: f64,
+    max_iter: usize,
+    restart: usize,
+    m: Option<&dyn LinearMap>,
+) -> Result<Solution> {
+    let mut total = 0;
+    let mut rel = 1.0;
+    while total < max_iter {
+        // r = b − A·x
+        let mut r = vs.copy(b)?;
+        if total > 0 {
+            let ax = a.apply(&x)?;
+            vs.axpy(&mut r, -ONE, &ax)?;
+        }
+        let beta = vs.norm(&r)?;
+        rel = beta / bnorm;
+        if rel <= tol {
+            break;
+        }
+        vs.scale(&mut r, c64::new(1.0 / beta, 0.0))?;
+        let mut basis = vec![r];
+        let mut h: Vec<Vec<c64>> = Vec::new(); // columns of the rotated Hessenberg matrix
+        let mut rot: Vec<(f64, c64)> = Vec::new();
+        let mut g = vec![c64::new(beta, 0.0)];
+        let mut zs: Vec<Data> = Vec::new();
+        for _ in 0..restart.min(max_iter - total) {
+            total += 1;
+            let z = precondition(m, vs, &basis[basis.len() - 1])?;
+            let mut w = a.apply(&z)?;
+            zs.push(z);
+            let mut col = vec![ZERO; basis.len() + 1];
+            for _ in 0..2 {
+                for (i, v) in basis.iter().enumerate() {
+                    let c = vs.dot(v, &w)?;
+                    vs.axpy(&mut w, -c, v)?;
+                    col[i] += c;
+                }
+            }
+            let hn = vs.norm(&w)?;
+            col[basis.len()] = c64::new(hn, 0.0);
+            for (i, &(c, s)) in rot.iter().enumerate() {
+                let (x0, x1) = (col[i], col[i + 1]);
+                col[i] = x0 * c + s * x1;
+                col[i + 1] = -s.conj() * x0 + x1 * c;
+            }
+            let j = rot.len();
+            let (c, s, rr) = givens(col[j], col[j + 1]);
+            col[j] = rr;
+            col[j + 1] = ZERO;
+            rot.push((c, s));
+            let gj = g[j];
+            g[j] = gj * c;
+            g.push(-s.conj() * gj);
+            h.push(col);
+            rel = g[j + 1].norm() / bnorm;
+            if rel <= tol || hn == 0.0 || !rel.is_finite() {
+                break;
+            }
+            vs.scale(&mut w, c64::new(1.0 / hn, 0.0))?;
+            basis.push(w);
+        }
+        // Back substitution for y, then x += Σ yⱼ·zⱼ.
+        let k = h.len();
+        let mut y = vec![ZERO; k];
+        for i in (0..k).rev() {
+            let mut acc = g[i];
+            for (j, yj) in y.iter().enumerate().skip(i + 1) {
+                acc -= h[j][i] * yj;
+            }
+            if h[i][i].norm() == 0.0 {
+                return Err(breakdown("solve", "GMRES", total, rel));
+            }
+            y[i] = acc / h[i][i];
+        }
+        for (yj, z) in y.iter().zip(&zs) {
+            vs.axpy(&mut x, *yj, z)?;
+        }
+        if rel <= tol {
+            // The recurrence's residual; confirm it with the true one.
+            let mut r = vs.copy(b)?;
+            let ax = a.apply(&x)?;
+            vs.axpy(&mut r, -ONE, &ax)?;
+            rel = vs.norm(&r)? / bnorm;
+            if rel <= tol {
+                return Ok(Solution { x });
+            }
+        }
+        if !rel.is_finite() {
+            return Err(breakdown("solve", "GMRES", total, rel));
+        }
+    }
+    if rel <= tol {
+        return Ok(Solution { x });
+    }
+    Err(not_converged("solve", "GMRES", total, rel, tol))
+}

@@ -1,0 +1,47 @@
+//! Krylov methods written once against [`Data`]: a Krylov–Schur eigensolver (thick-restart
+//! Lanczos for Hermitian operators), the action of the matrix exponential (Al-Mohy & Higham
+//! 2011), and the iterative solvers CG, BiCGSTAB and GMRES(m).
+//!
+//! The algorithms see the operator only through [`LinearMap`] and the vectors only through
+//! [`Vectors`]. The operations layer implements both with its dispatchers (`matmul`, `inner`,
+//! `iadd`, `imul`, the norms), so the same code runs on Csr, Dense, GpuDense, a user's kind or
+//! a distributed one, and each step runs wherever the dispatcher places it. The vectors are kept
+//! as `Data` of the kind the operator produces (Dense for a Csr operator, GpuDense for a
+//! GpuDense one).
+//!
+//! Small dense problems (the projected matrix of the eigensolver, the Hessenberg system of
+//! GMRES) are solved with faer.
+
+pub(crate) mod expmv;
+pub(crate) mod iterative;
+pub(crate) mod schur;
+
+use crate::error::Result;
+use crate::scalar::c64;
+use crate::storage::Data;
+
+/// A square linear operator applied to vectors (n×1 or n×b `Data`).
+pub(crate) trait LinearMap {
+    /// The dimension n.
+    fn dim(&self) -> usize;
+    /// `A·x`, in the kind of the Krylov vectors.
+    fn apply(&self, x: &Data) -> Result<Data>;
+}
+
+/// The vector operations a Krylov method needs.
+pub(crate) trait Vectors {
+    /// `x†·y` for kets.
+    fn dot(&self, x: &Data, y: &Data) -> Result<c64>;
+    /// `y ← y + a·x`, in place when `y` is not shared.
+    fn axpy(&self, y: &mut Data, a: c64, x: &Data) -> Result<()>;
+    /// `x ← a·x`, in place when `x` is not shared.
+    fn scale(&self, x: &mut Data, a: c64) -> Result<()>;
+    /// `‖x‖₂`.
+    fn norm(&self, x: &Data) -> Result<f64>;
+    /// `max |xᵢ|`.
+    fn norm_max(&self, x: &Data) -> Result<f64>;
+    /// A copy of `x` that shares nothing with it (so that in-place updates do not copy).
+    fn copy(&self, x: &Data) -> Result<Data>;
+    /// A deterministic pseudo-random vector like `like`, from `seed`.
+    fn random_like(&self, like: &Data, seed: u64) -> Result<Data>;
+}

@@ -1,0 +1,283 @@
+//! A few eigenpairs of a large operator: Krylov–Schur restarting (Stewart 2001) of an Arnoldi
+//! process with full (twice-iterated classical Gram–Schmidt) reorthogonalisation. For a
+//! Hermitian operator the projected matrix is Hermitian and the method is a thick-restart
+//! Lanczos (Wu & Simon 2000).
+//!
+//! Each cycle extends the basis to `m` vectors, solves the projected m×m eigenproblem densely,
+//! and keeps the `p` wanted Ritz vectors (orthonormalised) plus the residual vector; the
+//! Krylov decomposition `A·V = V·M + v·bᵀ` stays exact through the restart because the kept
+//! vectors span an invariant subspace of the projected matrix.
+
+use faer::{Mat, Side};
+
+use super::{LinearMap, Vectors};
+use crate::error::{Error, Result};
+use crate::scalar::{ZERO, c64};
+use crate::storage::Data;
+
+/// Which eigenvalues are wanted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Which {
+    /// Smallest real part.
+    SmallestReal,
+    /// Largest real part.
+    LargestReal,
+    /// Largest modulus (the shift-invert transform).
+    LargestMagnitude,
+}
+
+/// What to compute.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Request {
+    pub(crate) k: usize,
+    pub(crate) which: Which,
+    pub(crate) hermitian: bool,
+    /// Relative residual tolerance (`‖A·y − θ·y‖ ≤ tol · max(|θ|, ε^⅔)`).
+    pub(crate) tol: f64,
+    pub(crate) max_restarts: usize,
+    /// Largest basis size.
+    pub(crate) ncv: usize,
+    pub(crate) vectors: bool,
+}
+
+/// The converged Ritz pairs, the wanted end first.
+pub(crate) struct Ritz {
+    pub(crate) values: Vec<c64>,
+    pub(crate) vectors: Option<Vec<Data>>,
+}
+
+/// Eigenvalues and eigenvectors of a small dense matrix; the vectors have unit 2-norm.
+fn small_eig(h: &Mat<c64>, hermitian: bool) -> Result<(Vec<c64>, Mat<c64>)> {
+    let n = h.nrows();
+    let fail = |e: &dyn std::fmt::Debug| Error::Numerical {
+        op: "eigs".into(),
+        reason: format!("the projected eigenproblem failed: {e:?}"),
+    };
+    if hermitian {
+        let sym = Mat::from_fn(n, n, |i, j| (h[(i, j)] + h[(j, i)].conj()) * 0.5);
+        let e = sym
+            .as_ref()
+            .self_adjoint_eigen(Side::Lower)
+            .map_err(|e| fail(&e))?;
+        let s = e.S().column_vector();
+        let values = (0..n).map(|i| c64::new(s[i].re, 0.0)).collect();
+        Ok((values, e.U().to_owned()))
+    } else {
+        let e = h.as_ref().eigen().map_err(|e| fail(&e))?;
+        let s = e.S().column_vector();
+        let values = (0..n).map(|i| s[i]).collect();
+        let mut u = e.U().to_owned();
+        for j in 0..n {
+            let norm = u.col(j).norm_l2();
+            if norm > 0.0 {
+                for i in 0..n {
+                    u[(i, j)] /= c64::new(norm, 0.0);
+                }
+            }
+        }
+        Ok((values, u))
+    }
+}
+
+/// Indices of `values` ordered wanted-first.
+fn order(values: &[c64], which: Which) -> Vec<usize> {
+    let mut idx: Vec<usize> = (0..values.len()).collect();
+    idx.sort_by(|&a, &b| {
+        let (x, y) = (values[a], values[b]);
+        match which {
+            Which::SmallestReal => x.re.total_cmp(&y.re).then(x.im.total_cmp(&y.im)),
+            Which::LargestReal => y.re.total_cmp(&x.re).then(y.im.total_cmp(&x.im)),
+            Which::LargestMagnitude => y.norm().total_cmp(&x.norm()),
+        }
+    });
+    idx
+}
+
+/// `Σⱼ coeffs[j]·basis[j]`, a new vector.
+fn combine(vs: &dyn Vectors, basis: &[Data], coeffs: impl Iterator<Item = c64>) -> Result<Data> {
+    let mut out: Option<Data> = None;
+    for (v, c) in basis.iter().zip(coeffs) {
+        match out.as_mut() {
+            None => {
+                let mut y = vs.copy(v)?;
+                vs.scale(&mut y, c)?;
+                out = Some(y);
+            }
+            Some(y) => vs.axpy(y, c, v)?,
+        }
+    }
+    out.ok_or_else(|| Error::argument("eigs", "an empty basis"))
+}
+
+/// Orthogonalises `w` against `basis` twice (CGS2); returns the coefficients.
+fn orthogonalise(vs: &dyn Vectors, basis: &[Data], w: &mut Data) -> Result<Vec<c64>> {
+    let mut h = vec![ZERO; basis.len()];
+    for _ in 0..2 {
+        let c = basis
+            .iter()
+            .map(|v| vs.dot(v, w))
+            .collect::<Result<Vec<c64>>>()?;
+        for ((v, ci), hi) in basis.iter().zip(&c).zip(h.iter_mut()) {
+            vs.axpy(w, -ci, v)?;
+            *hi += ci;
+        }
+    }
+    Ok(h)
+}
+
+/// The `k` eigenpairs of `op` at the `which` end.
+///
+/// # Errors
+/// [`Error::Numerical`] naming the residual reached if the pairs do not converge within
+/// `max_restarts` cycles, or on a non-finite value; [`Error::InvalidArgument`] for a request
+/// the method cannot serve (`k + 2 > n`).
+pub(crate) fn eigen(
+    op: &dyn LinearMap,
+    vs: &dyn Vectors,
+    start: &Data,
+    req: &Request,
+) -> Result<Ritz> {
+    const OP: &str = "eigs";
+    let n = op.dim();
+    let k = req.k;
+    if k == 0 {
+        return Ok(Ritz {
+            values: Vec::new(),
+            vectors: req.vectors.then(Vec::new),
+        });
+    }
+    if k + 2 > n {
+        return Err(Error::argument(
+            OP,
+            format!("the Krylov method needs k + 2 ≤ n, got k = {k}, n = {n}"),
+        ));
+    }
+    let m = req.ncv.clamp(k + 2, n);
+    let keep = k + (m - k) / 2;
+    let tol = req.tol.max(f64::EPSILON);
+    let floor = f64::EPSILON.powf(2.0 / 3.0);
+    let mut seed = 0x5eed_u64;
+
+    let mut v0 = vs.copy(start)?;
+    let nrm = vs.norm(&v0)?;
+    if !(nrm.is_finite() && nrm > 0.0) {
+        return Err(Error::argument(
+            OP,
+            "the start vector is zero or not finite",
+        ));
+    }
+    vs.scale(&mut v0, c64::new(1.0 / nrm, 0.0))?;
+    let mut basis: Vec<Data> = vec![v0];
+    // A·V[..j] = V[..j+1]·hbar[..j+1, ..j]
+    let mut hbar = Mat::<c64>::zeros(m + 1, m);
+    let mut l = 0;
+    let mut matvecs = 0;
+    let mut worst = f64::INFINITY;
+    for _ in 0..req.max_restarts.max(1) {
+        for j in l..m {
+            let mut w = op.apply(&basis[j])?;
+            matvecs += 1;
+            let h = orthogonalise(vs, &basis, &mut w)?;
+            for (i, hi) in h.into_iter().enumerate() {
+                hbar[(i, j)] = hi;
+            }
+            let mut beta = vs.norm(&w)?;
+            if !beta.is_finite() {
+                return Err(Error::Numerical {
+                    op: OP.into(),
+                    reason: "the operator produced non-finite values".into(),
+                });
+            }
+            let scale = (0..=j).map(|i| hbar[(i, j)].norm()).fold(1.0, f64::max);
+            if beta <= 1e-13 * scale {
+                // An invariant subspace: continue from a fresh direction orthogonal to it (the
+                // decomposition keeps a zero residual in this column).
+                beta = 0.0;
+                w = vs.random_like(&basis[0], seed)?;
+                seed = seed.wrapping_add(1);
+                orthogonalise(vs, &basis, &mut w)?;
+                let r = vs.norm(&w)?;
+                if !(r.is_finite() && r > 0.0) {
+                    return Err(Error::Numerical {
+                        op: OP.into(),
+                        reason: "cannot extend the Krylov basis".into(),
+                    });
+                }
+                vs.scale(&mut w, c64::new(1.0 / r, 0.0))?;
+            } else {
+                vs.scale(&mut w, c64::new(1.0 / beta, 0.0))?;
+            }
+            hbar[(j + 1, j)] = c64::new(beta, 0.0);
+            basis.push(w);
+        }
+        let h = hbar.as_ref().submatrix(0, 0, m, m).to_owned();
+        let (theta, s) = small_eig(&h, req.hermitian)?;
+        let idx = order(&theta, req.which);
+        // Residual of the Ritz pair (θ, V·s): |hbar[m, :]·s|.
+        let residual =
+            |i: usize| -> f64 { (0..m).map(|j| hbar[(m, j)] * s[(j, i)]).sum::<c64>().norm() };
+        let mut converged = true;
+        worst = 0.0;
+        for &i in &idx[..k] {
+            let r = residual(i);
+            let bound = tol * theta[i].norm().max(floor);
+            worst = worst.max(r / theta[i].norm().max(floor));
+            // NaN residuals do not converge either.
+            if r.partial_cmp(&bound) != Some(std::cmp::Ordering::Less)
+                && r.partial_cmp(&bound) != Some(std::cmp::Ordering::Equal)
+            {
+                converged = false;
+            }
+        }
+        if converged {
+            let values = idx[..k].iter().map(|&i| theta[i]).collect();
+            let vectors = if req.vectors {
+                let mut out = Vec::with_capacity(k);
+                for &i in &idx[..k] {
+                    let mut y = combine(vs, &basis[..m], (0..m).map(|j| s[(j, i)]))?;
+                    let nrm = vs.norm(&y)?;
+                    if nrm > 0.0 {
+                        vs.scale(&mut y, c64::new(1.0 / nrm, 0.0))?;
+                    }
+                    out.push(y);
+                }
+                Some(out)
+            } else {
+                None
+            };
+            return Ok(Ritz { values, vectors });
+        }
+        // Restart on the `keep` wanted Ritz vectors, orthonormalised.
+        let sel = Mat::from_fn(m, keep, |i, c| s[(i, idx[c])]);
+        let q = if req.hermitian {
+            sel
+        } else {
+            sel.as_ref().qr().compute_thin_Q()
+        };
+        let hq = &h * &q;
+        let mq = q.adjoint() * &hq;
+        let mut next = Vec::with_capacity(m + 1);
+        for c in 0..keep {
+            next.push(combine(vs, &basis[..m], (0..m).map(|j| q[(j, c)]))?);
+        }
+        next.push(basis.swap_remove(m));
+        let mut fresh = Mat::<c64>::zeros(m + 1, m);
+        for c in 0..keep {
+            for r in 0..keep {
+                fresh[(r, c)] = mq[(r, c)];
+            }
+            fresh[(keep, c)] = (0..m).map(|j| hbar[(m, j)] * q[(j, c)]).sum();
+        }
+        basis = next;
+        hbar = fresh;
+        l = keep;
+    }
+    Err(Error::Numerical {
+        op: OP.into(),
+        reason: format!(
+            "{k} eigenpairs did not converge in {} restarts ({matvecs} operator applications); \
+             worst relative residual {worst:.3e} for tolerance {tol:.1e}",
+            req.max_restarts
+        ),
+    })
+}

@@ -1,0 +1,205 @@
+//! LU factorisations checked for singularity: dense (faer's partial pivoting) and sparse
+//! (faer's sparse LU), factorised once and solved many times (`inv`, `solve`, the shift-invert
+//! of `eigs`).
+
+use faer::linalg::solvers::{PartialPivLu, SolveCore};
+use faer::sparse::linalg::solvers::Lu as SparseLu;
+use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
+use faer::{Conj, Mat};
+
+use crate::engine;
+use crate::error::{Error, Result};
+use crate::scalar::c64;
+use crate::storage::{Csr, Dense};
+
+/// Below this estimated reciprocal condition number (in the 1-norm) a matrix counts as
+/// singular to working precision, for the dense and the sparse LU alike: `inv` and `solve`
+/// return [`Error::Numerical`] naming the estimate (scipy warns at the same point).
+pub const RCOND_MIN: f64 = f64::EPSILON;
+
+/// Checks that a solution is finite.
+pub(crate) fn finite(op: &str, x: Mat<c64>) -> Result<Mat<c64>> {
+    let ok = (0..x.ncols()).all(|j| x.col(j).iter().all(|v| v.is_finite()));
+    if ok {
+        Ok(x)
+    } else {
+        Err(Error::Numerical {
+            op: op.to_owned(),
+            reason: "the solution is not finite: the matrix is singular to working precision"
+                .to_owned(),
+        })
+    }
+}
+
+/// An LU factorisation of a square matrix, checked for singularity, ready for many solves.
+pub(crate) enum Factorised {
+    /// The dense partial-pivoting LU of `a`.
+    Dense {
+        op: &'static str,
+        lu: PartialPivLu<c64>,
+    },
+    /// The sparse LU of `aᵀ` (the Csr arrays of `a` read as compressed columns).
+    Sparse {
+        op: &'static str,
+        lu: SparseLu<usize, c64>,
+    },
+}
+
+impl Factorised {
+    /// Factorises a Dense matrix.
+    ///
+    /// # Errors
+    /// [`Error::Numerical`] for a zero pivot, or an estimated reciprocal condition number
+    /// below [`RCOND_MIN`].
+    pub(crate) fn dense(a: &Dense, op: &'static str) -> Result<Factorised> {
+        let n = a.shape().0;
+        let _avx = engine::AvxGuard::for_size(n);
+        let lu = a.as_ref().partial_piv_lu();
+        let u = lu.U();
+        if let Some(i) = (0..n).find(|&i| u[(i, i)] == c64::new(0.0, 0.0)) {
+            return Err(Error::Numerical {
+                op: op.to_owned(),
+                reason: format!("the matrix is singular (zero pivot at step {i} of the LU)"),
+            });
+        }
+        let f = Factorised::Dense { op, lu };
+        f.check_condition(n, super::norm::one_dense(a))?;
+        Ok(f)
+    }
+
+    /// Factorises a Csr matrix with faer's sparse LU (COLAMD ordering).
+    ///
+    /// # Errors
+    /// As [`Factorised::dense`]; structurally singular matrices too.
+    pub(crate) fn sparse(a: &Csr, op: &'static str) -> Result<Factorised> {
+        let n = a.shape().0;
+        let singular = |reason: String| Error::Numerical {
+            op: op.to_owned(),
+            reason,
+        };
+        let symbolic = SymbolicSparseColMatRef::new_checked(n, n, a.indptr(), None, a.indices());
+        let at = SparseColMatRef::new(symbolic, a.data());
+        let _avx = engine::AvxGuard::for_size(n);
+        let lu = at.sp_lu().map_err(|e| match e {
+            faer::sparse::linalg::LuError::SymbolicSingular { index } => singular(format!(
+                "the matrix is structurally singular (no pivot at step {index} of the sparse LU)"
+            )),
+            other => singular(format!("the sparse LU failed: {other:?}")),
+        })?;
+        let f = Factorised::Sparse { op, lu };
+        f.check_condition(n, super::norm::one_csr(a))?;
+        Ok(f)
+    }
+
+    fn op(&self) -> &'static str {
+        match self {
+            Factorised::Dense { op, .. } | Factorised::Sparse { op, .. } => op,
+        }
+    }
+
+    /// `a⁻¹·b` (or `a⁻ᴴ·b` with `adjoint`), in place.
+    fn solve_mat(&self, x: &mut Mat<c64>, adjoint: bool) {
+        match (self, adjoint) {
+            (Factorised::Dense { lu, .. }, false) => {
+                lu.solve_in_place_with_conj(Conj::No, x.as_mut())
+            }
+            (Factorised::Dense { lu, .. }, true) => {
+                lu.solve_transpose_in_place_with_conj(Conj::Yes, x.as_mut())
+            }
+            // The factorisation is of aᵀ: a = (aᵀ)ᵀ and aᴴ = conj(aᵀ).
+            (Factorised::Sparse { lu, .. }, false) => {
+                lu.solve_transpose_in_place_with_conj(Conj::No, x.as_mut())
+            }
+            (Factorised::Sparse { lu, .. }, true) => {
+                lu.solve_in_place_with_conj(Conj::Yes, x.as_mut())
+            }
+        }
+    }
+
+    /// `a⁻¹·b`.
+    ///
+    /// # Errors
+    /// [`Error::Numerical`] if the solution is not finite.
+    pub(crate) fn solve(&self, b: &Dense) -> Result<Dense> {
+        let mut x = b.clone().into_mat();
+        if b.shape().0 > 0 && b.shape().1 > 0 {
+            let _avx = engine::AvxGuard::for_size(b.shape().0);
+            self.solve_mat(&mut x, false);
+        }
+        finite(self.op(), x).map(Dense::new)
+    }
+
+    /// Refuses matrices whose estimated reciprocal condition number is below [`RCOND_MIN`].
+    fn check_condition(&self, n: usize, norm1: f64) -> Result<()> {
+        if n == 0 {
+            return Ok(());
+        }
+        let inv_norm = self.inverse_norm_estimate(n);
+        let rcond = if norm1 > 0.0 && inv_norm.is_finite() && inv_norm > 0.0 {
+            1.0 / (norm1 * inv_norm)
+        } else {
+            0.0
+        };
+        if rcond < RCOND_MIN || !rcond.is_finite() {
+            return Err(Error::Numerical {
+                op: self.op().to_owned(),
+                reason: format!(
+                    "the matrix is singular to working precision: estimated reciprocal \
+                     condition number {rcond:.3e} < {RCOND_MIN:.3e}"
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// `‖a⁻¹‖₁` by Hager's and Higham's estimator (LAPACK's `zlacn2`), plus Higham's
+    /// alternating test vector: a few solves with `a` and `aᴴ`.
+    fn inverse_norm_estimate(&self, n: usize) -> f64 {
+        let norm1 = |m: &Mat<c64>| m.col(0).iter().map(|z| z.norm()).sum::<f64>();
+        let mut x = Mat::from_fn(n, 1, |_, _| c64::new(1.0 / n as f64, 0.0));
+        let mut est = 0.0f64;
+        let mut last_j = usize::MAX;
+        for iter in 0..5 {
+            let mut y = x.clone();
+            self.solve_mat(&mut y, false);
+            let new = norm1(&y);
+            if !new.is_finite() {
+                return f64::INFINITY;
+            }
+            if iter > 0 && new <= est {
+                break;
+            }
+            est = new;
+            let mut z = Mat::from_fn(n, 1, |i, _| {
+                let v = y[(i, 0)];
+                if v.norm() == 0.0 {
+                    c64::new(1.0, 0.0)
+                } else {
+                    v / v.norm()
+                }
+            });
+            self.solve_mat(&mut z, true);
+            let (j, zmax) = (0..n).fold((0, -1.0f64), |(bj, bv), i| {
+                let v = z[(i, 0)].norm();
+                if v > bv { (i, v) } else { (bj, bv) }
+            });
+            let ztx: f64 = (0..n).map(|i| (z[(i, 0)].conj() * x[(i, 0)]).re).sum();
+            if (iter > 0 && zmax <= ztx) || j == last_j {
+                break;
+            }
+            last_j = j;
+            x = Mat::from_fn(n, 1, |i, _| c64::new(f64::from(u8::from(i == j)), 0.0));
+        }
+        let mut alt = Mat::from_fn(n, 1, |i, _| {
+            let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
+            let frac = if n > 1 {
+                i as f64 / (n - 1) as f64
+            } else {
+                0.0
+            };
+            c64::new(sign * (1.0 + frac), 0.0)
+        });
+        self.solve_mat(&mut alt, false);
+        est.max(2.0 * norm1(&alt) / (3.0 * n as f64))
+    }
+}

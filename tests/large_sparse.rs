@@ -1,0 +1,412 @@
+//! Large sparse operators stay sparse: the Krylov path of `eigs` (against dense `eigs` and
+//! scipy's `eigsh`), `expm_multiply` (against `expm(t·a)·v` and scipy's `expm_multiply`), the
+//! iterative `solve`, exact-zero compaction of sparse results, and `Error::TooLarge` instead of
+//! a dense allocation the machine cannot hold.
+//!
+//! Reference values: `tests/fixtures/spin_chain.txt`, written by `tests/fixtures/spin_chain.py`
+//! (scipy 1.17.1).
+
+mod common;
+
+use common::{Rng, random_ref};
+use polymat::ops::{EigOrder, EigsMethod, EigsOptions, Iterative, Preconditioner, SolveMethod};
+use polymat::{Csr, Data, Dense, Error, Kind, Out, c64};
+
+fn r(x: f64) -> c64 {
+    c64::new(x, 0.0)
+}
+
+fn pauli(name: char) -> Data {
+    let (o, i) = (r(1.0), c64::new(0.0, 1.0));
+    let (rows, cols, vals) = match name {
+        'x' => ([0, 1], [1, 0], [o, o]),
+        'y' => ([0, 1], [1, 0], [-i, i]),
+        _ => ([0, 1], [0, 1], [o, -o]),
+    };
+    Csr::from_triplets((2, 2), &rows, &cols, &vals)
+        .unwrap()
+        .into()
+}
+
+/// `p` on site `i` of `n`, as scipy's fixture builds it (a kron chain).
+fn site(p: &Data, i: usize, n: usize) -> Data {
+    let mut out = polymat::identity(1, Out::Csr).unwrap();
+    for k in 0..n {
+        let f = if k == i {
+            p.clone()
+        } else {
+            polymat::identity(2, Out::Csr).unwrap()
+        };
+        out = polymat::kron(&out, &f, Out::Csr).unwrap();
+    }
+    out
+}
+
+/// The fixture's XXZ chain: Σ J(XX + YY) + Δ ZZ on neighbours, J = 1, Δ = 0.7, from Pauli
+/// products (so X⊗X + Y⊗Y cancels on |00⟩↔|11⟩ and must leave no stored zeros).
+fn xxz(n: usize) -> Data {
+    let dim = 1 << n;
+    let mut h = polymat::zeros(dim, dim, Out::Csr).unwrap();
+    for i in 0..n - 1 {
+        for (p, c) in [('x', 1.0), ('y', 1.0), ('z', 0.7)] {
+            let p = pauli(p);
+            let term = polymat::matmul(&site(&p, i, n), &site(&p, i + 1, n), Out::Csr).unwrap();
+            h = polymat::add_scaled(&h, &term, r(c), Out::Csr).unwrap();
+        }
+    }
+    h
+}
+
+fn start(dim: usize) -> Data {
+    let v = Dense::from_fn(dim, 1, |k, _| {
+        c64::new((0.1 * k as f64).cos(), (0.37 * k as f64).sin())
+    });
+    let norm = polymat::ops::norm::l2(&v.clone().into()).unwrap();
+    polymat::mul(&v.into(), r(1.0 / norm), Out::Auto).unwrap()
+}
+
+struct Fixture {
+    nnz: usize,
+    eigs: Vec<f64>,
+    z0: f64,
+    phi: Vec<c64>,
+}
+
+fn fixture(n: usize) -> Fixture {
+    let text = include_str!("fixtures/spin_chain.txt");
+    let mut lines = text
+        .lines()
+        .skip_while(|l| !l.starts_with(&format!("n {n} ")));
+    let head = lines.next().expect("fixture for n");
+    let nums = |l: &str| -> Vec<f64> {
+        l.split_whitespace()
+            .skip(1)
+            .map(|x| x.parse().unwrap())
+            .collect()
+    };
+    let nnz = head.split_whitespace().nth(3).unwrap().parse().unwrap();
+    let eigs = nums(lines.next().unwrap());
+    let z0 = nums(lines.next().unwrap())[0];
+    let p = nums(lines.next().unwrap());
+    let phi = p.chunks(2).map(|c| c64::new(c[0], c[1])).collect();
+    Fixture { nnz, eigs, z0, phi }
+}
+
+fn lowest(h: &Data, k: usize) -> Vec<f64> {
+    let o = EigsOptions {
+        count: Some(k),
+        vectors: false,
+        ..Default::default()
+    };
+    polymat::eigs(h, o)
+        .unwrap()
+        .values
+        .iter()
+        .map(|v| v.re)
+        .collect()
+}
+
+#[test]
+fn sparse_results_store_no_exact_zeros() {
+    let h = xxz(8);
+    assert_eq!(h.downcast_ref::<Csr>().unwrap().nnz(), 1152);
+    let z = site(&pauli('z'), 0, 8);
+    let hz = polymat::matmul(&h, &z, Out::Csr).unwrap();
+    let zh = polymat::matmul(&z, &h, Out::Csr).unwrap();
+    let c = polymat::sub(&hz, &zh, Out::Csr).unwrap();
+    assert_eq!(c.downcast_ref::<Csr>().unwrap().nnz(), 128);
+    // Values unchanged: the commutator equals the dense one.
+    let cd = polymat::sub(
+        &polymat::to(Kind::DENSE, &hz).unwrap(),
+        &polymat::to(Kind::DENSE, &zh).unwrap(),
+        Out::Dense,
+    )
+    .unwrap();
+    assert!(polymat::isequal(&c, &cd, 1e-14, 0.0).unwrap());
+    // a − a has nothing stored; kron and multiply drop exact zeros too.
+    assert_eq!(
+        polymat::sub(&h, &h, Out::Csr).unwrap().to_string(),
+        "Csr(256×256, nnz=0)"
+    );
+    let zero_entry = Csr::from_raw((1, 2), vec![0, 2], vec![0, 1], vec![r(0.0), r(1.0)]).unwrap();
+    let k = polymat::kron(&zero_entry.clone().into(), &pauli('x'), Out::Csr).unwrap();
+    assert_eq!(k.downcast_ref::<Csr>().unwrap().nnz(), 2);
+    let m = polymat::multiply(&zero_entry.clone().into(), &zero_entry.into(), Out::Csr).unwrap();
+    assert_eq!(m.downcast_ref::<Csr>().unwrap().nnz(), 1);
+}
+
+#[test]
+fn krylov_eigs_match_the_dense_path() {
+    for n in [8, 10] {
+        let h = xxz(n);
+        let krylov = EigsOptions {
+            count: Some(4),
+            vectors: true,
+            method: EigsMethod::Krylov,
+            ..Default::default()
+        };
+        let e = polymat::eigs(&h, krylov).unwrap();
+        let dense = polymat::eigs(
+            &polymat::to(Kind::DENSE, &h).unwrap(),
+            EigsOptions {
+                count: Some(4),
+                vectors: false,
+                ..Default::default()
+            },
+        )
+        .unwrap();
+        for (a, b) in e.values.iter().zip(&dense.values) {
+            assert!((a - b).norm() < 1e-8, "n = {n}: {a} vs {b}");
+        }
+        // Eigenvectors: H·v = λ·v.
+        let v = e.vectors.unwrap();
+        for (j, lam) in e.values.iter().enumerate() {
+            let vj: Data = Dense::from_fn(1 << n, 1, |i, _| v.get(i, j)).into();
+            let hv = polymat::matmul(&h, &vj, Out::Dense).unwrap();
+            let lv = polymat::mul(&vj, *lam, Out::Dense).unwrap();
+            let res = polymat::ops::norm::l2(&polymat::sub(&hv, &lv, Out::Dense).unwrap()).unwrap();
+            assert!(res < 1e-8, "n = {n}: residual {res}");
+        }
+    }
+}
+
+#[test]
+fn krylov_eigs_match_scipy_eigsh() {
+    for n in [12, 14, 16] {
+        let f = fixture(n);
+        let h = xxz(n);
+        assert_eq!(h.downcast_ref::<Csr>().unwrap().nnz(), f.nnz);
+        let got = lowest(&h, 4);
+        for (a, b) in got.iter().zip(&f.eigs) {
+            assert!((a - b).abs() < 1e-8, "n = {n}: {a} vs scipy {b}");
+        }
+    }
+}
+
+#[test]
+fn high_end_general_matrices_and_shift_invert() {
+    let mut rng = Rng::new(7);
+    let n = 600;
+    let a: Data = Csr::from_rows(&random_ref(&mut rng, n, n, 0.01))
+        .unwrap()
+        .into();
+    let dense = polymat::to(Kind::DENSE, &a).unwrap();
+    let all = polymat::eigs(
+        &dense,
+        EigsOptions {
+            vectors: false,
+            hermitian: Some(false),
+            order: EigOrder::High,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let high = polymat::eigs(
+        &a,
+        EigsOptions {
+            count: Some(3),
+            vectors: false,
+            order: EigOrder::High,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for (x, y) in high.values.iter().zip(&all.values) {
+        assert!((x - y).norm() < 1e-8, "{x} vs {y}");
+    }
+    // Shift-invert: the 3 eigenvalues nearest sigma.
+    let sigma = c64::new(0.3, 0.1);
+    let mut near = all.values.clone();
+    near.sort_by(|x, y| (x - sigma).norm().total_cmp(&(y - sigma).norm()));
+    let si = polymat::eigs(
+        &a,
+        EigsOptions {
+            count: Some(3),
+            vectors: false,
+            sigma: Some(sigma),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    for v in &si.values {
+        assert!(
+            near[..3].iter().any(|w| (v - w).norm() < 1e-8),
+            "{v} is not among the nearest {:?}",
+            &near[..3]
+        );
+    }
+}
+
+#[test]
+fn expm_multiply_matches_expm_times_v() {
+    let mut rng = Rng::new(11);
+    for (n, k, density) in [(1, 1, 1.0), (7, 1, 0.5), (30, 3, 0.2), (50, 1, 1.0)] {
+        let a_ref = random_ref(&mut rng, n, n, density);
+        let v_ref = random_ref(&mut rng, n, k, 1.0);
+        for t in [c64::new(0.7, 0.0), c64::new(0.0, -1.3), c64::new(-0.4, 0.9)] {
+            for kind in [Kind::CSR, Kind::DENSE] {
+                let a = common::make(&a_ref, kind);
+                let v = common::make(&v_ref, Kind::DENSE);
+                let ta = polymat::mul(&a, t, Out::Dense).unwrap();
+                let want =
+                    polymat::matmul(&polymat::expm(&ta, Out::Dense).unwrap(), &v, Out::Dense)
+                        .unwrap();
+                let got = polymat::expm_multiply(&a, &v, t, Out::Auto).unwrap();
+                assert_eq!(got.kind(), Kind::DENSE);
+                assert!(
+                    polymat::isequal(&got, &want, 1e-10, 1e-10).unwrap(),
+                    "n = {n}, k = {k}, t = {t}, {kind}"
+                );
+            }
+        }
+    }
+    // t = 0 and an empty block.
+    let a: Data = Csr::identity(3).into();
+    let v: Data = Dense::from_fn(3, 1, |i, _| r(i as f64)).into();
+    let same = polymat::expm_multiply(&a, &v, r(0.0), Out::Auto).unwrap();
+    assert!(polymat::isequal(&same, &v, 0.0, 0.0).unwrap());
+    assert!(matches!(
+        polymat::expm_multiply(&a, &Dense::zeros(2, 1).into(), r(1.0), Out::Auto),
+        Err(Error::Shape { .. })
+    ));
+}
+
+#[test]
+fn expm_multiply_matches_scipy_on_the_chain() {
+    let n = 14;
+    let f = fixture(n);
+    let h = xxz(n);
+    let psi = start(1 << n);
+    let phi = polymat::expm_multiply(&h, &psi, c64::new(0.0, -0.5), Out::Auto).unwrap();
+    let d = phi.downcast_ref::<Dense>().unwrap();
+    for (idx, want) in [0, 1, (1 << n) / 3, (1 << n) - 1].iter().zip(&f.phi) {
+        assert!((d.get(*idx, 0) - want).norm() < 1e-10, "phi[{idx}]");
+    }
+    let z0 = polymat::expect(&site(&pauli('z'), 0, n), &phi).unwrap().re;
+    assert!((z0 - f.z0).abs() < 1e-10, "{z0} vs scipy {}", f.z0);
+}
+
+#[test]
+fn iterative_solves_match_lu() {
+    let mut rng = Rng::new(3);
+    let n = 200;
+    // Diagonally dominant general matrix, and a Hermitian positive definite one.
+    let mut g = random_ref(&mut rng, n, n, 0.05);
+    for (i, row) in g.iter_mut().enumerate() {
+        row[i] += r(8.0);
+    }
+    let g: Data = Csr::from_rows(&g).unwrap().into();
+    let hpd = polymat::add_scaled(
+        &polymat::matmul(&polymat::adjoint(&g, Out::Csr).unwrap(), &g, Out::Csr).unwrap(),
+        &polymat::identity(n, Out::Csr).unwrap(),
+        r(1.0),
+        Out::Csr,
+    )
+    .unwrap();
+    let b: Data = Dense::from_fn(n, 2, |i, j| c64::new(i as f64 + 1.0, j as f64)).into();
+    let it = Iterative::default().tol(1e-12);
+    for (a, methods) in [
+        (
+            &g,
+            vec![
+                SolveMethod::Bicgstab(it.clone()),
+                SolveMethod::Gmres(it.clone()),
+            ],
+        ),
+        (
+            &hpd,
+            vec![
+                SolveMethod::Cg(it.clone()),
+                SolveMethod::Gmres(it.clone().restart(5)),
+            ],
+        ),
+    ] {
+        let lu = polymat::solve(a, &b, SolveMethod::Lu, Out::Dense).unwrap();
+        for m in methods {
+            for kind in [Kind::CSR, Kind::DENSE] {
+                let ak = polymat::to(kind, a).unwrap();
+                let x = polymat::solve(&ak, &b, m.clone(), Out::Auto).unwrap();
+                assert!(
+                    polymat::isequal(&x, &lu, 1e-9, 1e-9).unwrap(),
+                    "{m:?} on {kind}"
+                );
+            }
+        }
+    }
+    // A preconditioner, and non-convergence naming the residual.
+    let pre = Preconditioner::jacobi(&g).unwrap();
+    let x = polymat::solve(
+        &g,
+        &b,
+        SolveMethod::Gmres(it.clone().preconditioner(pre)),
+        Out::Dense,
+    )
+    .unwrap();
+    let lu = polymat::solve(&g, &b, SolveMethod::Lu, Out::Dense).unwrap();
+    assert!(polymat::isequal(&x, &lu, 1e-9, 1e-9).unwrap());
+    let err =
+        polymat::solve(&g, &b, SolveMethod::Cg(it.clone().max_iter(1)), Out::Dense).unwrap_err();
+    assert!(
+        matches!(&err, Error::Numerical { reason, .. } if reason.contains("residual")),
+        "{err}"
+    );
+    let err = polymat::solve(&g, &b, SolveMethod::Gmres(it.tol(f64::NAN)), Out::Dense).unwrap_err();
+    assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
+}
+
+#[test]
+fn dense_results_past_the_limit_are_errors() {
+    let big: Data = Csr::identity(1_000_000).into();
+    let err = polymat::to(Kind::DENSE, &big).unwrap_err();
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+    assert!(err.to_string().contains("1000000×1000000"), "{err}");
+    // Every densifying path refuses: kernels that run on Dense copies, Dense outputs, eigs
+    // without a count.
+    assert!(matches!(
+        polymat::expm(&big, Out::Auto),
+        Err(Error::TooLarge { .. })
+    ));
+    assert!(matches!(
+        polymat::add(&big, &big, Out::Dense),
+        Err(Error::TooLarge { .. })
+    ));
+    assert!(matches!(
+        polymat::eigs(&big, EigsOptions::default()),
+        Err(Error::TooLarge { .. })
+    ));
+    assert!(matches!(
+        polymat::identity(1_000_000, Out::Dense),
+        Err(Error::TooLarge { .. })
+    ));
+    // The sparse product is formed (10⁶ entries), its conversion to a 10⁶ × 10⁶ Dense refused.
+    let i3: Data = Csr::identity(1_000).into();
+    assert!(matches!(
+        polymat::kron(&i3, &i3, Out::Dense),
+        Err(Error::TooLarge { .. })
+    ));
+    // A large Csr works sparsely: a few eigenvalues of a 2·10⁵ × 2·10⁵ operator with two low
+    // eigenvalues well separated from the rest (as a ground state and a gap are).
+    let n = 200_000;
+    let diag: Data = polymat::ops::diag(
+        vec![
+            (0..n)
+                .map(|i| {
+                    r(if i < 2 {
+                        i as f64
+                    } else {
+                        10.0 + 1e-5 * i as f64
+                    })
+                })
+                .collect(),
+        ],
+        vec![0],
+        (n, n),
+        Out::Csr,
+    )
+    .unwrap();
+    let e = lowest(&diag, 2);
+    assert!(
+        (e[0] - 0.0).abs() < 1e-8 && (e[1] - 1.0).abs() < 1e-8,
+        "{e:?}"
+    );
+}
