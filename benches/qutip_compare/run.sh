@@ -15,7 +15,7 @@ anchor="${ANCHOR:-$root/../shared/bench/run_anchor.sh}"
 out="$root/target/qutip_compare"
 mkdir -p "$out"
 cargo build --profile bench --example qutip_server --manifest-path "$root/Cargo.toml"
-export POLYMAT_SERVER="$root/target/bench/examples/qutip_server"
+export POLYMAT_SERVER="$root/target/release/examples/qutip_server"
 bash "$anchor" --json "$out/results.json" \
   --plugin "$root/benches/qutip_compare/polymat_plugin.py" "$@"
 python3 "$root/benches/qutip_compare/table.py" "$out/results.json" | tee "$out/table.md"

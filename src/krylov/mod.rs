@@ -16,6 +16,8 @@ pub(crate) mod expmv;
 pub(crate) mod iterative;
 pub(crate) mod schur;
 
+use faer::MatRef;
+
 use crate::error::Result;
 use crate::scalar::c64;
 use crate::storage::Data;
@@ -44,4 +46,31 @@ pub(crate) trait Vectors {
     fn copy(&self, x: &Data) -> Result<Data>;
     /// A deterministic pseudo-random vector like `like`, from `seed`.
     fn random_like(&self, like: &Data, seed: u64) -> Result<Data>;
+
+    /// `basis[i]†·w` for every `i` (one pass over the basis where the kind allows).
+    fn dots(&self, basis: &[Data], w: &Data) -> Result<Vec<c64>> {
+        basis.iter().map(|v| self.dot(v, w)).collect()
+    }
+
+    /// `w ← w − Σᵢ c[i]·basis[i]`.
+    fn subtract(&self, w: &mut Data, basis: &[Data], c: &[c64]) -> Result<()> {
+        for (v, ci) in basis.iter().zip(c) {
+            self.axpy(w, -ci, v)?;
+        }
+        Ok(())
+    }
+
+    /// `Σⱼ coeffs[(j, c)]·basis[j]` for every column `c` of `coeffs` (new vectors).
+    fn combine(&self, basis: &[Data], coeffs: MatRef<'_, c64>) -> Result<Vec<Data>> {
+        (0..coeffs.ncols())
+            .map(|c| {
+                let mut y = self.copy(&basis[0])?;
+                self.scale(&mut y, coeffs[(0, c)])?;
+                for (j, v) in basis.iter().enumerate().take(coeffs.nrows()).skip(1) {
+                    self.axpy(&mut y, coeffs[(j, c)], v)?;
+                }
+                Ok(y)
+            })
+            .collect()
+    }
 }

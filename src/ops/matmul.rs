@@ -283,21 +283,25 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     let n = b.shape().1;
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
     let workers = engine::workers(Family::CsrRows, a.nnz().max(m).saturating_mul(n));
-    // SAFETY: every element of every output slice is written (one per row in `rows`).
-    let mat = unsafe {
-        alloc::build_mat("matmul", m, n, workers, |rows, j0, cols| {
-            for (k, out) in cols.iter_mut().enumerate() {
-                let bj = b.col(j0 + k);
-                for (o, i) in out.iter_mut().zip(rows.clone()) {
-                    let mut s = ZERO;
-                    for t in p[i]..p[i + 1] {
-                        s += val[t] * bj[idx[t]];
-                    }
-                    o.write(s);
+    let fill = |rows: std::ops::Range<usize>,
+                j0: usize,
+                cols: &mut [&mut [std::mem::MaybeUninit<c64>]]| {
+        for (k, out) in cols.iter_mut().enumerate() {
+            let bj = b.col(j0 + k);
+            for (o, i) in out.iter_mut().zip(rows.clone()) {
+                let (lo, hi) = (p[i], p[i + 1]);
+                let mut s = ZERO;
+                for (v, &c) in val[lo..hi].iter().zip(&idx[lo..hi]) {
+                    // SAFETY: a Csr's column indices are below its column count (its
+                    // invariant), which is `bj.len()`: b has as many rows (checked above).
+                    s += v * unsafe { bj.get_unchecked(c) };
                 }
+                o.write(s);
             }
-        })
-    }?;
+        }
+    };
+    // SAFETY: `fill` writes every element of every output slice (one per row in `rows`).
+    let mat = unsafe { alloc::build_mat("matmul", m, n, workers, fill) }?;
     Ok(Dense::new(mat))
 }
 

@@ -2,7 +2,11 @@
 //! ([`Dispatched`]) and operators as closures ([`FnMap`]), so `eigs`, `expm_multiply` and the
 //! iterative `solve` run on every kind the dispatchers reach.
 
+use faer::MatRef;
+use rayon::prelude::*;
+
 use crate::dispatch::Out;
+use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::krylov::{LinearMap, Vectors};
 use crate::scalar::{ONE, c64};
@@ -39,6 +43,49 @@ impl Vectors for Dispatched {
         super::mul(x, ONE, Out::Kind(x.kind()))
     }
 
+    fn dots(&self, basis: &[Data], w: &Data) -> Result<Vec<c64>> {
+        match (kets(basis), ket(w)) {
+            (Some(b), Some(w)) => Ok(fused_dots(&b, w)),
+            _ => basis.iter().map(|v| self.dot(v, w)).collect(),
+        }
+    }
+
+    fn subtract(&self, w: &mut Data, basis: &[Data], c: &[c64]) -> Result<()> {
+        if let Some(b) = kets(basis)
+            && let Some(d) = w.get_mut::<Dense>().filter(|d| d.shape().1 == 1)
+            && b.iter().all(|v| v.len() == d.shape().0)
+        {
+            fused_subtract(d.col_mut(0), &b, c);
+            return Ok(());
+        }
+        for (v, ci) in basis.iter().zip(c) {
+            self.axpy(w, -ci, v)?;
+        }
+        Ok(())
+    }
+
+    fn combine(&self, basis: &[Data], coeffs: MatRef<'_, c64>) -> Result<Vec<Data>> {
+        let m = coeffs.nrows().min(basis.len());
+        if let Some(b) = kets(&basis[..m]) {
+            let n = b.first().map_or(0, |v| v.len());
+            let mut outs = (0..coeffs.ncols())
+                .map(|_| Dense::zeros_for("eigs", n, 1))
+                .collect::<Result<Vec<Dense>>>()?;
+            fused_combine(&b, coeffs, &mut outs);
+            return Ok(outs.into_iter().map(Data::from).collect());
+        }
+        (0..coeffs.ncols())
+            .map(|c| {
+                let mut y = self.copy(&basis[0])?;
+                self.scale(&mut y, coeffs[(0, c)])?;
+                for (j, v) in basis.iter().enumerate().take(m).skip(1) {
+                    self.axpy(&mut y, coeffs[(j, c)], v)?;
+                }
+                Ok(y)
+            })
+            .collect()
+    }
+
     fn random_like(&self, like: &Data, seed: u64) -> Result<Data> {
         let (m, n) = like.shape();
         let v: Data = random_dense(m, n, seed)?.into();
@@ -47,6 +94,228 @@ impl Vectors for Dispatched {
         } else {
             crate::convert::to(like.kind(), &v)
         }
+    }
+}
+
+/// Rows handled together by the fused loops: a chunk of every basis vector stays in cache.
+const CHUNK: usize = 512;
+
+/// The entries of a Dense ket (n×1).
+fn ket(d: &Data) -> Option<&[c64]> {
+    d.downcast_ref::<Dense>()
+        .filter(|d| d.shape().1 == 1)
+        .map(|d| d.col(0))
+}
+
+/// The entries of Dense kets of one length, if every vector is one.
+fn kets(basis: &[Data]) -> Option<Vec<&[c64]>> {
+    let v: Vec<&[c64]> = basis.iter().map(ket).collect::<Option<_>>()?;
+    let n = v.first().map_or(0, |x| x.len());
+    v.iter().all(|x| x.len() == n).then_some(v)
+}
+
+/// Whether the AVX2 + FMA kernels can run (cached by std).
+#[inline(always)]
+fn avx2() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// AVX2 + FMA kernels on interleaved `[re, im]` doubles, two complex values per register.
+#[cfg(target_arch = "x86_64")]
+mod avx {
+    use std::arch::x86_64::*;
+
+    use crate::scalar::c64;
+
+    /// `v†·w`: `re += v·w` (the pair sums give the real part), `im += v·swap(w)` (even minus
+    /// odd lanes give the imaginary part).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn dot_conj(v: &[c64], w: &[c64]) -> c64 {
+        let n = v.len().min(w.len());
+        let (pv, pw) = (v.as_ptr().cast::<f64>(), w.as_ptr().cast::<f64>());
+        let (mut re0, mut re1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+        let (mut im0, mut im1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
+        let mut k = 0;
+        while k + 4 <= n {
+            // SAFETY: entries k..k + 4 exist in both slices (k + 4 ≤ n), i.e. doubles
+            // 2k..2k + 8 (`Complex<f64>` is two packed doubles); unaligned loads.
+            let (x0, x1, y0, y1) = unsafe {
+                (
+                    _mm256_loadu_pd(pv.add(2 * k)),
+                    _mm256_loadu_pd(pv.add(2 * k + 4)),
+                    _mm256_loadu_pd(pw.add(2 * k)),
+                    _mm256_loadu_pd(pw.add(2 * k + 4)),
+                )
+            };
+            re0 = _mm256_fmadd_pd(x0, y0, re0);
+            re1 = _mm256_fmadd_pd(x1, y1, re1);
+            im0 = _mm256_fmadd_pd(x0, _mm256_permute_pd::<0b0101>(y0), im0);
+            im1 = _mm256_fmadd_pd(x1, _mm256_permute_pd::<0b0101>(y1), im1);
+            k += 4;
+        }
+        let mut re = [0.0f64; 4];
+        let mut im = [0.0f64; 4];
+        // SAFETY: stores of four doubles into arrays of four.
+        unsafe {
+            _mm256_storeu_pd(re.as_mut_ptr(), _mm256_add_pd(re0, re1));
+            _mm256_storeu_pd(im.as_mut_ptr(), _mm256_add_pd(im0, im1));
+        }
+        let mut s = c64::new(re.iter().sum(), im[0] - im[1] + im[2] - im[3]);
+        for (x, y) in v[k..n].iter().zip(&w[k..n]) {
+            s += x.conj() * y;
+        }
+        s
+    }
+
+    /// `w ← w − c·v`, with `c·v = fmaddsub(re c, v, im c · swap(v))`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn sub_scaled(w: &mut [c64], c: c64, v: &[c64]) {
+        let n = v.len().min(w.len());
+        let (pv, pw) = (v.as_ptr().cast::<f64>(), w.as_mut_ptr().cast::<f64>());
+        let (cr, ci) = (_mm256_set1_pd(c.re), _mm256_set1_pd(c.im));
+        let mut k = 0;
+        while k + 2 <= n {
+            // SAFETY: entries k..k + 2 exist in both slices (doubles 2k..2k + 4); `w` is
+            // borrowed exclusively, so the store aliases nothing else.
+            unsafe {
+                let x = _mm256_loadu_pd(pv.add(2 * k));
+                let sx = _mm256_mul_pd(ci, _mm256_permute_pd::<0b0101>(x));
+                let cx = _mm256_fmaddsub_pd(cr, x, sx);
+                let y = _mm256_loadu_pd(pw.add(2 * k));
+                _mm256_storeu_pd(pw.add(2 * k), _mm256_sub_pd(y, cx));
+            }
+            k += 2;
+        }
+        for (y, x) in w[k..n].iter_mut().zip(&v[k..n]) {
+            *y -= c * x;
+        }
+    }
+}
+
+/// `v†·w`.
+#[inline(always)]
+fn dot_conj(v: &[c64], w: &[c64]) -> c64 {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
+        return unsafe { avx::dot_conj(v, w) };
+    }
+    v.iter().zip(w).map(|(x, y)| x.conj() * y).sum()
+}
+
+/// `w ← w − c·v`.
+#[inline(always)]
+fn sub_scaled(w: &mut [c64], c: c64, v: &[c64]) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: as in `dot_conj`.
+        return unsafe { avx::sub_scaled(w, c, v) };
+    }
+    for (y, x) in w.iter_mut().zip(v) {
+        *y -= c * x;
+    }
+}
+
+/// Partial `[vᵢ†·w]` over the rows `rows`, a chunk of rows at a time.
+fn dots_part(basis: &[&[c64]], w: &[c64], rows: std::ops::Range<usize>) -> Vec<c64> {
+    let mut acc = vec![c64::new(0.0, 0.0); basis.len()];
+    for r0 in rows.clone().step_by(CHUNK) {
+        let r1 = (r0 + CHUNK).min(rows.end);
+        let wc = &w[r0..r1];
+        for (a, v) in acc.iter_mut().zip(basis) {
+            *a += dot_conj(&v[r0..r1], wc);
+        }
+    }
+    acc
+}
+
+/// `[vᵢ†·w]` reading `w` and each `vᵢ` once; partial sums per row range, added in order.
+fn fused_dots(basis: &[&[c64]], w: &[c64]) -> Vec<c64> {
+    let (n, m) = (w.len(), basis.len());
+    let workers = engine::workers(Family::Reduction, n.saturating_mul(m));
+    if workers <= 1 {
+        return dots_part(basis, w, 0..n);
+    }
+    let per = n.div_ceil(workers).max(CHUNK);
+    let parts: Vec<Vec<c64>> = (0..n.div_ceil(per))
+        .into_par_iter()
+        .map(|k| dots_part(basis, w, k * per..((k + 1) * per).min(n)))
+        .collect();
+    let mut out = vec![c64::new(0.0, 0.0); m];
+    for p in parts {
+        for (o, x) in out.iter_mut().zip(p) {
+            *o += x;
+        }
+    }
+    out
+}
+
+/// `wc ← wc − Σᵢ cᵢ·vᵢ[r0..]` for one chunk of rows.
+fn subtract_chunk(wc: &mut [c64], basis: &[&[c64]], c: &[c64], r0: usize) {
+    let len = wc.len();
+    for (v, ci) in basis.iter().zip(c) {
+        sub_scaled(wc, *ci, &v[r0..r0 + len]);
+    }
+}
+
+/// `w ← w − Σᵢ cᵢ·vᵢ` one row chunk at a time.
+fn fused_subtract(w: &mut [c64], basis: &[&[c64]], c: &[c64]) {
+    if engine::workers(Family::Reduction, w.len().saturating_mul(basis.len())) <= 1 {
+        for (k, wc) in w.chunks_mut(CHUNK).enumerate() {
+            subtract_chunk(wc, basis, c, k * CHUNK);
+        }
+    } else {
+        w.par_chunks_mut(CHUNK)
+            .enumerate()
+            .for_each(|(k, wc)| subtract_chunk(wc, basis, c, k * CHUNK));
+    }
+}
+
+/// `outs[c] = Σⱼ coeffs[(j, c)]·vⱼ`: per chunk of rows, the basis chunk is packed into a small
+/// column-major matrix and multiplied by `coeffs` with faer (each `vⱼ` read once).
+fn fused_combine(basis: &[&[c64]], coeffs: MatRef<'_, c64>, outs: &mut [Dense]) {
+    let n = basis.first().map_or(0, |v| v.len());
+    let m = basis.len();
+    let mut chunks: Vec<Vec<&mut [c64]>> = (0..n.div_ceil(CHUNK)).map(|_| Vec::new()).collect();
+    for o in outs.iter_mut() {
+        for (k, part) in o.col_mut(0).chunks_mut(CHUNK).enumerate() {
+            chunks[k].push(part);
+        }
+    }
+    let q = coeffs.subrows(0, m);
+    let work = |k: usize, parts: &mut Vec<&mut [c64]>| {
+        let r0 = k * CHUNK;
+        let len = parts.first().map_or(0, |p| p.len());
+        let packed = faer::Mat::from_fn(len, m, |i, j| basis[j][r0 + i]);
+        let mut res = faer::Mat::<c64>::zeros(len, parts.len());
+        faer::linalg::matmul::matmul(
+            res.as_mut(),
+            faer::Accum::Replace,
+            packed.as_ref(),
+            q,
+            c64::new(1.0, 0.0),
+            faer::Par::Seq,
+        );
+        for (c, out) in parts.iter_mut().enumerate() {
+            out.copy_from_slice(res.col_as_slice(c));
+        }
+    };
+    let workers = engine::workers(Family::Reduction, n.saturating_mul(m));
+    let _avx = engine::AvxGuard::for_size(if workers > 1 { n } else { 0 });
+    if workers <= 1 {
+        chunks.iter_mut().enumerate().for_each(|(k, p)| work(k, p));
+    } else {
+        chunks
+            .par_iter_mut()
+            .enumerate()
+            .for_each(|(k, p)| work(k, p));
     }
 }
 
