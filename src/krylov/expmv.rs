@@ -53,6 +53,9 @@ const THETA: [(usize, f64); 35] = [
 ];
 
 const M_MAX: usize = 55;
+
+/// The most products `expm_multiply` will run in one call (‖t·a‖₁ up to about 10⁷).
+pub(crate) const MAX_PRODUCTS: f64 = 1e7;
 const ELL: usize = 2;
 
 /// The largest p with p(p − 1) ≤ m_max + 1.
@@ -109,7 +112,18 @@ pub(crate) fn expm_multiply(
 ) -> Result<Data> {
     const OP: &str = "expm_multiply";
     const TOL: f64 = 1.0 / (1u64 << 53) as f64;
-    let (m_star, s) = parameters(t.norm() * norm, n0);
+    let tnorm = t.norm() * norm;
+    let (m_star, s) = parameters(tnorm, n0);
+    if !tnorm.is_finite() || (m_star as f64) * (s as f64) > MAX_PRODUCTS {
+        return Err(Error::argument(
+            OP,
+            format!(
+                "‖t·a‖₁ = {tnorm:.3e} would need about {:.1e} products (more than {MAX_PRODUCTS:.0e}): \
+                 split the interval into shorter steps",
+                (m_star as f64) * (s as f64)
+            ),
+        ));
+    }
     let mut f = vs.copy(b)?;
     let eta = (t * mu / s as f64).exp();
     let mut bb = vs.copy(b)?;

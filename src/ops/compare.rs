@@ -32,6 +32,7 @@ impl Default for Tol {
 /// Whether every entry has modulus ≤ `atol`. Kernels: Dense, Csr.
 pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("iszero", 1)
+        .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
         .unary("iszero_dense", |a: &Dense, t: &f64| Ok(iszero_dense(a, *t)))
         .unary("iszero_csr", |a: &Csr, t: &f64| Ok(iszero_csr(a, *t)))
         .unary("iszero_gpu", |a: &GpuDense, t: &f64| a.iszero(*t))
@@ -41,7 +42,11 @@ pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
 /// Whether two matrices are equal within a [`Tol`]. Kernels: Dense, Csr.
 pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isequal", 2)
-        .check(check_same_shape)
+        .check(|op, args, t: &Tol| {
+            check_same_shape(op, args, t)?;
+            super::check_tol(op, "atol", t.atol)?;
+            super::check_tol(op, "rtol", t.rtol)
+        })
         .binary("isequal_dense", |a: &Dense, b: &Dense, t: &Tol| {
             isequal_dense(a, b, *t)
         })
@@ -54,7 +59,8 @@ pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
 /// Whether every entry of `a` has modulus ≤ `atol`.
 ///
 /// # Errors
-/// Only if no kernel can be reached for `a`'s kind.
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `atol` is negative or not
+/// finite.
 ///
 /// ```
 /// use polymat::{Csr, c64};
@@ -69,7 +75,9 @@ pub fn iszero(a: &Data, atol: f64) -> Result<bool> {
 /// Whether `|a − b| ≤ atol + rtol·|b|` for every entry.
 ///
 /// # Errors
-/// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
+/// [`Error::Shape`](crate::Error::Shape) if the shapes differ;
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if a tolerance is negative or not
+/// finite.
 ///
 /// ```
 /// use polymat::{Csr, Dense};
@@ -83,7 +91,7 @@ pub fn isequal(a: &Data, b: &Data, atol: f64, rtol: f64) -> Result<bool> {
 
 /// Dense `iszero`. O(mn).
 pub fn iszero_dense(a: &Dense, atol: f64) -> bool {
-    (0..a.shape().1).all(|j| a.col(j).iter().all(|x| x.norm() <= atol))
+    a.shape().0 == 0 || (0..a.shape().1).all(|j| a.col(j).iter().all(|x| x.norm() <= atol))
 }
 
 /// Csr `iszero`. O(nnz).
@@ -101,6 +109,9 @@ fn close(x: crate::scalar::c64, y: crate::scalar::c64, t: Tol) -> bool {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn isequal_dense(a: &Dense, b: &Dense, tol: Tol) -> Result<bool> {
     same_shape("isequal", a.shape(), b.shape())?;
+    if a.shape().0 == 0 {
+        return Ok(true);
+    }
     Ok((0..a.shape().1).all(|j| {
         a.col(j)
             .iter()
@@ -145,6 +156,7 @@ pub fn isequal_csr(a: &Csr, b: &Csr, tol: Tol) -> Result<bool> {
 /// Kernels: Dense, Csr.
 pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isherm", 1)
+        .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
         .unary("isherm_dense", |a: &Dense, t: &f64| Ok(isherm_dense(a, *t)))
         .unary("isherm_csr", |a: &Csr, t: &f64| isherm_csr(a, *t))
         .unary("isherm_gpu", |a: &GpuDense, t: &f64| a.isherm(*t))
@@ -154,6 +166,7 @@ pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
 /// Whether every off-diagonal entry has modulus ≤ `atol`. Kernels: Dense, Csr.
 pub static ISDIAG: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isdiag", 1)
+        .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
         .unary("isdiag_dense", |a: &Dense, t: &f64| Ok(isdiag_dense(a, *t)))
         .unary("isdiag_csr", |a: &Csr, t: &f64| Ok(isdiag_csr(a, *t)))
         .builtin()
@@ -210,12 +223,13 @@ pub fn isherm_csr(a: &Csr, atol: f64) -> Result<bool> {
 
 /// Dense `isdiag`. O(mn).
 pub fn isdiag_dense(a: &Dense, atol: f64) -> bool {
-    (0..a.shape().1).all(|j| {
-        a.col(j)
-            .iter()
-            .enumerate()
-            .all(|(i, x)| i == j || x.norm() <= atol)
-    })
+    a.shape().0 == 0
+        || (0..a.shape().1).all(|j| {
+            a.col(j)
+                .iter()
+                .enumerate()
+                .all(|(i, x)| i == j || x.norm() <= atol)
+        })
 }
 
 /// Csr `isdiag`. O(nnz).

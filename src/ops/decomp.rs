@@ -343,6 +343,14 @@ pub fn svd(a: &Data, vectors: bool) -> Result<Svd> {
 /// As [`svd`].
 pub fn svd_dense(a: &Dense, vectors: bool) -> Result<Svd> {
     let (m, n) = a.shape();
+    if m == 0 || n == 0 {
+        // No singular values; faer would size its workspace by the other dimension.
+        return Ok(Svd {
+            u: vectors.then(|| Dense::zeros_for("svd", m, 0)).transpose()?,
+            s: Vec::new(),
+            vh: vectors.then(|| Dense::zeros_for("svd", 0, n)).transpose()?,
+        });
+    }
     let _avx = engine::AvxGuard::for_size(m.max(n));
     if !vectors {
         let s = a

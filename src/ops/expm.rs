@@ -146,13 +146,20 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     super::square("expm", a.shape())?;
     let n = a.shape().0;
     if n == 0 {
-        return Ok(Dense::zeros(0, 0));
+        return Dense::zeros_for("expm", 0, 0);
+    }
+    let finite = (0..n).all(|j| a.col(j).iter().all(|x| x.is_finite()));
+    if !finite {
+        return Err(Error::Numerical {
+            op: "expm".into(),
+            reason: "the matrix has non-finite entries (NaN or infinity)".into(),
+        });
     }
     let norm = super::norm::one_dense(a);
     if !norm.is_finite() {
         return Err(Error::Numerical {
             op: "expm".into(),
-            reason: "the matrix has non-finite entries".into(),
+            reason: "the 1-norm of the matrix overflows: exp(a) is not representable".into(),
         });
     }
     let (m, s) = match THETA.iter().find(|(_, t)| norm <= *t) {
@@ -215,6 +222,16 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     }
     for _ in 0..s {
         r = mul(&r, &r);
+    }
+    let finite = (0..n).all(|j| r.col_as_slice(j).iter().all(|x| x.is_finite()));
+    if !finite {
+        return Err(Error::Numerical {
+            op: "expm".into(),
+            reason: format!(
+                "exp(a) overflows: the result has entries beyond the double range \
+                 (‖a‖₁ = {norm:.3e})"
+            ),
+        });
     }
     Ok(Dense::new(r))
 }

@@ -59,8 +59,8 @@ pub fn iadd(a: &mut Data, b: &Data, scale: c64) -> Result<bool> {
 /// ```
 pub fn imul(a: &mut Data, scale: c64) -> Result<bool> {
     if let Some(dst) = a.get_mut::<Dense>() {
-        let n = dst.shape().1;
-        for j in 0..n {
+        let (m, n) = dst.shape();
+        for j in 0..if m == 0 { 0 } else { n } {
             dst.col_mut(j).iter_mut().for_each(|x| *x *= scale);
         }
         return Ok(true);
@@ -75,7 +75,8 @@ pub fn imul(a: &mut Data, scale: c64) -> Result<bool> {
 
 /// `dst ← dst + scale·src` for Dense operands of equal shape (checked by the caller).
 fn iadd_dense(dst: &mut Dense, src: &Dense, scale: c64) {
-    for j in 0..dst.shape().1 {
+    let (m, n) = dst.shape();
+    for j in 0..if m == 0 { 0 } else { n } {
         for (d, s) in dst.col_mut(j).iter_mut().zip(src.col(j)) {
             *d += scale * s;
         }

@@ -19,7 +19,7 @@ pub const RCOND_MIN: f64 = f64::EPSILON;
 
 /// Checks that a solution is finite.
 pub(crate) fn finite(op: &str, x: Mat<c64>) -> Result<Mat<c64>> {
-    let ok = (0..x.ncols()).all(|j| x.col(j).iter().all(|v| v.is_finite()));
+    let ok = x.nrows() == 0 || (0..x.ncols()).all(|j| x.col(j).iter().all(|v| v.is_finite()));
     if ok {
         Ok(x)
     } else {

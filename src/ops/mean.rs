@@ -87,8 +87,7 @@ fn mean<T: std::ops::Div<f64, Output = T> + Default>((sum, count): (T, usize)) -
 
 /// Dense kernel of [`mean_nonzero`]. O(mn).
 pub fn mean_nonzero_dense(a: &Dense) -> c64 {
-    let n = a.shape().1;
-    mean(sum_nonzero((0..n).flat_map(|j| a.col(j).iter()), |v| v))
+    mean(sum_nonzero(a.columns().flatten(), |v| v))
 }
 
 /// Csr kernel of [`mean_nonzero`]. O(nnz).
@@ -98,8 +97,7 @@ pub fn mean_nonzero_csr(a: &Csr) -> c64 {
 
 /// Dense kernel of [`mean_abs_nonzero`]. O(mn).
 pub fn mean_abs_nonzero_dense(a: &Dense) -> f64 {
-    let n = a.shape().1;
-    mean(sum_nonzero((0..n).flat_map(|j| a.col(j).iter()), c64::norm))
+    mean(sum_nonzero(a.columns().flatten(), c64::norm))
 }
 
 /// Csr kernel of [`mean_abs_nonzero`]. O(nnz).

@@ -137,6 +137,19 @@ where
         .converts_internally_to::<Dense>()
 }
 
+/// A tolerance must be finite and ≥ 0 (a negative or NaN one would make the answer depend on
+/// how each kind walks its entries).
+pub(crate) fn check_tol(op: &str, name: &str, t: f64) -> Result<()> {
+    if t.is_finite() && t >= 0.0 {
+        Ok(())
+    } else {
+        Err(crate::error::Error::argument(
+            op,
+            format!("{name} must be finite and >= 0, got {t}"),
+        ))
+    }
+}
+
 /// Dispatcher check: both inputs have the same shape.
 pub(crate) fn check_same_shape<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
     same_shape(op, args[0].shape(), args[1].shape())

@@ -27,7 +27,7 @@ fn vector(op: &str, a: &[&Data], _: &()) -> Result<()> {
 }
 
 fn dense_entries(a: &Dense) -> impl Iterator<Item = crate::scalar::c64> + Clone + '_ {
-    (0..a.shape().1).flat_map(move |j| a.col(j).iter().copied())
+    a.columns().flatten().copied()
 }
 
 /// `‖v‖₂ = √Σ|vᵢ|²` of a ket or bra.

@@ -192,8 +192,10 @@ pub fn project_dense(v: &Dense) -> Result<Dense> {
 /// Never for a vector; [`Error::Shape`] otherwise.
 pub fn project_csr(v: &Csr) -> Result<Csr> {
     let (r, c) = v.shape();
+    // QuTiP's convention, as for Dense: one row and not 1×1 is a bra; a 0-dimensional vector
+    // (0×1 or 1×0) projects onto the 0×0 matrix.
     let bra = r == 1 && c != 1;
-    let n = r.max(c);
+    let n = if bra { c } else { r };
     let mut entries: Vec<(usize, c64)> = csr_entries(v)
         .map(|((i, j), x)| if bra { (j, x.conj()) } else { (i, x) })
         .collect();

@@ -322,7 +322,10 @@ fn iterative_columns(
 ) -> Result<Dense> {
     let pre = preconditioner(op.dim(), o);
     let (n, k) = b.shape();
-    let mut cols = Vec::with_capacity(k);
+    if n == 0 || k == 0 {
+        return Dense::zeros_for("solve", n, k);
+    }
+    let mut cols = crate::storage::alloc::try_with_capacity("solve", (n, k), k)?;
     for j in 0..k {
         let bj: Data = Dense::from_col_major(n, 1, b.col(j))?.into();
         let pm = pre.as_ref().map(|p| p as &dyn LinearMap);
@@ -340,6 +343,9 @@ fn iterative_columns(
 pub fn solve_dense(a: &Dense, b: &Dense, method: &SolveMethod) -> Result<Dense> {
     solve_shapes("solve", a.shape(), b.shape(), method)?;
     check_method("solve", method)?;
+    if b.shape().0 == 0 || b.shape().1 == 0 {
+        return Dense::zeros_for("solve", a.shape().1, b.shape().1);
+    }
     if let Some((m, o)) = method.iterative() {
         let op = FnMap {
             n: a.shape().0,
@@ -384,6 +390,9 @@ pub fn solve_dense(a: &Dense, b: &Dense, method: &SolveMethod) -> Result<Dense> 
 pub fn solve_csr_dense(a: &Csr, b: &Dense, method: &SolveMethod) -> Result<Dense> {
     solve_shapes("solve", a.shape(), b.shape(), method)?;
     check_method("solve", method)?;
+    if b.shape().0 == 0 || b.shape().1 == 0 {
+        return Dense::zeros_for("solve", a.shape().1, b.shape().1);
+    }
     if let Some((m, o)) = method.iterative() {
         let op = FnMap {
             n: a.shape().0,

@@ -10,7 +10,9 @@ use crate::scalar::{ZERO, c64};
 
 /// Bytes of a dense `rows × cols` complex matrix (`u128`: never overflows).
 pub(crate) fn dense_bytes(shape: (usize, usize)) -> u128 {
-    shape.0 as u128 * shape.1 as u128 * std::mem::size_of::<c64>() as u128
+    (shape.0 as u128)
+        .saturating_mul(shape.1 as u128)
+        .saturating_mul(std::mem::size_of::<c64>() as u128)
 }
 
 /// Checks that a dense `rows × cols` result fits the dense limit.

@@ -211,6 +211,17 @@ impl Dense {
         self.mat.col_as_slice(j)
     }
 
+    /// The columns as contiguous slices, in order; none at all when the matrix has no rows
+    /// (so an empty 0×2⁶² matrix costs nothing to walk).
+    pub fn columns(&self) -> impl Iterator<Item = &[c64]> + Clone + '_ {
+        let n = if self.mat.nrows() == 0 {
+            0
+        } else {
+            self.mat.ncols()
+        };
+        (0..n).map(|j| self.mat.col_as_slice(j))
+    }
+
     /// Column `j` as a contiguous mutable slice.
     #[inline]
     pub fn col_mut(&mut self, j: usize) -> &mut [c64] {

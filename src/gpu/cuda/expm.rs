@@ -46,9 +46,14 @@ impl GpuDense {
         }
         let norm = self.norm_one()?;
         if !norm.is_finite() {
+            let reason = if self.norm_max()?.is_finite() {
+                "the 1-norm of the matrix overflows: exp(a) is not representable"
+            } else {
+                "the matrix has non-finite entries (NaN or infinity)"
+            };
             return Err(Error::Numerical {
                 op: OP.into(),
-                reason: "the matrix has non-finite entries".into(),
+                reason: reason.into(),
             });
         }
         let s = if norm > 1.0 {
@@ -82,6 +87,15 @@ impl GpuDense {
         }
         for _ in 0..s {
             acc = acc.matmul(&acc)?;
+        }
+        if !acc.norm_max()?.is_finite() {
+            return Err(Error::Numerical {
+                op: OP.into(),
+                reason: format!(
+                    "exp(a) overflows: the result has entries beyond the double range \
+                     (‖a‖₁ = {norm:.3e})"
+                ),
+            });
         }
         Ok(acc)
     }
