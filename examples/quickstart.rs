@@ -19,43 +19,36 @@ fn main() -> Result<()> {
     ])?
     .into();
     let ket: Data = Dense::from_rows(&[[one], [c64::new(0.0, 0.0)]])?.into();
-    println!("inputs: sx = {sx}, sy = {sy}, rho = {rho}, ket = {ket}");
+    // `{}` prints the entries, `{:#}` the kind and shape.
+    println!("sx  = {sx}   ({sx:#})");
+    println!("sy  = {sy}   ({sy:#})");
+    println!("rho = {rho}   ({rho:#})");
+    println!("ket = {ket}   ({ket:#})");
 
-    // Csr + Csr stays sparse; Csr + Dense has its own mixed kernel.
-    let s = polymat::add(&sx, &sy, Out::Auto)?;
-    println!(
-        "\nsx + sy            = {s}  {:?}",
-        s.downcast_ref::<Csr>().map(|c| c.data().to_vec())
-    );
-    let m = polymat::add(&sx, &rho, Out::Auto)?;
-    println!("sx + rho           = {m}");
+    // Operators: Csr + Csr stays sparse; Csr + Dense has its own mixed kernel.
+    let s = (&sx + &sy)?;
+    println!("\nsx + sy  = {s}   ({s:#})");
+    let m = (&sx + &rho)?;
+    println!("sx + rho = {m}   ({m:#})");
     println!("  {}", ADD.get(&[Kind::CSR, Kind::DENSE], Out::Auto)?);
 
-    // Asking for a Csr result converts the mixed kernel's Dense output.
+    // Named functions take the output kind: asking for Csr converts the mixed kernel's output.
     let mc = polymat::add(&sx, &rho, Out::Csr)?;
-    println!("sx + rho (Out::Csr) = {mc}");
+    println!("add(sx, rho, Out::Csr) = {mc:#}");
     println!("{}", ADD.explain(&[Kind::CSR, Kind::DENSE], Out::Csr)?);
 
     // Products: Csr·Dense is direct; Dense·Csr converts the Csr operand.
     let flipped = polymat::matmul(&sx, &ket, Out::Auto)?;
-    println!(
-        "\nsx · ket           = {flipped} {:?}",
-        flipped.downcast_ref::<Dense>().map(|d| d.to_rows())
-    );
+    println!("\nsx · ket = {flipped}   ({flipped:#})");
     let prod = polymat::matmul(&rho, &sx, Out::Auto)?;
-    println!("rho · sx           = {prod}");
+    println!("rho · sx = {prod}");
     println!("{}", MATMUL.explain(&[Kind::DENSE, Kind::CSR], Out::Auto)?);
 
     // [sx, sy] = 2i sz
-    let comm = polymat::sub(
-        &polymat::matmul(&sx, &sy, Out::Auto)?,
-        &polymat::matmul(&sy, &sx, Out::Auto)?,
-        Out::Dense,
-    )?;
-    let comm = comm.downcast_ref::<Dense>().expect("asked for Dense");
-    println!("\n[sx, sy] = {:?}", comm.to_rows());
-    assert_eq!(comm.get(0, 0), 2.0 * i);
-    assert_eq!(comm.get(1, 1), -2.0 * i);
-    println!("Tr(rho) = {}", polymat::trace(&rho)?);
+    let comm = (&polymat::matmul(&sx, &sy, Out::Auto)? - &polymat::matmul(&sy, &sx, Out::Auto)?)?;
+    println!("\n[sx, sy] = {comm}");
+    let sz2i = Dense::from_rows(&[[2.0 * i, 0.0 * i], [0.0 * i, -2.0 * i]])?.into();
+    assert!(polymat::isequal(&comm, &sz2i, 0.0, 0.0)?);
+    println!("Tr(rho)  = {}", polymat::trace(&rho)?);
     Ok(())
 }

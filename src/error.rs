@@ -249,6 +249,28 @@ pub enum Error {
         /// The error reported by CUDA, or what does not fit.
         reason: String,
     },
+    /// Reading or writing a file or stream failed ([`io`](crate::io)).
+    #[error("{op}: {path}: {message}")]
+    Io {
+        /// The function, e.g. `read_matrix_market`.
+        op: String,
+        /// The file, or `<stream>` for a reader or writer.
+        path: String,
+        /// The kind of I/O error.
+        kind: std::io::ErrorKind,
+        /// The system's message.
+        message: String,
+    },
+    /// A file or serialised value is not valid in its format ([`io`](crate::io), serde).
+    #[error("{format}{}: {reason}", line.map(|l| format!(", line {l}")).unwrap_or_default())]
+    Format {
+        /// The format: `Matrix Market`, `npy`, `serde`.
+        format: &'static str,
+        /// The 1-based line where the problem was found, for text formats.
+        line: Option<usize>,
+        /// What is wrong.
+        reason: String,
+    },
     /// A kernel received a value of a type other than the one it was registered for.
     ///
     /// This indicates a bug in a user-registered kernel or converter, never bad matrix input.

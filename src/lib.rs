@@ -19,27 +19,48 @@
 //! ## Example
 //!
 //! ```
-//! use polymat::{Csr, Dense, Kind, Out, c64, ops::MATMUL};
+//! use polymat::{Csr, Data, Dense, Kind, Out, c64, ops::MATMUL};
+//! use polymat::faer::Mat;
 //!
 //! let one = c64::new(1.0, 0.0);
 //! // σx as a sparse matrix, a state as a dense column.
-//! let sx = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[one, one])?.into();
-//! let psi = Dense::from_rows(&[[one], [c64::new(0.0, 0.0)]])?.into();
+//! let a: Data = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[one, one])?.into();
+//! let psi: Data = Dense::from_rows(&[[one], [c64::new(0.0, 0.0)]])?.into();
 //!
-//! // Csr·Dense has a direct kernel that returns Dense.
-//! let flipped = polymat::matmul(&sx, &psi, Out::Auto)?;
+//! // Operators go through the dispatchers (Out::Auto) and return Result: a shape mismatch is
+//! // an error, never a panic.
+//! let b: Data = polymat::identity(2, Out::Dense)?;
+//! let c = (&a + &b)?;
+//! let d = (c64::new(2.0, 0.0) * &c)?;
+//! assert_eq!(d.to_string(), "[[2, 2], [2, 2]]");
+//! let back: Mat<c64> = (&d).try_into()?;
+//! assert_eq!(back[(0, 1)], c64::new(2.0, 0.0));
+//!
+//! // Named functions take the output kind: Csr·Dense has a direct kernel that returns Dense.
+//! let flipped = polymat::matmul(&a, &psi, Out::Auto)?;
 //! assert_eq!(flipped.kind(), Kind::DENSE);
-//! assert_eq!(flipped.downcast_ref::<Dense>().unwrap().get(1, 0), one);
-//!
-//! // Mixed kinds work everywhere; ask for the output you want.
-//! let sum = polymat::add(&sx, &polymat::identity(2, Out::Dense)?, Out::Csr)?;
-//! assert_eq!(sum.to_string(), "Csr(2×2, nnz=4)");
+//! assert_eq!(flipped.to_string(), "[[0], [1]]");
+//! let sum = polymat::add(&a, &b, Out::Csr)?;
+//! assert_eq!(format!("{sum:#}"), "Csr(2×2, nnz=4)");
 //!
 //! // See what the dispatcher does for a pair of kinds.
 //! let h = MATMUL.get(&[Kind::DENSE, Kind::CSR], Out::Dense)?;
 //! assert!(!h.is_direct()); // Dense·Csr converts the Csr operand first
 //! # Ok::<(), polymat::Error>(())
 //! ```
+//!
+//! ## Around the core
+//!
+//! * [`operators`]: `+`, `-`, unary `-`, `*` and `/` by a scalar, on [`Data`], [`Dense`] and
+//!   [`Csr`].
+//! * [`io`]: Matrix Market and `.npy` files.
+//! * [`interop`]: faer, sprs, ndarray, nalgebra and serde (features `ndarray`, `nalgebra`,
+//!   `serde`).
+//! * Policies: [`set_implicit_conversions`] (allow, warn about, or deny the conversions a
+//!   dispatcher would insert), [`set_default_output`] (QuTiP's `default_dtype` and scope),
+//!   each also scoped to a closure on one thread; feature `tracing` for one event per indirect
+//!   dispatch and conversion.
+//! * Printing: `{}` shows entries like numpy, `{:#}` a summary ([`storage`](storage#printing)).
 //!
 //! ## Extending
 //!
@@ -55,12 +76,19 @@
 #![forbid(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+// The versions polymat is built against, so that `Mat` and `CsMat` values always match.
+pub use faer;
+pub use sprs;
+
 pub mod convert;
 pub mod dispatch;
 pub mod engine;
 pub mod error;
 pub mod gpu;
+pub mod interop;
+pub mod io;
 mod krylov;
+pub mod operators;
 pub mod ops;
 mod scalar;
 mod shape;

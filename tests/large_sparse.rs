@@ -125,7 +125,7 @@ fn sparse_results_store_no_exact_zeros() {
     assert!(polymat::isequal(&c, &cd, 1e-14, 0.0).unwrap());
     // a − a has nothing stored; kron and multiply drop exact zeros too.
     assert_eq!(
-        polymat::sub(&h, &h, Out::Csr).unwrap().to_string(),
+        format!("{:#}", polymat::sub(&h, &h, Out::Csr).unwrap()),
         "Csr(256×256, nnz=0)"
     );
     let zero_entry = Csr::from_raw((1, 2), vec![0, 2], vec![0, 1], vec![r(0.0), r(1.0)]).unwrap();

@@ -101,7 +101,7 @@ pub fn registry() -> &'static ConversionRegistry {
 /// ```
 /// use polymat::{Dense, Kind};
 /// let d = polymat::to(Kind::CSR, &Dense::identity(3).into()).unwrap();
-/// assert_eq!(d.to_string(), "Csr(3×3, nnz=3)");
+/// assert_eq!(format!("{d:#}"), "Csr(3×3, nnz=3)");
 /// ```
 pub fn to(kind: Kind, data: &Data) -> Result<Data> {
     registry().convert(data, kind)
@@ -129,6 +129,34 @@ pub fn to_type<T: Storage + Clone>(data: &Data) -> Result<T> {
             to: kind.name(),
             got,
         })
+}
+
+impl Data {
+    /// This data in storage `kind`, through the registry's cheapest chain ([`to`] as a method).
+    /// The same kind returns another handle to the same value.
+    ///
+    /// ```
+    /// use polymat::{Csr, Data, Kind};
+    /// let a: Data = Csr::identity(2).into();
+    /// let d = a.to(Kind::DENSE)?;
+    /// assert_eq!(d.kind(), Kind::DENSE);
+    /// assert!(a.to(Kind::CSR)?.ptr_eq(&a));
+    /// # Ok::<(), polymat::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`to`].
+    pub fn to(&self, kind: Kind) -> Result<Data> {
+        registry().convert(self, kind)
+    }
+
+    /// This data as storage type `T` ([`to_type`] as a method).
+    ///
+    /// # Errors
+    /// As [`to_type`].
+    pub fn to_type<T: Storage + Clone>(&self) -> Result<T> {
+        to_type(self)
+    }
 }
 
 /// A batch resolved against the current state, not yet validated as a whole.

@@ -96,6 +96,15 @@ impl Chain {
     /// [`Error::ConverterShape`] for a converter that breaks its contract;
     /// [`Error::ReentrantConversion`] for a converter that re-enters its own conversion.
     pub(crate) fn run(&self, data: &Data) -> Result<Data> {
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            target: "polymat::convert",
+            chain = %self.kinds().iter().map(|k| k.name()).collect::<Vec<_>>().join(" -> "),
+            weight = self.weight,
+            rows = data.shape().0,
+            cols = data.shape().1,
+            "conversion"
+        );
         let mut cur = data.clone();
         for e in &self.steps {
             cur = self.step(e, &cur).map_err(|err| {

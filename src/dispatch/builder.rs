@@ -33,7 +33,7 @@ pub const MAX_TABLE_CELLS: usize = 1 << 20;
 ///     .unary("double_csr", |a: &Csr, _: &()| Ok(polymat::ops::scale::mul_csr(a, c64::new(2.0, 0.0))))
 ///     .build()?;
 /// let y = double.call(&[&Csr::identity(2).into()], Out::Auto, &())?;
-/// assert_eq!(y.to_string(), "Csr(2×2, nnz=2)");
+/// assert_eq!(format!("{y:#}"), "Csr(2×2, nnz=2)");
 /// # Ok::<(), polymat::Error>(())
 /// ```
 pub struct DispatcherBuilder<P: 'static, R: ReturnValue> {

@@ -15,7 +15,7 @@
 //!
 //! `Out::Auto` counts input conversions only and returns what the chosen kernel produces
 //! (QuTiP's "creation" policy), unless a default output applies
-//! ([`set_default_output`](crate::set_default_output)).
+//! ([`set_default_output`]).
 //!
 //! The result for *every* tuple of known kinds and every output is computed in advance into a
 //! table, rebuilt whenever a kind, a conversion or a specialisation is registered and published
@@ -28,6 +28,7 @@
 
 mod builder;
 mod cache;
+mod dump;
 mod out;
 mod policy;
 mod resolved;

@@ -181,6 +181,16 @@ pub struct Explanation {
     names: Vec<String>,
 }
 
+impl Explanation {
+    /// The name of `kind` in the snapshot this explanation was made from.
+    pub(crate) fn kind_name(&self, kind: Kind) -> String {
+        self.names
+            .get(kind.index())
+            .cloned()
+            .unwrap_or_else(|| format!("{kind:?}"))
+    }
+}
+
 impl fmt::Display for Explanation {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = |k: &Kind| {

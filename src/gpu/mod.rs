@@ -12,7 +12,7 @@
 //!
 //! # Where work runs
 //!
-//! The conversions follow qutip-jax: entering the GPU ([`Dense`] → `GpuDense`)
+//! The conversions follow qutip-jax: entering the GPU ([`Dense`](crate::Dense) → `GpuDense`)
 //! weighs 1, leaving it weighs 2. With the dispatcher's cheapest-path rule this gives PyTorch's
 //! "GPU in, GPU out" behaviour:
 //!

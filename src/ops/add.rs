@@ -57,7 +57,7 @@ pub static SUB: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let b = Dense::from_rows(&[[c64::new(0.0, 1.0), c64::new(2.0, 0.0)],
 ///                            [c64::new(0.0, 0.0), c64::new(0.0, 0.0)]]).unwrap().into();
 /// let c = polymat::add(&a, &b, Out::Csr).unwrap();
-/// assert_eq!(c.to_string(), "Csr(2×2, nnz=3)");
+/// assert_eq!(format!("{c:#}"), "Csr(2×2, nnz=3)");
 /// let c = c.downcast_ref::<Csr>().unwrap();
 /// assert_eq!(c.get(0, 0), c64::new(1.0, 1.0));
 /// ```

@@ -53,8 +53,8 @@ pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
 ///
 /// ```
 /// use polymat::Out;
-/// assert_eq!(polymat::zeros(2, 3, Out::Auto).unwrap().to_string(), "Csr(2×3, nnz=0)");
-/// assert_eq!(polymat::zeros(2, 3, Out::Dense).unwrap().to_string(), "Dense(2×3)");
+/// assert_eq!(format!("{:#}", polymat::zeros(2, 3, Out::Auto).unwrap()), "Csr(2×3, nnz=0)");
+/// assert_eq!(format!("{:#}", polymat::zeros(2, 3, Out::Dense).unwrap()), "Dense(2×3)");
 /// ```
 pub fn zeros(rows: usize, cols: usize, out: Out) -> Result<Data> {
     ZEROS.call(&[], out, &(rows, cols))
@@ -104,9 +104,11 @@ pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
 /// ```
 /// use polymat::{Csr, Out, c64};
 /// let one = c64::new(1.0, 0.0);
-/// // The 3×3 lowering operator's transpose: ones above the diagonal.
+/// // Offset 1 is the first diagonal above the main one: the 3×3 shift matrix, which moves
+/// // e₁ to e₀ and e₂ to e₁ (the lowering operator's pattern, without its √n weights).
 /// let m = polymat::ops::diag(vec![vec![one, one]], vec![1], (3, 3), Out::Auto).unwrap();
 /// assert_eq!(m.downcast_ref::<Csr>().unwrap().get(1, 2), one);
+/// assert_eq!(m.to_string(), "[[0, 1, 0], [0, 0, 1], [0, 0, 0]]");
 /// ```
 pub fn diag(
     diagonals: Vec<Vec<c64>>,
@@ -185,7 +187,7 @@ pub fn zeros_like(a: &Data, out: Out) -> Result<Data> {
 /// ```
 /// use polymat::{Csr, Kind, Out};
 /// let i = polymat::ops::identity_like(&Csr::zeros(3, 3).into(), Out::Auto).unwrap();
-/// assert_eq!((i.kind(), i.to_string()), (Kind::CSR, "Csr(3×3, nnz=3)".to_string()));
+/// assert_eq!((i.kind(), format!("{i:#}")), (Kind::CSR, "Csr(3×3, nnz=3)".to_string()));
 /// ```
 pub fn identity_like(a: &Data, out: Out) -> Result<Data> {
     super::square("identity_like", a.shape())?;

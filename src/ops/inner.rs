@@ -49,7 +49,7 @@ pub static INNER_OP: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
 /// `⟨left|right⟩`.
 ///
 /// # Errors
-/// [`Error::Shape`] unless `left` is a bra or ket and `right` a ket of the same dimension.
+/// [`Error::Shape`](crate::Error::Shape) unless `left` is a bra or ket and `right` a ket of the same dimension.
 ///
 /// ```
 /// use polymat::{Dense, c64};
@@ -63,7 +63,7 @@ pub fn inner(left: &Data, right: &Data) -> Result<c64> {
 /// `⟨left|op|right⟩`.
 ///
 /// # Errors
-/// [`Error::Shape`] on incompatible shapes.
+/// [`Error::Shape`](crate::Error::Shape) on incompatible shapes.
 ///
 /// ```
 /// use polymat::{Csr, Dense, c64};
@@ -89,7 +89,7 @@ pub(crate) fn dense_vec(v: &Dense) -> Vec<c64> {
 /// Dense `⟨l|r⟩`. O(n).
 ///
 /// # Errors
-/// [`Error::Shape`] on incompatible shapes.
+/// [`Error::Shape`](crate::Error::Shape) on incompatible shapes.
 pub fn inner_dense(l: &Dense, r: &Dense) -> Result<c64> {
     inner_shapes("inner", l.shape(), r.shape())?;
     let r = ColRef::from_slice(r.col(0));
@@ -104,7 +104,7 @@ pub fn inner_dense(l: &Dense, r: &Dense) -> Result<c64> {
 /// Csr `⟨l|r⟩`, merging the two sparsity patterns. O(nnz).
 ///
 /// # Errors
-/// [`Error::Shape`] on incompatible shapes.
+/// [`Error::Shape`](crate::Error::Shape) on incompatible shapes.
 pub fn inner_csr(l: &Csr, r: &Csr) -> Result<c64> {
     inner_shapes("inner", l.shape(), r.shape())?;
     let n = r.shape().0;
@@ -128,7 +128,7 @@ pub(crate) fn csr_entries(a: &Csr) -> impl Iterator<Item = ((usize, usize), c64)
 /// Dense `⟨l|O|r⟩`. O(nm).
 ///
 /// # Errors
-/// [`Error::Shape`] on incompatible shapes.
+/// [`Error::Shape`](crate::Error::Shape) on incompatible shapes.
 pub fn inner_op_dense(l: &Dense, o: &Dense, r: &Dense) -> Result<c64> {
     inner_op_shapes("inner_op", l.shape(), o.shape(), r.shape())?;
     let or = super::matmul::matmul_dense(o, r)?;
@@ -138,7 +138,7 @@ pub fn inner_op_dense(l: &Dense, o: &Dense, r: &Dense) -> Result<c64> {
 /// Csr `⟨l|O|r⟩`. O(nnz).
 ///
 /// # Errors
-/// [`Error::Shape`] on incompatible shapes.
+/// [`Error::Shape`](crate::Error::Shape) on incompatible shapes.
 pub fn inner_op_csr(l: &Csr, o: &Csr, r: &Csr) -> Result<c64> {
     inner_op_shapes("inner_op", l.shape(), o.shape(), r.shape())?;
     inner_csr(l, &matmul_csr(o, r)?)
@@ -147,7 +147,7 @@ pub fn inner_op_csr(l: &Csr, o: &Csr, r: &Csr) -> Result<c64> {
 /// `⟨l|O|r⟩` with a sparse operator between dense vectors. O(nnz(O)).
 ///
 /// # Errors
-/// [`Error::Shape`] on incompatible shapes.
+/// [`Error::Shape`](crate::Error::Shape) on incompatible shapes.
 pub fn inner_op_dense_csr_dense(l: &Dense, o: &Csr, r: &Dense) -> Result<c64> {
     inner_op_shapes("inner_op", l.shape(), o.shape(), r.shape())?;
     let lv = dense_vec(l);

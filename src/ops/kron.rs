@@ -24,12 +24,12 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// The Kronecker product: block `(i, j)` of the result is `a[i, j]·b`.
 ///
 /// # Errors
-/// [`Error::Shape`] only if the result's size would overflow.
+/// [`Error::Shape`](crate::Error::Shape) only if the result's size would overflow.
 ///
 /// ```
 /// use polymat::{Csr, Out};
 /// let k = polymat::kron(&Csr::identity(2).into(), &Csr::identity(3).into(), Out::Auto).unwrap();
-/// assert_eq!(k.to_string(), "Csr(6×6, nnz=6)");
+/// assert_eq!(format!("{k:#}"), "Csr(6×6, nnz=6)");
 /// ```
 pub fn kron(a: &Data, b: &Data, out: Out) -> Result<Data> {
     KRON.call(&[a, b], out, &())
@@ -38,7 +38,7 @@ pub fn kron(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// Dense⊗Dense with `faer`. O(size of the result).
 ///
 /// # Errors
-/// [`Error::Shape`] if the result's size overflows.
+/// [`Error::Shape`](crate::Error::Shape) if the result's size overflows.
 pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (r, c) = kron_shape("kron", a.shape(), b.shape())?;
     let (mb, nb) = b.shape();
@@ -73,7 +73,7 @@ pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
 /// exactly zero (an explicit zero in an operand, or underflow) are not stored.
 ///
 /// # Errors
-/// [`Error::Shape`] if the result's size overflows, [`Error::TooLarge`](crate::Error::TooLarge)
+/// [`Error::Shape`](crate::Error::Shape) if the result's size overflows, [`Error::TooLarge`](crate::Error::TooLarge)
 /// if it cannot be allocated.
 pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     const OP: &str = "kron";
@@ -127,7 +127,7 @@ pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// The Kronecker product of `a`'s transpose with `b`, without forming `aᵀ` for Dense inputs.
 ///
 /// # Errors
-/// [`Error::Shape`] only if the result's size would overflow.
+/// [`Error::Shape`](crate::Error::Shape) only if the result's size would overflow.
 ///
 /// ```
 /// use polymat::{Dense, Out, c64};
@@ -142,7 +142,7 @@ pub fn kron_transpose(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// Dense kernel of [`kron_transpose`], faer's `kron` on a transposed view. O(size of result).
 ///
 /// # Errors
-/// [`Error::Shape`] if the result's size overflows.
+/// [`Error::Shape`](crate::Error::Shape) if the result's size overflows.
 pub fn kron_transpose_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (m, n) = a.shape();
     let (r, c) = kron_shape("kron_transpose", (n, m), b.shape())?;

@@ -1,7 +1,7 @@
 //! The Krylov path of [`eigs`](super::eigs): a few eigenpairs of a large operator without
 //! densifying it, on any kind (see [`eigs_plan`](super::eigs_plan) for when it runs).
 
-use super::decomp::{EigOrder, Eigen, EigsOptions, HERMITIAN_ATOL};
+use super::eigen::{EigOrder, Eigen, EigsOptions, HERMITIAN_ATOL};
 use super::lu::Factorised;
 use super::space::{Dispatched, FnMap, matrix_map, random_dense};
 use crate::dispatch::Out;

@@ -21,7 +21,7 @@
 //! | exp a | [`expm()`] | [`EXPM`] | Dense, Csr → Csr, Csr → Dense |
 //! | ⟨l\|r⟩ | [`inner()`] | [`INNER`] | Dense, Csr |
 //! | ⟨l\|O\|r⟩ | [`inner_op`] | [`INNER_OP`] | Dense³, Csr³, (Dense, Csr, Dense) |
-//! | ⟨O⟩ | [`expect`] | [`EXPECT`] | Dense², Csr², (Csr, Dense) |
+//! | ⟨O⟩ | [`expect`](fn@expect) | [`EXPECT`] | Dense², Csr², (Csr, Dense) |
 //! | \|ψ⟩⟨ψ\| | [`project`] | [`PROJECT`] | Dense, Csr |
 //! | norms | [`norm::l2`], [`norm::frobenius`], [`norm::max`], [`norm::one`], [`norm::trace`] | [`norm::L2`], ... | Dense, Csr |
 //! | a ≈ 0, a ≈ b, a = a†, diagonal? | [`iszero`], [`isequal`], [`isherm`], [`isdiag`] | [`ISZERO`], [`ISEQUAL`], [`ISHERM`], [`ISDIAG`] | Dense, Csr |
@@ -46,6 +46,7 @@ pub mod block;
 pub mod compare;
 pub mod construct;
 pub mod decomp;
+mod eigen;
 pub mod expect;
 pub mod expm;
 pub mod expm_multiply;
@@ -109,6 +110,10 @@ pub use solve::{INV, Iterative, Preconditioner, SOLVE, SolveMethod, inv, solve};
 pub use tidyup::{TIDYUP, tidyup};
 pub use trace::{TRACE, trace};
 pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};
+
+// The kernels behind the operators on Dense and Csr (crate::operators).
+pub(crate) use add::{add_csr, add_csr_dense, add_dense, add_dense_csr};
+pub(crate) use scale::{mul_csr, mul_dense};
 
 use crate::dispatch::{KernelReturn, ReturnValue, Specialisation};
 use crate::engine::{self, Family};

@@ -268,7 +268,7 @@ pub static SPLIT_COLUMNS: LazyLock<Dispatcher<(), Vec<Data>>> = LazyLock::new(||
 /// use polymat::Csr;
 /// let cols = polymat::split_columns(&Csr::identity(3).into()).unwrap();
 /// assert_eq!(cols.len(), 3);
-/// assert_eq!(cols[2].to_string(), "Csr(3×1, nnz=1)");
+/// assert_eq!(format!("{:#}", cols[2]), "Csr(3×1, nnz=1)");
 /// ```
 pub fn split_columns(a: &Data) -> Result<Vec<Data>> {
     SPLIT_COLUMNS.call(&[a], Out::Auto, &())

@@ -187,7 +187,7 @@ pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 ///
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if it is singular to working
-/// precision (estimated reciprocal condition number below [`RCOND_MIN`]) or the result is not
+/// precision (estimated reciprocal condition number below [`RCOND_MIN`](super::RCOND_MIN)) or the result is not
 /// finite.
 ///
 /// ```
@@ -284,7 +284,7 @@ fn check_method(op: &str, m: &SolveMethod) -> Result<()> {
 /// # Errors
 /// [`Error::Shape`] on incompatible shapes; [`Error::InvalidArgument`] for an invalid
 /// tolerance or limit; [`Error::Numerical`] if `a` is singular to working precision
-/// (reciprocal condition number below [`RCOND_MIN`], dense and sparse LU alike) or, for the
+/// (reciprocal condition number below [`RCOND_MIN`](super::RCOND_MIN), dense and sparse LU alike) or, for the
 /// iterative methods, if they do not converge (the residual reached is named).
 ///
 /// ```

@@ -4,7 +4,7 @@ use std::fmt;
 
 use sprs::CsMat;
 
-use super::{Storage, alloc};
+use super::{Storage, alloc, display};
 use crate::error::{Error, Result};
 use crate::scalar::{ONE, ZERO, c64};
 use crate::shape::indptr_len;
@@ -23,7 +23,8 @@ use crate::shape::indptr_len;
 /// let m = Csr::from_raw((2, 3), vec![0, 3, 3], vec![2, 0, 2], vec![one, one, one]).unwrap();
 /// assert_eq!(m.nnz(), 2);
 /// assert_eq!(m.get(0, 2), c64::new(2.0, 0.0));
-/// assert_eq!(m.to_string(), "Csr(2×3, nnz=2)");
+/// assert_eq!(m.to_string(), "[[1, 0, 2], [0, 0, 0]]");
+/// assert_eq!(format!("{m:#}"), "Csr(2×3, nnz=2)");
 ///
 /// // Bad arrays are an error, never a panic.
 /// assert!(Csr::from_raw((2, 3), vec![0, 1], vec![5], vec![one]).is_err());
@@ -422,15 +423,21 @@ impl From<Csr> for CsMat<c64> {
 }
 
 impl fmt::Display for Csr {
+    /// The entries, as numpy prints the dense array (`[[0, 1], [1, 0]]`, truncated with `...`
+    /// above 1000 entries, so that printing a huge operator looks up at most 49 of them); `{:#}` prints
+    /// the summary `Csr(2×2, nnz=2)`. See [`storage`](crate::storage#printing) for the rules.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (r, c) = self.shape();
-        write!(f, "Csr({r}×{c}, nnz={})", self.nnz())
+        if f.alternate() {
+            let (r, c) = self.shape();
+            return write!(f, "Csr({r}×{c}, nnz={})", self.nnz());
+        }
+        display::matrix(f, self.shape(), |i, j| self.try_get(i, j).unwrap_or(ZERO))
     }
 }
 
 impl fmt::Debug for Csr {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
+        write!(f, "{self:#}")
     }
 }
 

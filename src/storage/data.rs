@@ -4,8 +4,12 @@ use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
 
+use faer::Mat;
+use sprs::CsMat;
+
 use super::{Csr, Dense, Kind, Storage};
 use crate::error::{Error, Result};
+use crate::scalar::c64;
 
 /// A matrix in any registered storage kind, behind a cheap-to-clone [`Arc`].
 ///
@@ -117,6 +121,26 @@ impl Data {
         Arc::ptr_eq(&self.inner, &other.inner)
     }
 
+    /// The value, if it is a [`Dense`]: `data.downcast_ref::<Dense>()` in short. Never converts;
+    /// [`Data::to`] and `Dense::try_from(&data)` do.
+    ///
+    /// ```
+    /// use polymat::{Csr, Data, Dense};
+    /// let d: Data = Dense::identity(2).into();
+    /// assert_eq!(d.as_dense().map(Dense::shape), Some((2, 2)));
+    /// assert!(d.as_csr().is_none());
+    /// ```
+    #[inline]
+    pub fn as_dense(&self) -> Option<&Dense> {
+        self.downcast_ref::<Dense>()
+    }
+
+    /// The value, if it is a [`Csr`]: `data.downcast_ref::<Csr>()` in short. Never converts.
+    #[inline]
+    pub fn as_csr(&self) -> Option<&Csr> {
+        self.downcast_ref::<Csr>()
+    }
+
     /// The value as a `&dyn Storage`.
     pub fn storage(&self) -> &dyn Storage {
         &*self.inner
@@ -130,7 +154,9 @@ impl fmt::Debug for Data {
 }
 
 impl fmt::Display for Data {
-    /// `Csr(3×3, nnz=4)` for the built-in kinds, `Kind(r×c)` for others.
+    /// The built-in kinds print their entries (`[[1, 0], [0, 1]]`, see
+    /// [`storage`](crate::storage#printing)) and, with `{:#}`, their summary
+    /// (`Csr(2×2, nnz=2)`); other kinds print `Kind(r×c)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(d) = self.downcast_ref::<Dense>() {
             fmt::Display::fmt(d, f)
@@ -153,5 +179,22 @@ impl From<Csr> for Data {
     #[inline]
     fn from(value: Csr) -> Data {
         Data::with_kind(Kind::CSR, value)
+    }
+}
+
+impl From<Mat<c64>> for Data {
+    /// Wraps a `faer` matrix as a [`Dense`] `Data` (no copy).
+    #[inline]
+    fn from(mat: Mat<c64>) -> Data {
+        Dense::new(mat).into()
+    }
+}
+
+impl TryFrom<CsMat<c64>> for Data {
+    type Error = Error;
+    /// Wraps an `sprs` matrix as a [`Csr`] `Data`, like [`Csr::from_csmat`] (a CSC matrix is
+    /// converted to CSR).
+    fn try_from(mat: CsMat<c64>) -> Result<Data> {
+        Csr::from_csmat(mat).map(Data::from)
     }
 }

@@ -4,7 +4,7 @@ use std::fmt;
 
 use faer::{Mat, MatRef};
 
-use super::{Storage, alloc};
+use super::{Storage, alloc, display};
 use crate::error::{Error, Result};
 use crate::scalar::{ONE, ZERO, c64};
 
@@ -20,7 +20,8 @@ use crate::scalar::{ONE, ZERO, c64};
 /// assert_eq!(m.shape(), (2, 2));
 /// assert_eq!(m.get(0, 1), c64::new(0.0, 2.0));
 /// assert_eq!(m.nnz(), 3);
-/// assert_eq!(m.to_string(), "Dense(2×2)");
+/// assert_eq!(m.to_string(), "[[1, 0+2i], [0, 3]]");
+/// assert_eq!(format!("{m:#}"), "Dense(2×2)");
 /// ```
 pub struct Dense {
     mat: Mat<c64>,
@@ -199,10 +200,28 @@ impl Dense {
     /// Entry `(i, j)`.
     ///
     /// # Panics
-    /// If `(i, j)` is out of bounds, like slice indexing.
+    /// If `(i, j)` is out of bounds, like slice indexing and [`Csr::get`](crate::Csr::get);
+    /// [`Dense::try_get`] returns `None` instead.
     #[inline]
     pub fn get(&self, i: usize, j: usize) -> c64 {
-        self.mat[(i, j)]
+        self.try_get(i, j).unwrap_or_else(|| {
+            let (r, c) = self.shape();
+            panic!("index ({i}, {j}) out of bounds for a {r}×{c} Dense")
+        })
+    }
+
+    /// Entry `(i, j)`, or `None` if it is out of bounds.
+    ///
+    /// ```
+    /// use polymat::{Dense, c64};
+    /// let i = Dense::identity(2);
+    /// assert_eq!(i.try_get(1, 1), Some(c64::new(1.0, 0.0)));
+    /// assert_eq!(i.try_get(0, 99), None);
+    /// ```
+    #[inline]
+    pub fn try_get(&self, i: usize, j: usize) -> Option<c64> {
+        let (r, c) = self.shape();
+        (i < r && j < c).then(|| self.mat[(i, j)])
     }
 
     /// Column `j` as a contiguous slice.
@@ -281,9 +300,15 @@ impl From<Dense> for Mat<c64> {
 }
 
 impl fmt::Display for Dense {
+    /// The entries, as numpy prints an array (`[[1, 0+2i], [0, 3]]`, truncated with `...`
+    /// above 1000 entries, precision from the formatter); `{:#}` prints the summary
+    /// `Dense(2×2)`. See [`storage`](crate::storage#printing) for the rules.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let (r, c) = self.shape();
-        write!(f, "Dense({r}×{c})")
+        if f.alternate() {
+            let (r, c) = self.shape();
+            return write!(f, "Dense({r}×{c})");
+        }
+        display::matrix(f, self.shape(), |i, j| self.mat[(i, j)])
     }
 }
 

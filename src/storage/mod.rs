@@ -5,12 +5,42 @@
 //! registration, used by the dispatcher to index its tables without hashing. [`Dense`] and
 //! [`Csr`] are built in; others are added with
 //! [`ConversionRegistry::register_type`](crate::ConversionRegistry::register_type).
+//!
+//! # Printing
+//!
+//! `Display` of [`Dense`], [`Csr`] and a [`Data`] holding one prints the entries the way numpy
+//! prints an array; `{:#}` prints a one-line summary instead.
+//!
+//! * An entry prints as `re` when its imaginary part is zero, else as `re+imi`: `0+2i`, `1-0.5i`.
+//!   Up to 8 decimals with trailing zeros trimmed (`{:.3}` sets another precision), exponent form
+//!   outside `1e-4 ≤ |x| < 1e8` (`1.5e-10`).
+//! * A matrix prints on one line when that fits in 75 characters, else one row per line with
+//!   aligned columns.
+//! * Above 1000 entries only the first and last 3 rows and columns print, with `...` between,
+//!   so printing a sparse operator of any size looks up at most 49 entries.
+//!
+//! ```
+//! use polymat::{Csr, Data, Dense, c64};
+//!
+//! let sy = Dense::from_rows(&[
+//!     [c64::new(0.0, 0.0), c64::new(0.0, -1.0)],
+//!     [c64::new(0.0, 1.0), c64::new(0.0, 0.0)],
+//! ])?;
+//! assert_eq!(sy.to_string(), "[[0, 0-1i], [0+1i, 0]]");
+//! assert_eq!(format!("{sy:#}"), "Dense(2×2)");
+//!
+//! let big: Data = Csr::identity(1_000_000).into();
+//! assert_eq!(format!("{big:#}"), "Csr(1000000×1000000, nnz=1000000)");
+//! assert_eq!(big.to_string().lines().next(), Some("[[1, 0, 0, ..., 0, 0, 0],"));
+//! # Ok::<(), polymat::Error>(())
+//! ```
 
 pub(crate) mod alloc;
 mod csr;
 mod data;
 mod dense;
 mod diagonals;
+mod display;
 mod kind;
 
 pub use csr::Csr;
