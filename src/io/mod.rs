@@ -39,11 +39,11 @@
 //! ```
 
 mod mtx;
+mod mtx_write;
 mod npy;
 
-pub use mtx::{
-    read_matrix_market, read_matrix_market_from, write_matrix_market, write_matrix_market_to,
-};
+pub use mtx::{read_matrix_market, read_matrix_market_from};
+pub use mtx_write::{write_matrix_market, write_matrix_market_to};
 pub use npy::{read_npy, read_npy_from, write_npy, write_npy_to};
 
 use std::borrow::Cow;
