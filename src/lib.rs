@@ -94,7 +94,7 @@ mod scalar;
 mod shape;
 pub mod storage;
 
-pub use convert::{Batch, Conversion, ConversionRegistry, registry, to, to_type};
+pub use convert::{Batch, Conversion, ConversionRegistry, Group, registry, to, to_type};
 pub use dispatch::{
     CheckFn, DefaultScope, Dispatcher, DispatcherBuilder, Explanation, ImplicitConversions,
     KernelReturn, Out, Resolved, ReturnValue, Specialisation, default_output, implicit_conversions,

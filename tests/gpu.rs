@@ -420,9 +420,11 @@ fn mixed_inputs_run_on_the_gpu() {
     let down = polymat::matmul(&g, &g, Out::Dense).unwrap();
     assert_eq!(down.kind(), Kind::DENSE);
     assert_data_close(&down, &matmul(&a, &a), "matmul to Dense");
-    // No GPU kernel: computed on the CPU, returned as the CPU kernel's kind.
+    // No GPU kernel: computed on the CPU, and under Out::Auto moved back to the GPU.
     let inv = polymat::inv(&g, Out::Auto).unwrap();
-    assert_eq!(inv.kind(), Kind::DENSE);
+    assert_eq!(inv.kind(), Kind::GPU_DENSE);
+    let inv_d = polymat::inv(&g, Out::Dense).unwrap();
+    assert_eq!(inv_d.kind(), Kind::DENSE);
     let inv_g = polymat::inv(&g, Out::GpuDense).unwrap();
     assert_eq!(inv_g.kind(), Kind::GPU_DENSE);
     let id = polymat::matmul(&g, &inv_g, Out::Auto).unwrap();
@@ -432,7 +434,116 @@ fn mixed_inputs_run_on_the_gpu() {
     gpu::synchronize().unwrap();
 }
 
+/// Operations without a GPU kernel still return GPU data under `Out::Auto` (the CPU result
+/// is moved back), so a chain of operations never falls off the GPU.
+#[test]
+fn operations_without_gpu_kernels_stay_on_the_gpu() {
+    if skip_without_gpu("operations_without_gpu_kernels_stay_on_the_gpu") {
+        return;
+    }
+    let a = rand(4, 4, 31);
+    let g = make(&a, Kind::GPU_DENSE);
+    let on_gpu = |d: polymat::Result<Data>, what: &str| {
+        let d = d.unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_eq!(d.kind(), Kind::GPU_DENSE, "{what}");
+        d
+    };
+    let k = on_gpu(polymat::kron(&g, &g, Out::Auto), "kron");
+    assert_data_close(&k, &kron(&a, &a), "kron");
+    let b = on_gpu(
+        polymat::block_extract(&g, (1..3, 0..2), Out::Auto),
+        "block_extract",
+    );
+    assert_data_close(
+        &b,
+        &vec![a[1][..2].to_vec(), a[2][..2].to_vec()],
+        "block_extract",
+    );
+    on_gpu(polymat::inv(&g, Out::Auto), "inv");
+    on_gpu(
+        polymat::sqrtm(&polymat::matmul_dag(&g, &g, Out::Auto).unwrap(), Out::Auto),
+        "sqrtm",
+    );
+    on_gpu(
+        polymat::solve(&g, &g, ops::SolveMethod::Lu, Out::Auto),
+        "solve",
+    );
+    on_gpu(
+        polymat::ptrace(
+            &k,
+            &ops::Ptrace {
+                dims: vec![4, 4],
+                keep: vec![0],
+            },
+            Out::Auto,
+        ),
+        "ptrace",
+    );
+    let ket = make(&rand(4, 1, 32), Kind::GPU_DENSE);
+    on_gpu(
+        polymat::expm_multiply(&g, &ket, c64::new(0.0, -0.1), Out::Auto),
+        "expm_multiply",
+    );
+    for col in polymat::split_columns(&g).unwrap() {
+        assert_eq!(col.kind(), Kind::GPU_DENSE, "split_columns");
+    }
+}
+
 // ----- runs everywhere: tables and errors, no GPU code executed -----
+
+/// Every built-in operation that returns a matrix returns GPU data under `Out::Auto` when an
+/// input is GPU data: through a GPU kernel, or through the CPU kernel and a conversion back
+/// (`explain()` says which).
+#[test]
+fn every_operation_keeps_gpu_data_on_the_gpu() {
+    let (g, d, s) = (Kind::GPU_DENSE, Kind::DENSE, Kind::CSR);
+    macro_rules! check {
+        ($($op:ident: $arity:expr),* $(,)?) => {{
+            let mut checked = 0;
+            $(
+                let tuples: Vec<Vec<Kind>> = match $arity {
+                    1 => vec![vec![g]],
+                    2 => vec![vec![g, g], vec![g, s], vec![d, g], vec![s, g]],
+                    _ => vec![vec![g, d, s], vec![s, s, g]],
+                };
+                for kinds in tuples {
+                    let e = ops::$op.explain(&kinds, Out::Auto).unwrap();
+                    assert_eq!(
+                        e.result,
+                        Some(g),
+                        "{} {kinds:?} under Out::Auto returns {:?}:\n{e}",
+                        stringify!($op),
+                        e.result
+                    );
+                    checked += 1;
+                }
+            )*
+            checked
+        }};
+    }
+    let checked = check!(
+        ADD: 2, SUB: 2, MUL: 1, NEG: 1, MATMUL: 2, MATMUL_DAG: 2, MATMUL_OUTER: 2, MULTIPLY: 2,
+        KRON: 2, KRON_TRANSPOSE: 2, ADJOINT: 1, TRANSPOSE: 1, CONJ: 1, POW: 1, EXPM: 1,
+        EXPM_MULTIPLY: 2, PROJECT: 1, TIDYUP: 1, RESHAPE: 1, COLUMN_STACK: 1,
+        COLUMN_UNSTACK: 1, BLOCK_EXTRACT: 1, BLOCK_OVERWRITE: 2, PERMUTE_INDICES: 1,
+        PERMUTE_DIMENSIONS: 1, PTRACE: 1, INV: 1, SOLVE: 2, SQRTM: 1, LOGM: 1,
+    );
+    // 19 unary and 11 binary operations (4 input tuples each).
+    assert_eq!(checked, 19 + 11 * 4);
+    // CPU inputs never touch the GPU.
+    for pair in [[d, d], [d, s], [s, s]] {
+        for e in [
+            ops::KRON.explain(&pair, Out::Auto).unwrap(),
+            ops::ADD.explain(&pair, Out::Auto).unwrap(),
+            ops::MATMUL.explain(&pair, Out::Auto).unwrap(),
+        ] {
+            assert_ne!(e.result, Some(g), "{e}");
+        }
+    }
+    // split_columns returns a Vec of GPU columns for GPU input (a GPU specialisation).
+    let r = ops::SPLIT_COLUMNS.get(&[g], Out::Auto).unwrap();
+    assert_eq!(r.kernel_name(), "split_columns_gpu");
+}
 
 /// Every operation with a GPU kernel takes it directly for GPU inputs.
 #[test]

@@ -1,6 +1,6 @@
 //! The built-in kinds and the converters between them.
 
-use super::{Batch, Conversion};
+use super::{Batch, Conversion, Group};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
@@ -8,7 +8,8 @@ use crate::scalar::{ZERO, c64};
 use crate::storage::{Csr, Dense, alloc};
 
 /// Dense, Csr and GpuDense (in that order: their kinds are fixed) and the converters, with
-/// QuTiP's and qutip-jax's weights (entering the GPU weighs 1, leaving it 2).
+/// QuTiP's and qutip-jax's weights (entering the GPU weighs 1, leaving it 2), and their groups
+/// (GpuDense in the sticky GPU group, so GPU data stays there under `Out::Auto`).
 pub(super) fn register(b: &mut Batch) {
     b.register_type::<Dense>("Dense", &["dense", "mat", "matrix"])
         .register_type::<Csr>("Csr", &["csr", "sparse"])
@@ -17,6 +18,10 @@ pub(super) fn register(b: &mut Batch) {
     b.register_type::<GpuDense>("GpuDense", &["gpudense", "gpu", "cuda"])
         .add_conversion(Conversion::new(GpuDense::from_dense, 1.0))
         .add_conversion(Conversion::new(GpuDense::to_dense, 2.0));
+    b.add_to_group::<Dense>(Group::DENSE)
+        .add_to_group::<Csr>(Group::SPARSE)
+        .add_to_group::<GpuDense>(Group::DENSE)
+        .add_to_group::<GpuDense>(Group::GPU);
 }
 
 /// Scatters the stored entries into a zeroed column-major matrix. O(rows·cols + nnz).

@@ -4,6 +4,7 @@ use std::any::{Any, TypeId};
 use std::sync::Arc;
 
 use super::Listener;
+use super::group::Group;
 use crate::error::{Error, Result};
 use crate::storage::{Data, Kind, Storage};
 
@@ -154,6 +155,7 @@ pub(crate) struct NewType {
 pub struct Batch {
     pub(crate) types: Vec<NewType>,
     pub(crate) conversions: Vec<Conversion>,
+    pub(crate) groups: Vec<(KindRef, Group)>,
     pub(crate) pending: Vec<Pending>,
 }
 
@@ -180,6 +182,42 @@ impl Batch {
     /// Adds a converter.
     pub fn add_conversion(&mut self, conversion: Conversion) -> &mut Batch {
         self.conversions.push(conversion);
+        self
+    }
+
+    /// Puts storage type `T` (registered earlier or in this batch) in `group`. Built-in kinds
+    /// keep their built-in groups only.
+    ///
+    /// ```
+    /// use polymat::{Batch, Conversion, Csr, Group, Out, Storage, registry};
+    ///
+    /// // A banded sparse kind that joins the sparse family.
+    /// #[derive(Debug, Clone)]
+    /// struct Band(Csr);
+    /// impl Storage for Band {
+    ///     fn shape(&self) -> (usize, usize) { self.0.shape() }
+    /// }
+    /// let mut b = Batch::new();
+    /// b.register_type::<Band>("Band", &[])
+    ///     .add_conversion(Conversion::new(|x: &Band| Ok(x.0.clone()), 1.0))
+    ///     .add_conversion(Conversion::new(|c: &Csr| Ok(Band(c.clone())), 1.0))
+    ///     .add_to_group::<Band>(Group::SPARSE);
+    /// registry().commit(b)?;
+    /// let band = registry().kind_of::<Band>()?;
+    /// assert_eq!(registry().kinds_in(Group::SPARSE), vec![polymat::Kind::CSR, band]);
+    /// # Ok::<(), polymat::Error>(())
+    /// ```
+    pub fn add_to_group<T: Storage>(&mut self, group: Group) -> &mut Batch {
+        self.groups.push((
+            KindRef::Type(TypeId::of::<T>(), std::any::type_name::<T>()),
+            group,
+        ));
+        self
+    }
+
+    /// Puts an already registered `kind` in `group` (as [`Batch::add_to_group`]).
+    pub fn add_kind_to_group(&mut self, kind: Kind, group: Group) -> &mut Batch {
+        self.groups.push((KindRef::Kind(kind), group));
         self
     }
 

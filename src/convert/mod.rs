@@ -14,9 +14,11 @@
 pub(crate) mod builtin;
 mod conversion;
 mod dot;
+mod group;
 mod snapshot;
 
 pub use conversion::{Batch, Conversion, MAX_WEIGHT};
+pub use group::{Group, MAX_GROUPS};
 
 pub(crate) use conversion::{Pending, check_weight};
 pub(crate) use snapshot::{Chain, Snapshot};
@@ -209,6 +211,16 @@ impl ConversionRegistry {
         self.snapshot().name(kind)
     }
 
+    /// The groups `kind` belongs to.
+    pub fn groups_of(&self, kind: Kind) -> Vec<Group> {
+        self.snapshot().groups(kind).to_vec()
+    }
+
+    /// The kinds in `group`, in kind order.
+    pub fn kinds_in(&self, group: Group) -> Vec<Kind> {
+        self.snapshot().kinds_in(group)
+    }
+
     /// Whether `kind` is one of polymat's built-in kinds (conversions among those never pass
     /// through a registered one).
     pub fn is_builtin(&self, kind: Kind) -> bool {
@@ -373,6 +385,7 @@ impl ConversionRegistry {
                 aliases: t.aliases.clone(),
                 type_id: t.type_id,
                 builtin,
+                groups: Vec::new(),
             });
         }
         let resolve = |r: KindRef| -> Result<Kind> {
@@ -420,6 +433,23 @@ impl ConversionRegistry {
             match edges.iter_mut().find(|e| e.from == from && e.to == to) {
                 Some(slot) => *slot = edge,
                 None => edges.push(edge),
+            }
+        }
+        let grouped = batch
+            .groups
+            .iter()
+            .map(|&(r, g)| resolve(r).map(|k| (k, g)))
+            .collect::<Result<Vec<_>>>()?;
+        for (k, group) in grouped {
+            let info = &mut kinds[k.index()];
+            if info.builtin && !builtin {
+                return Err(Error::argument(
+                    "add_to_group",
+                    format!("{} is built in: its groups are fixed", info.name),
+                ));
+            }
+            if !info.groups.contains(&group) {
+                info.groups.push(group);
             }
         }
         Ok(Staged {

@@ -21,6 +21,7 @@ use petgraph::algo::floyd_warshall::floyd_warshall_path;
 use petgraph::graph::{DiGraph, NodeIndex};
 
 use super::conversion::ConvertFn;
+use super::group::Group;
 use crate::error::{Error, Result};
 use crate::storage::{Data, Kind};
 
@@ -171,6 +172,8 @@ pub(crate) struct KindInfo {
     pub(crate) type_id: TypeId,
     /// One of polymat's own kinds: conversions among these never leave them.
     pub(crate) builtin: bool,
+    /// The groups the kind belongs to.
+    pub(crate) groups: Vec<Group>,
 }
 
 impl KindInfo {
@@ -340,6 +343,30 @@ impl Snapshot {
     #[inline]
     pub(crate) fn chain(&self, from: Kind, to: Kind) -> Option<&Arc<Chain>> {
         self.chains[from.index() * self.kinds.len() + to.index()].as_ref()
+    }
+
+    /// The groups of `kind`.
+    pub(crate) fn groups(&self, kind: Kind) -> &[Group] {
+        self.kinds.get(kind.index()).map_or(&[], |k| &k.groups)
+    }
+
+    /// The kinds in `group`, in kind order.
+    pub(crate) fn kinds_in(&self, group: Group) -> Vec<Kind> {
+        self.kinds
+            .iter()
+            .enumerate()
+            .filter(|(_, k)| k.groups.contains(&group))
+            .map(|(i, _)| Kind(i as u32))
+            .collect()
+    }
+
+    /// The first sticky group of the first input that has one: where `Out::Auto` results of
+    /// these inputs must stay.
+    pub(crate) fn sticky_group(&self, inputs: &[Kind]) -> Option<Group> {
+        inputs
+            .iter()
+            .flat_map(|&k| self.groups(k).iter().copied())
+            .find(|g| g.is_sticky())
     }
 
     pub(crate) fn name(&self, kind: Kind) -> String {

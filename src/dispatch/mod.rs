@@ -50,7 +50,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
-use crate::convert::{Batch, Chain, Snapshot, registry};
+use crate::convert::{Batch, Chain, Group, Snapshot, registry};
 use crate::error::{Error, Result};
 use crate::storage::{Data, Kind};
 use spec::Spec;
@@ -153,7 +153,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
         if let Some(check) = inner.check {
             check(&inner.name, args, params)?;
         }
-        if policy::active() {
+        if policy::active() || matches!(out, Out::Group(_)) {
             return self.call_with_policy(args, out, params);
         }
         let state = cache::load(inner.id, &inner.state);
@@ -168,11 +168,16 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
         }
     }
 
-    /// [`call`](Self::call) when a conversion policy or default output is set somewhere.
+    /// [`call`](Self::call) when a conversion policy or default output is set somewhere, or
+    /// the output is a group.
     #[cold]
     #[inline(never)]
     fn call_with_policy(&self, args: &[&Data], out: Out, params: &P) -> Result<R> {
-        let p = policy::current();
+        let p = if policy::active() {
+            policy::current()
+        } else {
+            policy::Policy::default()
+        };
         let state = cache::load(self.inner.id, &self.inner.state);
         let kinds = || args.iter().map(|a| a.kind());
         let cell = |out: Out| {
@@ -193,6 +198,9 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
             if applies {
                 out = default;
             }
+        }
+        if let Out::Group(g) = out {
+            out = Out::from(self.group_member(&state, &kinds().collect::<Vec<_>>(), g)?);
         }
         let Some(e) = cell(out) else {
             return Err(self.lookup_error(kinds().collect(), out));
@@ -289,10 +297,57 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
         }
     }
 
+    /// The kind of `group` whose cell for these inputs is cheapest (the earlier kind on a tie).
+    fn group_member(&self, state: &State<P, R>, kinds: &[Kind], group: Group) -> Result<Kind> {
+        let mut best: Option<(f64, Kind)> = None;
+        if R::DISPATCHED {
+            for k in state.snap.kinds_in(group) {
+                let e = state
+                    .table
+                    .index(kinds.iter().copied(), Some(k))
+                    .and_then(|i| state.table.entries[i].as_ref());
+                if let Some(e) = e
+                    && best.is_none_or(|(w, _)| e.weight < w)
+                {
+                    best = Some((e.weight, k));
+                }
+            }
+        }
+        best.map(|(_, k)| k)
+            .ok_or_else(|| self.lookup_error(kinds.to_vec(), Out::Group(group)))
+    }
+
+    /// What `out` asks of a call with these input kinds: `out` itself, or for `Out::Group` the
+    /// group's kind whose path is cheapest (the earlier registered kind on a tie).
+    ///
+    /// # Errors
+    /// [`Error::NoSpecialisation`] if no kind of the group can be reached (or
+    /// [`Error::OutputNotDispatched`] for an operation that returns no matrix).
+    ///
+    /// ```
+    /// use polymat::{Group, Kind, Out, ops::ADD};
+    /// assert_eq!(ADD.resolve_output(&[Kind::DENSE, Kind::CSR], Out::Group(Group::SPARSE))?, Out::Csr);
+    /// assert_eq!(ADD.resolve_output(&[Kind::CSR, Kind::CSR], Out::Group(Group::DENSE))?, Out::Dense);
+    /// # Ok::<(), polymat::Error>(())
+    /// ```
+    pub fn resolve_output(&self, kinds: &[Kind], out: Out) -> Result<Out> {
+        match out {
+            Out::Group(g) => {
+                let state = self.inner.state.load();
+                self.group_member(&state, kinds, g).map(Out::from)
+            }
+            _ => Ok(out),
+        }
+    }
+
     fn entry_index(&self, state: &State<P, R>, kinds: &[Kind], out: Out) -> Result<usize> {
         if kinds.len() != self.inner.arity {
             return Err(self.arity_error(kinds.len()));
         }
+        let out = match out {
+            Out::Group(g) => Out::from(self.group_member(state, kinds, g)?),
+            _ => out,
+        };
         state
             .table
             .index(kinds.iter().copied(), out.kind())
@@ -312,6 +367,10 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
     /// ```
     pub fn get(&self, kinds: &[Kind], out: Out) -> Result<Resolved<P, R>> {
         let state = self.inner.state.load_full();
+        let out = match out {
+            Out::Group(g) => Out::from(self.group_member(&state, kinds, g)?),
+            _ => out,
+        };
         let index = self.entry_index(&state, kinds, out)?;
         Ok(Resolved {
             dispatcher: self.clone(),

@@ -103,6 +103,12 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Resolved<P, R> {
                 .map(|(c, &k)| path(c, k))
                 .collect(),
             output_path: e.output.as_ref().map(|c| (c.kinds(), c.weight())),
+            result: e
+                .output
+                .as_ref()
+                .and_then(|c| c.kinds().last().copied())
+                .or(e.fixup)
+                .or(e.spec.output),
             weight: e.weight,
             direct: e.direct,
             generic: e.spec.generic,
@@ -169,6 +175,11 @@ pub struct Explanation {
     pub input_paths: Vec<(Vec<Kind>, f64)>,
     /// The output conversion, if any.
     pub output_path: Option<(Vec<Kind>, f64)>,
+    /// The kind the call returns: the output conversion's target, else the kernel's kind;
+    /// `None` when a generic kernel decides at run time (and for operations that return no
+    /// matrix). Under `Out::Auto` with an input in a sticky group (GPU memory) it is a kind of
+    /// that group.
+    pub result: Option<Kind>,
     /// Total weight.
     pub weight: f64,
     /// No conversion at all.

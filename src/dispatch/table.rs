@@ -88,8 +88,9 @@ impl<P, R> Table<P, R> {
                 *slot = Kind((rest % k) as u32);
                 rest /= k;
             }
-            for slot in 0..out_slots {
-                let out = slot.checked_sub(1).map(|o| Kind(o as u32));
+            entries.push(auto(specs, snap, &tuple, dispatched));
+            for o in 1..out_slots {
+                let out = Some(Kind((o - 1) as u32));
                 entries.push(best(specs, snap, &tuple, out, dispatched));
             }
         }
@@ -124,6 +125,31 @@ impl<P, R> Table<P, R> {
         };
         Some(idx * self.out_slots + slot)
     }
+}
+
+/// The `Out::Auto` cell: the cheapest path, except that when an input is in a sticky group
+/// (GPU memory) the result must stay in that group: then the cheapest cell among the group's
+/// kinds, so a missing kernel on the group's kinds means converting the result back.
+fn auto<P, R>(
+    specs: &[Arc<Spec<P, R>>],
+    snap: &Snapshot,
+    tuple: &[Kind],
+    dispatched: bool,
+) -> Option<Entry<P, R>> {
+    if dispatched && let Some(g) = snap.sticky_group(tuple) {
+        let mut found: Option<Entry<P, R>> = None;
+        for k in snap.kinds_in(g) {
+            if let Some(e) = best(specs, snap, tuple, Some(k), dispatched)
+                && found.as_ref().is_none_or(|f| e.weight < f.weight)
+            {
+                found = Some(e);
+            }
+        }
+        if found.is_some() {
+            return found;
+        }
+    }
+    best(specs, snap, tuple, None, dispatched)
 }
 
 fn best<P, R>(

@@ -20,9 +20,10 @@
 //! * mixed CPU/GPU inputs → the CPU operands are uploaded and the GPU kernel runs (a tie with
 //!   a CPU route, as for `GpuDense + Csr`, goes to the GPU kernel);
 //! * all inputs on the CPU → CPU kernels; a GPU route would cost at least one upload more;
-//! * operations without a GPU kernel (decompositions, solves, …) download their GPU operands
-//!   and return a CPU result under `Out::Auto`; ask for `Out::GpuDense` to get it back on the
-//!   GPU;
+//! * operations without a GPU kernel (decompositions, solves, …) download their GPU operands,
+//!   run on the CPU and upload the result: `GpuDense` is in the sticky group
+//!   [`Group::GPU`](crate::Group::GPU), so under `Out::Auto` every operation that returns a
+//!   matrix returns GPU data when an input is GPU data (`explain()` shows the upload);
 //! * an explicit `Out` always wins: `Out::Dense` on GPU inputs computes on the GPU and
 //!   downloads the result.
 //!

@@ -8,14 +8,14 @@ use super::{MatrixRef, io_error, is_dense_kind, stream_error};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
 
-/// Writes `m` as a Matrix Market file: [`Dense`] (and [`GpuDense`](crate::GpuDense)) as
-/// `array`, every other kind as `coordinate` (converted to [`Csr`] if needed, stored entries
+/// Writes `m` as a Matrix Market file: [`Dense`](crate::Dense) (and [`GpuDense`](crate::GpuDense)) as
+/// `array`, every other kind as `coordinate` (converted to [`Csr`](crate::Csr) if needed, stored entries
 /// as they are). The field is `real` when no entry has a nonzero imaginary part, else
 /// `complex`; the symmetry is always `general`.
 ///
 /// # Errors
 /// [`Error::Io`] if the file cannot be written; the conversion's error for a kind that cannot
-/// reach [`Csr`] or [`Dense`].
+/// reach [`Csr`](crate::Csr) or [`Dense`](crate::Dense).
 ///
 /// ```no_run
 /// use polymat::{Csr, io};

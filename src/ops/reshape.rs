@@ -10,7 +10,7 @@ use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
 use crate::shape::{entries, indptr_len, reshape_shape};
 use crate::storage::alloc;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, Kind};
 
 /// Reshape to `(rows, cols)` in row-major (C) order, numpy's default. Kernels: Dense, Csr.
 pub static RESHAPE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
@@ -254,11 +254,18 @@ pub static SPLIT_COLUMNS: LazyLock<Dispatcher<(), Vec<Data>>> = LazyLock::new(||
             split_columns_dense(a)
         })
         .unary("split_columns_csr", |a: &Csr, _: &()| split_columns_csr(a))
+        // GPU data stays on the GPU: the columns go through host memory and back.
+        .unary("split_columns_gpu", |a: &GpuDense, _: &()| {
+            split_columns_dense(&a.to_dense()?)?
+                .iter()
+                .map(|c| c.to(Kind::GPU_DENSE))
+                .collect::<Result<Vec<Data>>>()
+        })
         .builtin()
 });
 
-/// The n columns of an m×n matrix, each an m×1 matrix of the input's kind (Dense or Csr; other
-/// kinds are converted to the cheapest of the two).
+/// The n columns of an m×n matrix, each an m×1 matrix of the input's kind (Dense, Csr or
+/// GpuDense; other kinds are converted to the cheapest of Dense and Csr).
 ///
 /// # Errors
 /// [`Error::TooLarge`] if the columns cannot be listed in memory; conversion errors for
