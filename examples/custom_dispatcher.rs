@@ -1,10 +1,10 @@
 //! A brand-new operation, `add_square(a, b) = a + b·b`, with a Dense and a Csr kernel. It
-//! works for every combination of kinds, the user's `Diag` included.
+//! works for every combination of kinds, the user's `MainDiagonal` kind included.
 //!
 //! Run with `cargo run --release --example custom_dispatcher`.
 
-#[path = "common/diag.rs"]
-mod diag;
+#[path = "common/main_diagonal.rs"]
+mod main_diagonal;
 
 use polymat::ops::add::{add_csr, add_dense};
 use polymat::ops::matmul::{matmul_csr, matmul_dense};
@@ -39,7 +39,7 @@ pub fn add_square() -> Result<Dispatcher<()>> {
 }
 
 pub fn run() -> Result<()> {
-    let diag_kind = diag::register()?;
+    let main_diagonal_kind = main_diagonal::register()?;
     let op = add_square()?;
     let n = 4;
     let dense: Data = Dense::from_fn(n, n, |i, j| {
@@ -53,7 +53,7 @@ pub fn run() -> Result<()> {
         &[c64::new(1.0, 1.0), ONE, c64::new(0.0, -2.0)],
     )?
     .into();
-    let dg: Data = Data::new(diag::Diag {
+    let dg: Data = Data::new(main_diagonal::MainDiagonal {
         values: (0..n).map(|k| c64::new(k as f64, 1.0)).collect(),
     })?;
 
@@ -68,7 +68,10 @@ pub fn run() -> Result<()> {
         }
     }
     assert!(op.get(&[Kind::CSR, Kind::CSR], Out::Csr)?.is_direct());
-    assert!(!op.get(&[diag_kind, Kind::DENSE], Out::Auto)?.is_direct());
+    assert!(
+        !op.get(&[main_diagonal_kind, Kind::DENSE], Out::Auto)?
+            .is_direct()
+    );
     let err = op
         .call(&[&dense, &Dense::zeros(2, 3).into()], Out::Auto, &())
         .unwrap_err();

@@ -1,28 +1,28 @@
-//! A user storage type (`Diag`, a diagonal matrix) registered with only two conversions,
+//! A user storage type (`MainDiagonal`, a matrix that is only its main diagonal) registered with only two conversions,
 //! to and from Dense. Every operation then works on it, alone and mixed with Csr and Dense,
-//! and one direct `Diag + Diag` kernel makes that path direct.
+//! and one direct `MainDiagonal + MainDiagonal` kernel makes that path direct.
 //!
 //! Run with `cargo run --release --example custom_storage`.
 
-#[path = "common/diag.rs"]
-mod diag;
+#[path = "common/main_diagonal.rs"]
+mod main_diagonal;
 
-use diag::Diag;
+use main_diagonal::MainDiagonal;
 use polymat::ops::ADD;
 use polymat::{Csr, Data, Dense, Out, Result, Specialisation, c64};
 
 pub fn run() -> Result<()> {
-    let kind = diag::register()?;
+    let kind = main_diagonal::register()?;
     println!("registered {kind} with kind index {}", kind.index());
 
-    let d: Data = Data::new(Diag {
+    let d: Data = Data::new(MainDiagonal {
         values: vec![c64::new(1.0, 0.0), c64::new(2.0, 0.0), c64::new(0.0, 3.0)],
     })?;
     let s: Data = Csr::from_triplets((3, 3), &[0, 2], &[2, 0], &[c64::new(1.0, 0.0); 2])?.into();
     let m: Data = Dense::from_fn(3, 3, |i, j| c64::new((i + 2 * j) as f64, 0.5)).into();
     let dd = polymat::to(polymat::Kind::DENSE, &d)?;
 
-    // Every operation, with Diag alone and mixed, equals the Dense computation.
+    // Every operation, with MainDiagonal alone and mixed, equals the Dense computation.
     let same = |x: &Data, y: &Data| polymat::isequal(x, y, 1e-12, 1e-12);
     for (name, got, want) in [
         (
@@ -84,22 +84,22 @@ pub fn run() -> Result<()> {
     // Results can be asked for in the new kind when they fit it...
     let back = polymat::mul(&d, c64::new(2.0, 0.0), Out::Kind(kind))?;
     assert_eq!(
-        back.downcast_ref::<Diag>().map(|x| x.values[1]),
+        back.downcast_ref::<MainDiagonal>().map(|x| x.values[1]),
         Some(c64::new(4.0, 0.0))
     );
     // ...and are refused, with an error, when they do not.
     let err = polymat::add(&d, &s, Out::Kind(kind)).unwrap_err();
-    println!("d + s as Diag: {err}");
+    println!("d + s as MainDiagonal: {err}");
 
-    // One direct kernel makes Diag + Diag direct.
+    // One direct kernel makes MainDiagonal + MainDiagonal direct.
     let path = ADD.get(&[kind, kind], Out::Auto)?;
     println!("before: {path}");
     assert!(!path.is_direct());
     ADD.add_specialisation(Specialisation::binary(
-        "add_diag",
-        |a: &Diag, b: &Diag, s: &c64| {
+        "add_main_diagonal",
+        |a: &MainDiagonal, b: &MainDiagonal, s: &c64| {
             // ADD checks the shapes before it calls any kernel.
-            Ok(Diag {
+            Ok(MainDiagonal {
                 values: a
                     .values
                     .iter()

@@ -81,8 +81,8 @@ fn calls_stay_correct_during_registrations() {
                 while !stop.load(Ordering::Relaxed) || calls < 200 {
                     let a = random_ref(&mut rng, 4, 4, 0.5);
                     let b = random_ref(&mut rng, 4, 4, 0.5);
-                    let ka = KINDS[(rng.next_u64() % 2) as usize];
-                    let kb = KINDS[(rng.next_u64() % 2) as usize];
+                    let ka = KINDS[(rng.next_u64() % KINDS.len() as u64) as usize];
+                    let kb = KINDS[(rng.next_u64() % KINDS.len() as u64) as usize];
                     let (x, y) = (make(&a, ka), make(&b, kb));
                     let out = [Out::Auto, Out::Dense, Out::Csr][(rng.next_u64() % 3) as usize];
                     assert_data_close(

@@ -14,7 +14,7 @@ fn c(re: f64) -> c64 {
 fn builtin_groups() {
     let r = registry();
     assert_eq!(r.kinds_in(Group::DENSE), vec![Kind::DENSE, Kind::GPU_DENSE]);
-    assert_eq!(r.kinds_in(Group::SPARSE), vec![Kind::CSR]);
+    assert_eq!(r.kinds_in(Group::SPARSE), vec![Kind::CSR, Kind::DIA]);
     assert_eq!(r.kinds_in(Group::GPU), vec![Kind::GPU_DENSE]);
     assert_eq!(r.groups_of(Kind::GPU_DENSE), vec![Group::DENSE, Group::GPU]);
     // Built-in kinds keep their groups.

@@ -20,11 +20,16 @@ fn matrix(m: usize, n: usize) -> impl Strategy<Value = Ref> {
 }
 
 fn kind() -> impl Strategy<Value = Kind> {
-    prop_oneof![Just(Kind::DENSE), Just(Kind::CSR)]
+    prop_oneof![Just(Kind::DENSE), Just(Kind::CSR), Just(Kind::DIA)]
 }
 
 fn out() -> impl Strategy<Value = Out> {
-    prop_oneof![Just(Out::Auto), Just(Out::Dense), Just(Out::Csr)]
+    prop_oneof![
+        Just(Out::Auto),
+        Just(Out::Dense),
+        Just(Out::Csr),
+        Just(Out::Dia)
+    ]
 }
 
 /// Two matrices of the same random shape.
@@ -78,6 +83,32 @@ proptest! {
         let s = make(&a, Kind::CSR);
         let back = polymat::to(Kind::CSR, &polymat::to(Kind::DENSE, &s).unwrap()).unwrap();
         prop_assert!(back.downcast_ref::<polymat::Csr>() == s.downcast_ref::<polymat::Csr>());
+    }
+
+    #[test]
+    fn dia_round_trips_are_exact((a, _) in pair()) {
+        // Every path between Dia, Csr and Dense gives back the same values, bit for bit.
+        for (from, via) in [
+            (Kind::DIA, Kind::CSR), (Kind::DIA, Kind::DENSE),
+            (Kind::CSR, Kind::DIA), (Kind::DENSE, Kind::DIA),
+        ] {
+            let x = make(&a, from);
+            let there = polymat::to(via, &x).unwrap();
+            prop_assert_eq!(there.kind(), via);
+            let back = polymat::to(from, &there).unwrap();
+            prop_assert_eq!(back.kind(), from);
+            prop_assert_eq!(to_ref(&back), a.clone());
+        }
+        // A Dia built from Csr stores exactly the diagonals that hold an entry.
+        let dia: polymat::Dia = polymat::to_type(&make(&a, Kind::CSR)).unwrap();
+        let (m, n) = shape(&a);
+        for o in -(m as isize - 1)..n as isize {
+            let has = (0..m).any(|i| {
+                let j = i as isize + o;
+                (0..n as isize).contains(&j) && a[i][j as usize] != c64::new(0.0, 0.0)
+            });
+            prop_assert_eq!(dia.diagonal(o).is_some(), has, "offset {}", o);
+        }
     }
 
     #[test]

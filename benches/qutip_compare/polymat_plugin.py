@@ -93,20 +93,25 @@ def _shutdown():
     os.rmdir(_TMP)
 
 
+def _write_inputs_one(f, tname, obj):
+    """One matrix block of the server's input format (``CSR`` or ``Dense``)."""
+    if tname == "CSR":
+        m = sp.csr_array(obj)
+        f.write(b"CSR %d %d %d\n" % (m.shape[0], m.shape[1], m.nnz))
+        f.write(np.ascontiguousarray(m.indptr, dtype="<i8").tobytes())
+        f.write(np.ascontiguousarray(m.indices, dtype="<i8").tobytes())
+        f.write(np.ascontiguousarray(m.data, dtype="<c16").tobytes())
+    else:
+        a = np.asarray(obj, dtype=np.complex128)
+        f.write(b"Dense %d %d\n" % a.shape)
+        # column-major
+        f.write(np.asfortranarray(a).tobytes(order="F"))
+
+
 def _write_inputs(path, inputs):
     with open(path, "wb") as f:
         for tname, obj in inputs:
-            if tname == "CSR":
-                m = sp.csr_array(obj)
-                f.write(b"CSR %d %d %d\n" % (m.shape[0], m.shape[1], m.nnz))
-                f.write(np.ascontiguousarray(m.indptr, dtype="<i8").tobytes())
-                f.write(np.ascontiguousarray(m.indices, dtype="<i8").tobytes())
-                f.write(np.ascontiguousarray(m.data, dtype="<c16").tobytes())
-            else:
-                a = np.asarray(obj, dtype=np.complex128)
-                f.write(b"Dense %d %d\n" % a.shape)
-                # column-major, written in row blocks' worth of memory at a time
-                f.write(np.asfortranarray(a).tobytes(order="F"))
+            _write_inputs_one(f, tname, obj)
 
 
 def _read_result(path):

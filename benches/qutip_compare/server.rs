@@ -24,7 +24,9 @@
 //!
 //! File format (little endian), one block per matrix: a text line `Dense ROWS COLS` followed by
 //! ROWS·COLS complex128 in column-major order, or `CSR ROWS COLS NNZ` followed by indptr
-//! (ROWS+1 × i64), indices (NNZ × i64) and data (NNZ × complex128). Results use the same format.
+//! (ROWS+1 × i64), indices (NNZ × i64) and data (NNZ × complex128), or `Dia ROWS COLS NDIAG`
+//! followed by the offsets (NDIAG × i64) and the diagonals (NDIAG × COLS complex128, scipy's
+//! `dia_matrix.data` row by row). Results use the same format (a Dia result is written as CSR).
 
 use std::collections::HashMap;
 use std::hint::black_box;
@@ -34,7 +36,7 @@ use std::time::Instant;
 
 use faer::linalg::matmul::matmul as faer_matmul;
 use faer::{Accum, Mat, Par};
-use polymat::{Csr, Data, Dense, Kind, Out, c64};
+use polymat::{Csr, Data, Dense, Dia, Kind, Out, c64};
 use sprs::CsMat;
 
 /// What a call returns, for the correctness check.
@@ -155,14 +157,25 @@ fn read_f64s(r: &mut impl Read, n: usize) -> Res<Vec<f64>> {
         .collect())
 }
 
-fn read_usizes(r: &mut impl Read, n: usize) -> Res<Vec<usize>> {
+/// `n` little-endian i64 values, each converted to `T` (an error names the value that does
+/// not fit).
+fn read_ints<T: TryFrom<i64>>(r: &mut impl Read, n: usize) -> Res<Vec<T>>
+where
+    T::Error: std::fmt::Display,
+{
     let mut buf = vec![0u8; n * 8];
     r.read_exact(&mut buf).map_err(|e| e.to_string())?;
     buf.chunks_exact(8)
-        .map(|b| {
-            usize::try_from(i64::from_le_bytes(b.try_into().unwrap())).map_err(|e| e.to_string())
-        })
+        .map(|b| T::try_from(i64::from_le_bytes(b.try_into().unwrap())).map_err(|e| e.to_string()))
         .collect()
+}
+
+fn read_usizes(r: &mut impl Read, n: usize) -> Res<Vec<usize>> {
+    read_ints(r, n)
+}
+
+fn read_isizes(r: &mut impl Read, n: usize) -> Res<Vec<isize>> {
+    read_ints(r, n)
 }
 
 fn read_c64s(r: &mut impl Read, n: usize) -> Res<Vec<c64>> {
@@ -203,6 +216,13 @@ fn read_inputs(path: &str) -> Res<Vec<Input>> {
                 let c = Csr::from_raw((rows, cols), indptr, indices, data)
                     .map_err(|e| e.to_string())?;
                 out.push(Input(c.into()));
+            }
+            "Dia" => {
+                let ndiag = num(3)?;
+                let offsets = read_isizes(&mut r, ndiag)?;
+                let data = read_c64s(&mut r, ndiag * cols)?;
+                let d = Dia::new((rows, cols), offsets, data).map_err(|e| e.to_string())?;
+                out.push(Input(d.into()));
             }
             other => return Err(format!("unknown block {other:?}")),
         }
@@ -249,6 +269,9 @@ fn write_result(v: &Value, path: &str) -> Res<String> {
                 write_dense(&mut w, x.as_ref()).map_err(io)?;
             } else if let Some(x) = d.downcast_ref::<Csr>() {
                 write_csr(&mut w, x.as_csmat()).map_err(io)?;
+            } else if d.kind() == Kind::DIA {
+                let x: Csr = polymat::to_type(d).map_err(|e| e.to_string())?;
+                write_csr(&mut w, x.as_csmat()).map_err(io)?;
             } else {
                 return Err(format!("cannot export {d}"));
             }
@@ -263,6 +286,7 @@ fn parse_out(s: &str) -> Res<Out> {
         "-" => Ok(Out::Auto),
         "Dense" => Ok(Out::Dense),
         "CSR" => Ok(Out::Csr),
+        "Dia" => Ok(Out::Dia),
         other => Err(format!("unknown output type {other:?}")),
     }
 }
@@ -282,10 +306,14 @@ fn polymat_case(op: &str, out: Out, s: c64, ins: &[Input]) -> Option<Case> {
         ("transpose", None) => case(move || polymat::transpose(&a, out)),
         ("mul", None) => case(move || polymat::mul(&a, s, out)),
         ("trace", None) => case(move || polymat::trace(&a)),
+        ("isherm", None) => {
+            case(move || polymat::isherm(&a, 1e-12).map(|h| c64::from(f64::from(u8::from(h)))))
+        }
         ("expm", None) => case(move || polymat::expm(&a, out)),
         ("to", None) => {
             let kind = match out {
                 Out::Csr => Kind::CSR,
+                Out::Dia => Kind::DIA,
                 _ => Kind::DENSE,
             };
             case(move || polymat::to(kind, &a))

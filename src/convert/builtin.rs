@@ -7,7 +7,7 @@ use crate::gpu::GpuDense;
 use crate::scalar::{ZERO, c64};
 use crate::storage::{Csr, Dense, alloc};
 
-/// Dense, Csr and GpuDense (in that order: their kinds are fixed) and the converters, with
+/// Dense, Csr, GpuDense and Dia (in that order: their kinds are fixed) and the converters, with
 /// QuTiP's and qutip-jax's weights (entering the GPU weighs 1, leaving it 2), and their groups
 /// (GpuDense in the sticky GPU group, so GPU data stays there under `Out::Auto`).
 pub(super) fn register(b: &mut Batch) {
@@ -22,6 +22,7 @@ pub(super) fn register(b: &mut Batch) {
         .add_to_group::<Csr>(Group::SPARSE)
         .add_to_group::<GpuDense>(Group::DENSE)
         .add_to_group::<GpuDense>(Group::GPU);
+    super::dia::register(b);
 }
 
 /// Scatters the stored entries into a zeroed column-major matrix. O(rows·cols + nnz).

@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 /// ```
 /// use polymat::{Group, Kind, Out, registry};
 ///
-/// assert_eq!(registry().kinds_in(Group::SPARSE), vec![Kind::CSR]);
+/// assert_eq!(registry().kinds_in(Group::SPARSE), vec![Kind::CSR, Kind::DIA]);
 /// assert!(Group::GPU.is_sticky() && !Group::DENSE.is_sticky());
 /// assert_eq!("sparse".parse::<Group>()?, Group::SPARSE);
 ///

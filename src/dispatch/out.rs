@@ -43,6 +43,8 @@ pub enum Out {
     Csr,
     /// [`GpuDense`](crate::GpuDense): GPU memory (needs the `cuda` feature and a GPU).
     GpuDense,
+    /// [`Dia`](crate::Dia).
+    Dia,
     /// Any registered kind.
     Kind(Kind),
     /// The cheapest kind of a [`Group`] for these inputs (`Out::Group(Group::SPARSE)`: "some
@@ -61,6 +63,7 @@ impl Out {
             Out::Dense => Some(Kind::DENSE),
             Out::Csr => Some(Kind::CSR),
             Out::GpuDense => Some(Kind::GPU_DENSE),
+            Out::Dia => Some(Kind::DIA),
             Out::Kind(k) => Some(k),
             Out::Group(_) => None,
         }
@@ -105,6 +108,7 @@ impl From<Kind> for Out {
             Kind::DENSE => Out::Dense,
             Kind::CSR => Out::Csr,
             Kind::GPU_DENSE => Out::GpuDense,
+            Kind::DIA => Out::Dia,
             k => Out::Kind(k),
         }
     }

@@ -173,6 +173,21 @@ mod tests {
     }
 
     #[test]
+    fn dia_data_round_trips_through_csr() {
+        let one = c64::new(1.0, 0.0);
+        let dia = crate::Dia::new((3, 3), vec![-1, 1], vec![one; 6]).unwrap();
+        let d: Data = dia.clone().into();
+        let json = serde_json::to_string(&d).unwrap();
+        assert!(
+            json.starts_with(r#"{"kind":"Dia","value":{"Csr""#),
+            "{json}"
+        );
+        let back: Data = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.kind(), Kind::DIA);
+        assert_eq!(back.as_dia(), Some(&dia));
+    }
+
+    #[test]
     fn bad_values_are_errors() {
         for (json, want) in [
             (

@@ -12,7 +12,7 @@ use crate::gpu::GpuDense;
 use crate::scalar::c64;
 use crate::scalar::{ONE, ZERO};
 use crate::shape::same_shape;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, Dia};
 
 /// `a + scale·b`. Parameter: the scale. Kernels: Dense+Dense → Dense, Csr+Csr → Csr,
 /// Csr+Dense → Dense, Dense+Csr → Dense.
@@ -28,6 +28,9 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
         })
         .binary("add_dense_csr", |a: &Dense, b: &Csr, s: &c64| {
             add_dense_csr(a, b, *s)
+        })
+        .binary("add_dia", |a: &Dia, b: &Dia, s: &c64| {
+            super::dia::add_dia(a, b, *s)
         })
         .binary("add_gpu", |a: &GpuDense, b: &GpuDense, s: &c64| {
             a.add_scaled(b, *s)

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
 use crate::shape::same_shape;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, Dia};
 
 /// Absolute and relative tolerances: `|a − b| ≤ atol + rtol·|b|` entry by entry.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -35,6 +35,9 @@ pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
         .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
         .unary("iszero_dense", |a: &Dense, t: &f64| Ok(iszero_dense(a, *t)))
         .unary("iszero_csr", |a: &Csr, t: &f64| Ok(iszero_csr(a, *t)))
+        .unary("iszero_dia", |a: &Dia, t: &f64| {
+            Ok(super::dia::iszero_dia(a, *t))
+        })
         .unary("iszero_gpu", |a: &GpuDense, t: &f64| a.iszero(*t))
         .builtin()
 });
@@ -159,6 +162,9 @@ pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
         .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
         .unary("isherm_dense", |a: &Dense, t: &f64| Ok(isherm_dense(a, *t)))
         .unary("isherm_csr", |a: &Csr, t: &f64| isherm_csr(a, *t))
+        .unary("isherm_dia", |a: &Dia, t: &f64| {
+            Ok(super::dia::isherm_dia(a, *t))
+        })
         .unary("isherm_gpu", |a: &GpuDense, t: &f64| a.isherm(*t))
         .builtin()
 });

@@ -7,7 +7,7 @@ use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::c64;
 pub use crate::storage::Diagonals;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, Dia};
 
 /// The `rows × cols` zero matrix. Parameter: `(rows, cols)`. Kernels: Dense, Csr;
 /// `Out::Auto` gives Csr (no stored entries).
@@ -20,6 +20,7 @@ pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
         .nullary("zeros_dense", |&(r, c): &(usize, usize)| {
             Dense::zeros_for("zeros", r, c)
         })
+        .nullary("zeros_dia", |&(r, c): &(usize, usize)| Ok(Dia::zeros(r, c)))
         .nullary("zeros_csr", |&(r, c): &(usize, usize)| {
             Csr::zeros_for("zeros", r, c)
         })
@@ -37,6 +38,9 @@ pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
             Dense::from_fn_for("identity", n, n, |i, j| {
                 if i == j { s } else { crate::scalar::ZERO }
             })
+        })
+        .nullary("identity_dia", |&(n, s): &(usize, c64)| {
+            super::dia::identity_dia(n, s)
         })
         .nullary("identity_csr", |&(n, s): &(usize, c64)| {
             Csr::try_scaled_identity(n, s)
@@ -88,6 +92,7 @@ pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
             }
             Ok(d)
         })
+        .nullary("diag_dia", |p: &Diagonals| super::dia::diag_dia(p))
         .nullary("diag_csr", |p: &Diagonals| {
             let (rows, cols, vals) = p.triplets("diag")?;
             Csr::from_triplets(p.shape, &rows, &cols, &vals)

@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
 use crate::scalar::{ZERO, c64};
 use crate::shape::expect_shapes;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, Dia};
 
 /// `⟨ψ|op|ψ⟩` for a ket ψ, `Tr(op·ρ)` for an operator ρ. Kernels: Dense², Csr², Csr op with
 /// Dense state (the common case of a sparse observable on a dense state).
@@ -31,6 +31,9 @@ pub static EXPECT: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .binary("expect_csr", |o: &Csr, s: &Csr, _: &()| expect_csr(o, s))
         .binary("expect_csr_dense", |o: &Csr, s: &Dense, _: &()| {
             expect_csr_dense(o, s)
+        })
+        .binary("expect_dia_dense", |o: &Dia, s: &Dense, _: &()| {
+            super::dia::expect_dia_dense(o, s)
         })
         .binary("expect_gpu", |o: &GpuDense, s: &GpuDense, _: &()| {
             o.expect(s)

@@ -6,7 +6,7 @@ use sprs::CsMat;
 use crate::convert::{registry, to_type};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
-use crate::storage::{Csr, Data, Dense, Storage};
+use crate::storage::{Csr, Data, Dense, Dia, Storage};
 
 /// A plain matrix type that [`extract`] can produce from any [`Data`].
 pub trait Extract: Sized {
@@ -61,6 +61,12 @@ impl Extract for Csr {
     }
 }
 
+impl Extract for Dia {
+    fn extract(data: &Data) -> Result<Self> {
+        to_type::<Dia>(data)
+    }
+}
+
 /// `data` converted to `T` and moved out: no copy when `data` is the only handle and already a
 /// `T` (the converted value, a fresh one, is never copied).
 fn into_type<T: Storage + Clone>(data: Data) -> Result<T> {
@@ -102,4 +108,4 @@ macro_rules! try_from_data {
     )*};
 }
 
-try_from_data!(Mat<c64> => Dense, CsMat<c64> => Csr, Dense => Dense, Csr => Csr);
+try_from_data!(Mat<c64> => Dense, CsMat<c64> => Csr, Dense => Dense, Csr => Csr, Dia => Dia);

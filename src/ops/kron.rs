@@ -7,7 +7,7 @@ use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::shape::{indptr_len, kron_shape, product};
-use crate::storage::{Csr, Data, Dense, alloc};
+use crate::storage::{Csr, Data, Dense, Dia, alloc};
 
 /// `a ⊗ b`. Kernels: Dense⊗Dense, Csr⊗Csr.
 pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
@@ -17,6 +17,9 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             kron_dense(a, b)
         })
         .binary("kron_csr", |a: &Csr, b: &Csr, _: &()| kron_csr(a, b))
+        .binary("kron_dia", |a: &Dia, b: &Dia, _: &()| {
+            super::dia::kron_dia(a, b)
+        })
         .binary("kron_gpu", |a: &GpuDense, b: &GpuDense, _: &()| a.kron(b))
         .builtin()
 });

@@ -13,7 +13,7 @@ use crate::gpu::GpuDense;
 use crate::scalar::c64;
 use crate::scalar::{ONE, ZERO};
 use crate::shape::{indptr_len, matmul_shapes};
-use crate::storage::{Csr, Data, Dense, alloc};
+use crate::storage::{Csr, Data, Dense, Dia, alloc};
 
 /// `a·b`. Kernels: Dense·Dense → Dense, Csr·Csr → Csr, Csr·Dense → Dense.
 ///
@@ -28,6 +28,15 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .binary("matmul_csr", |a: &Csr, b: &Csr, _: &()| matmul_csr(a, b))
         .binary("matmul_csr_dense", |a: &Csr, b: &Dense, _: &()| {
             matmul_csr_dense(a, b)
+        })
+        .binary("matmul_dia_dense", |a: &Dia, b: &Dense, _: &()| {
+            super::dia::matmul_dia_dense(a, b)
+        })
+        .binary("matmul_dense_dia", |a: &Dense, b: &Dia, _: &()| {
+            super::dia::matmul_dense_dia(a, b)
+        })
+        .binary("matmul_dia", |a: &Dia, b: &Dia, _: &()| {
+            super::dia::matmul_dia(a, b)
         })
         .binary("matmul_gpu", |a: &GpuDense, b: &GpuDense, _: &()| {
             a.matmul(b)

@@ -46,6 +46,7 @@ pub mod block;
 pub mod compare;
 pub mod construct;
 pub mod decomp;
+pub mod dia;
 mod eigen;
 pub mod expect;
 pub mod expm;

@@ -10,7 +10,7 @@ use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
 use crate::shape::{entries, indptr_len, reshape_shape};
 use crate::storage::alloc;
-use crate::storage::{Csr, Data, Dense, Kind};
+use crate::storage::{Csr, Data, Dense, Dia, Kind};
 
 /// Reshape to `(rows, cols)` in row-major (C) order, numpy's default. Kernels: Dense, Csr.
 pub static RESHAPE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
@@ -254,6 +254,9 @@ pub static SPLIT_COLUMNS: LazyLock<Dispatcher<(), Vec<Data>>> = LazyLock::new(||
             split_columns_dense(a)
         })
         .unary("split_columns_csr", |a: &Csr, _: &()| split_columns_csr(a))
+        .unary("split_columns_dia", |a: &Dia, _: &()| {
+            crate::ops::dia::split_columns_dia(a)
+        })
         // GPU data stays on the GPU: the columns go through host memory and back.
         .unary("split_columns_gpu", |a: &GpuDense, _: &()| {
             split_columns_dense(&a.to_dense()?)?

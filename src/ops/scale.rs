@@ -8,13 +8,14 @@ use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
 use crate::scalar::c64;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, Dia};
 
 /// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
 pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("mul", 1)
         .unary("mul_dense", |a: &Dense, s: &c64| mul_dense(a, *s))
         .unary("mul_csr", |a: &Csr, s: &c64| Ok(mul_csr(a, *s)))
+        .unary("mul_dia", |a: &Dia, s: &c64| super::dia::mul_dia(a, *s))
         .unary("mul_gpu", |a: &GpuDense, s: &c64| a.scale(*s))
         .builtin()
 });
@@ -24,6 +25,9 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("neg", 1)
         .unary("neg_dense", |a: &Dense, _: &()| dense_map("neg", a, |x| -x))
         .unary("neg_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| -x)))
+        .unary("neg_dia", |a: &Dia, _: &()| {
+            super::dia::mul_dia(a, c64::new(-1.0, 0.0))
+        })
         .unary("neg_gpu", |a: &GpuDense, _: &()| {
             a.scale(c64::new(-1.0, 0.0))
         })

@@ -6,7 +6,7 @@ use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::{ZERO, c64};
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, Dia};
 
 /// Zeroes every real or imaginary part with modulus below `atol` (QuTiP's `tidyup`); a Csr
 /// result drops the entries that become zero. Parameter: `atol`. Kernels: Dense, Csr.
@@ -15,6 +15,9 @@ pub static TIDYUP: LazyLock<Dispatcher<f64>> = LazyLock::new(|| {
         .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
         .unary("tidyup_dense", |a: &Dense, t: &f64| tidyup_dense(a, *t))
         .unary("tidyup_csr", |a: &Csr, t: &f64| Ok(tidyup_csr(a, *t)))
+        .unary("tidyup_dia", |a: &Dia, t: &f64| {
+            super::dia::tidyup_dia(a, *t)
+        })
         .unary("tidyup_gpu", |a: &GpuDense, t: &f64| a.tidyup(*t))
         .builtin()
 });

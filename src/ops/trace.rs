@@ -10,7 +10,7 @@ use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
 use crate::scalar::c64;
 use crate::shape::square;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, Dia};
 
 /// `Tr a` for square `a`, a scalar. Kernels: Dense, Csr.
 pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
@@ -18,6 +18,7 @@ pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .check(check_square)
         .unary("trace_dense", |a: &Dense, _: &()| trace_dense(a))
         .unary("trace_csr", |a: &Csr, _: &()| trace_csr(a))
+        .unary("trace_dia", |a: &Dia, _: &()| super::dia::trace_dia(a))
         .unary("trace_gpu", |a: &GpuDense, _: &()| a.trace())
         .builtin()
 });
@@ -59,9 +60,21 @@ pub fn trace_csr(a: &Csr) -> Result<c64> {
     let n = a.shape().0;
     let workers = engine::workers(Family::Reduction, n);
     Ok(engine::sum_ranges(n, workers, |rows| {
-        rows.map(|i| match idx[p[i]..p[i + 1]].binary_search(&i) {
-            Ok(k) => val[p[i] + k],
-            Err(_) => ZERO,
+        rows.map(|i| {
+            let (lo, hi) = (p[i], p[i + 1]);
+            let cols = &idx[lo..hi];
+            // Columns are sorted: a short row is scanned up to the diagonal (no unpredictable
+            // branches), a long one searched.
+            let k = if cols.len() <= 16 {
+                cols.iter().take_while(|&&c| c < i).count()
+            } else {
+                cols.partition_point(|&c| c < i)
+            };
+            if k < cols.len() && cols[k] == i {
+                val[lo + k]
+            } else {
+                ZERO
+            }
         })
         .sum()
     }))

@@ -9,7 +9,7 @@ use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::c64;
 use crate::shape::indptr_len;
-use crate::storage::{Csr, Data, Dense, alloc};
+use crate::storage::{Csr, Data, Dense, Dia, alloc};
 use rayon::prelude::*;
 
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
@@ -17,6 +17,9 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("adjoint", 1)
         .unary("adjoint_dense", |a: &Dense, _: &()| adjoint_dense(a))
         .unary("adjoint_csr", |a: &Csr, _: &()| transpose_csr(a, true))
+        .unary("adjoint_dia", |a: &Dia, _: &()| {
+            super::dia::transpose_dia(a, true)
+        })
         .unary("adjoint_gpu", |a: &GpuDense, _: &()| a.transpose(true))
         .builtin()
 });
@@ -26,6 +29,9 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("transpose", 1)
         .unary("transpose_dense", |a: &Dense, _: &()| transpose_dense(a))
         .unary("transpose_csr", |a: &Csr, _: &()| transpose_csr(a, false))
+        .unary("transpose_dia", |a: &Dia, _: &()| {
+            super::dia::transpose_dia(a, false)
+        })
         .unary("transpose_gpu", |a: &GpuDense, _: &()| a.transpose(false))
         .builtin()
 });
@@ -37,6 +43,7 @@ pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             dense_map("conj", a, |x| x.conj())
         })
         .unary("conj_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| x.conj())))
+        .unary("conj_dia", |a: &Dia, _: &()| super::dia::conj_dia(a))
         .unary("conj_gpu", |a: &GpuDense, _: &()| a.conj())
         .builtin()
 });

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use faer::Mat;
 use sprs::CsMat;
 
-use super::{Csr, Dense, Kind, Storage};
+use super::{Csr, Dense, Dia, Kind, Storage};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
 
@@ -141,6 +141,12 @@ impl Data {
         self.downcast_ref::<Csr>()
     }
 
+    /// The value, if it is a [`Dia`]: `data.downcast_ref::<Dia>()` in short. Never converts.
+    #[inline]
+    pub fn as_dia(&self) -> Option<&Dia> {
+        self.downcast_ref::<Dia>()
+    }
+
     /// The value as a `&dyn Storage`.
     pub fn storage(&self) -> &dyn Storage {
         &*self.inner
@@ -179,6 +185,13 @@ impl From<Csr> for Data {
     #[inline]
     fn from(value: Csr) -> Data {
         Data::with_kind(Kind::CSR, value)
+    }
+}
+
+impl From<Dia> for Data {
+    #[inline]
+    fn from(value: Dia) -> Data {
+        Data::with_kind(Kind::DIA, value)
     }
 }
 

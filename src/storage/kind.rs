@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 /// The kind of a storage type: an index assigned when the type is registered.
 ///
 /// Kinds are cheap to copy and compare and index the dispatch tables directly. The built-in
-/// kinds have fixed values ([`Kind::DENSE`], [`Kind::CSR`], [`Kind::GPU_DENSE`]); user kinds get the next free index
+/// kinds have fixed values ([`Kind::DENSE`], [`Kind::CSR`], [`Kind::GPU_DENSE`],
+/// [`Kind::DIA`]); user kinds get the next free index
 /// when they are registered. A kind displays as its registered name and parses from its name or
 /// any alias, case-insensitively.
 ///
@@ -32,6 +33,8 @@ impl Kind {
     /// Column-major dense storage in GPU memory, [`GpuDense`](crate::GpuDense). Registered in
     /// every build; creating a value needs the `cuda` feature and a GPU.
     pub const GPU_DENSE: Kind = Kind(2);
+    /// Diagonal storage, [`Dia`](crate::Dia).
+    pub const DIA: Kind = Kind(3);
 
     /// The kind's index, dense from 0 in registration order.
     #[inline]

@@ -39,6 +39,7 @@ pub(crate) mod alloc;
 mod csr;
 mod data;
 mod dense;
+mod dia;
 mod diagonals;
 mod display;
 mod kind;
@@ -46,6 +47,8 @@ mod kind;
 pub use csr::Csr;
 pub use data::Data;
 pub use dense::Dense;
+pub use dia::Dia;
+pub(crate) use dia::valid_cols;
 pub use diagonals::Diagonals;
 pub use kind::Kind;
 

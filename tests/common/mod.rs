@@ -149,4 +149,4 @@ pub fn trace(a: &Ref) -> c64 {
     (0..a.len()).map(|i| a[i][i]).sum()
 }
 
-pub const KINDS: [Kind; 2] = [Kind::DENSE, Kind::CSR];
+pub const KINDS: [Kind; 3] = [Kind::DENSE, Kind::CSR, Kind::DIA];

@@ -1,21 +1,25 @@
-//! The suite's machinery: the five input cases, the shapes, one operation under test ([`Op`])
+//! The suite's machinery: the six input cases, the shapes, one operation under test ([`Op`])
 //! and the runner that checks it against the naive reference in every case and output, plus
 //! the helpers of the every-kind tests on small irregular shapes.
 
 use super::common::{self, *};
-use polymat::{Csr, Data, Dense, Error, Out, c64};
+use polymat::{Csr, Data, Dense, Dia, Error, Out, c64};
 
 pub(crate) const N: usize = 100;
 
 pub(crate) const N_KRON: usize = 5;
 
-pub(crate) const CASES: [&str; 5] = [
+pub(crate) const CASES: [&str; 6] = [
     "csr_0.001",
     "csr_0.8_sorted",
     "csr_0.8_unsorted",
     "csr_zero",
     "dense",
+    "dia_band",
 ];
+
+/// The diagonals of the banded case `dia_band` (those that fit the shape are kept).
+pub(crate) const DIA_OFFSETS: [isize; 4] = [-2, 0, 1, 5];
 
 /// The five shapes of the suite for size `n`.
 pub(crate) fn shapes(n: usize) -> [(usize, usize); 5] {
@@ -32,6 +36,16 @@ pub(crate) fn input(case: &str, s: (usize, usize), seed: u64) -> (Ref, Data) {
         _ => 0.8,
     };
     let mut r = common::random_ref(&mut rng, s.0, s.1, density);
+    if case == "dia_band" {
+        // Keep the band: entries off the chosen diagonals are zero.
+        for (i, row) in r.iter_mut().enumerate() {
+            for (j, x) in row.iter_mut().enumerate() {
+                if !DIA_OFFSETS.contains(&(j as isize - i as isize)) {
+                    *x = c64::new(0.0, 0.0);
+                }
+            }
+        }
+    }
     if case == "csr_0.001" && r.iter().flatten().all(|x| *x == c64::new(0.0, 0.0)) {
         // keep at least one entry so the case differs from the all-zero one
         r[s.0 / 2][s.1 / 2] = rng.c();
@@ -44,6 +58,24 @@ pub(crate) fn build(case: &str, r: &Ref, rng: &mut Rng) -> Data {
     let (m, n) = shape(r);
     match case {
         "dense" => Dense::from_fn(m, n, |i, j| r[i][j]).into(),
+        "dia_band" => {
+            // Built from its diagonals (QuTiP's layout: indexed by column), padding zero.
+            let offsets: Vec<isize> = DIA_OFFSETS
+                .iter()
+                .copied()
+                .filter(|&o| -(m as isize) < o && o < n as isize)
+                .collect();
+            let mut data = vec![c64::new(0.0, 0.0); offsets.len() * n];
+            for (k, &o) in offsets.iter().enumerate() {
+                for j in 0..n {
+                    let i = j as isize - o;
+                    if (0..m as isize).contains(&i) {
+                        data[k * n + j] = r[i as usize][j];
+                    }
+                }
+            }
+            Dia::new((m, n), offsets, data).unwrap().into()
+        }
         "csr_0.8_unsorted" => {
             // Raw CSR arrays with each row's columns in a shuffled order.
             let (mut indptr, mut indices, mut data) = (vec![0], vec![], vec![]);
@@ -116,7 +148,7 @@ pub(crate) struct Op<'a> {
     call: &'a Call<'a>,
 }
 
-pub(crate) const MATRIX_OUTS: [Out; 3] = [Out::Auto, Out::Dense, Out::Csr];
+pub(crate) const MATRIX_OUTS: [Out; 4] = [Out::Auto, Out::Dense, Out::Csr, Out::Dia];
 
 pub(crate) const VALUE_OUTS: [Out; 1] = [Out::Auto];
 
@@ -143,7 +175,7 @@ pub(crate) fn run(op: &Op<'_>) -> usize {
     let mut count = 0;
     let mut seed = 1u64;
     for t in &tuples {
-        // Case tuples: the full product for arity ≤ 2, rotations of the five cases for 3.
+        // Case tuples: the full product for arity ≤ 2, rotations of the six cases for 3.
         let case_tuples: Vec<Vec<&str>> = match op.arity {
             1 => CASES.iter().map(|c| vec![*c]).collect(),
             2 => CASES
@@ -307,7 +339,7 @@ impl<'a> Op<'a> {
 
 // ---------------------------------------------------------------- every kind, small shapes
 
-pub(crate) const OUTS: [Out; 3] = [Out::Auto, Out::Dense, Out::Csr];
+pub(crate) const OUTS: [Out; 4] = [Out::Auto, Out::Dense, Out::Csr, Out::Dia];
 
 /// Checks the result's values, and its kind when one was requested.
 pub(crate) fn check(got: &Data, out: Out, want: &Ref, what: &str) {

@@ -220,7 +220,7 @@ fn expm_against_taylor_and_closed_forms() {
         let a = map(&random_ref(&mut rng, n, n, 0.7), |x| x * scale);
         let want = expm_taylor(&a);
         for k in KINDS {
-            for out in [Out::Auto, Out::Dense, Out::Csr] {
+            for out in [Out::Auto, Out::Dense, Out::Csr, Out::Dia] {
                 let got = ops::expm(&make(&a, k), out).unwrap();
                 if let Some(kind) = out.kind() {
                     assert_eq!(got.kind(), kind);

@@ -229,7 +229,7 @@ fn matmul_dag_and_project() {
     let bra = conj_t(&ket);
     for ka in KINDS {
         for kb in KINDS {
-            for out in [Out::Auto, Out::Dense, Out::Csr] {
+            for out in [Out::Auto, Out::Dense, Out::Csr, Out::Dia] {
                 let got = ops::matmul_dag(&make(&a, ka), &make(&b, kb), out).unwrap();
                 assert_data_close(&got, &matmul(&a, &conj_t(&b)), "matmul_dag");
             }

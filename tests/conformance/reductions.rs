@@ -253,7 +253,7 @@ fn predicates_and_tidyup() {
                 if x.im.abs() < 1e-12 { 0.0 } else { x.im },
             )
         });
-        for out in [Out::Auto, Out::Dense, Out::Csr] {
+        for out in [Out::Auto, Out::Dense, Out::Csr, Out::Dia] {
             assert_data_close(
                 &ops::tidyup(&make(&noisy, k), 1e-12, out).unwrap(),
                 &want,

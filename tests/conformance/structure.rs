@@ -255,7 +255,7 @@ fn like_constructors_follow_the_input() {
 
 #[test]
 fn constructors() {
-    for out in [Out::Dense, Out::Csr] {
+    for out in [Out::Dense, Out::Csr, Out::Dia] {
         let z = polymat::zeros(3, 4, out).unwrap();
         check(&z, out, &vec![vec![c64::new(0.0, 0.0); 4]; 3], "zeros");
         let i = polymat::identity(5, out).unwrap();
@@ -269,7 +269,7 @@ fn constructors() {
 fn constructors_closed_forms() {
     let one = c64::new(1.0, 0.0);
     let two = c64::new(2.0, 0.0);
-    for out in [Out::Auto, Out::Dense, Out::Csr] {
+    for out in [Out::Auto, Out::Dense, Out::Csr, Out::Dia] {
         let d = ops::diag(
             vec![vec![one, two, one], vec![two, two]],
             vec![0, -1],

@@ -1,0 +1,168 @@
+//! Reductions, predicates, column splits and constructors of Dia.
+
+use super::{Builder, all_within, block_cols, diagonals, row_of, within};
+use crate::error::Result;
+use crate::scalar::{ONE, ZERO, c64};
+use crate::shape::{expect_shapes, square};
+use crate::storage::{Dense, Dia, alloc, valid_cols};
+
+/// Dia kernel of [`split_columns`](crate::split_columns): each column as an m×1 `Dia`
+/// (entry `(i, 0)` lies on diagonal `−i`). O(n·diagonals).
+///
+/// # Errors
+/// As [`split_columns`](crate::split_columns).
+pub fn split_columns_dia(a: &Dia) -> Result<Vec<crate::Data>> {
+    const OP: &str = "split_columns";
+    let (m, n) = a.shape();
+    let mut out = alloc::try_with_capacity(OP, (m, n), n)?;
+    for j in 0..n {
+        let (mut offsets, mut values) = (Vec::new(), Vec::new());
+        // Offsets in decreasing order give rows in increasing order; Dia::new sorts them.
+        for (o, r) in diagonals(a) {
+            if valid_cols(a.shape(), o).contains(&j) {
+                offsets.push(-(row_of(j, o) as isize));
+                values.push(r[j]);
+            }
+        }
+        out.push(Dia::new((m, 1), offsets, values)?.into());
+    }
+    Ok(out)
+}
+
+/// `Tr a`: the main diagonal's sum. O(n).
+///
+/// # Errors
+/// [`Error::Shape`] if `a` is not square.
+pub fn trace_dia(a: &Dia) -> Result<c64> {
+    square("trace", a.shape())?;
+    Ok(a.diagonal(0).map_or(ZERO, |d| d.iter().sum()))
+}
+
+/// `⟨ψ|A|ψ⟩` for a ket, `Tr(A·ρ)` for an operator state. O(stored entries) for a ket.
+///
+/// # Errors
+/// [`Error::Shape`] unless `op` is n×n and `state` n×1 or n×n.
+pub fn expect_dia_dense(op: &Dia, state: &Dense) -> Result<c64> {
+    expect_shapes("expect", op.shape(), state.shape())?;
+    let mut total = ZERO;
+    if state.shape().1 == 1 {
+        // ⟨ψ|A|ψ⟩ = Σ_i conj(ψ_i)·(Aψ)_i, with Aψ built a block of rows at a time in a small
+        // buffer (one complex product per stored entry, as the Csr kernel).
+        let psi = state.col(0);
+        let m = op.shape().0;
+        if m <= 64 {
+            // Too small for the buffer to pay: Σ_j conj(ψ[j − o]) · A[j − o, j] · ψ[j].
+            for (o, r) in diagonals(op) {
+                let js = valid_cols(op.shape(), o);
+                let left = &psi[row_of(js.start, o)..row_of(js.end, o)];
+                for ((l, x), y) in left.iter().zip(&r[js.clone()]).zip(&psi[js]) {
+                    total += l.conj() * (x * y);
+                }
+            }
+            return Ok(total);
+        }
+        const BLOCK: usize = 1024;
+        let mut buf = [ZERO; BLOCK];
+        for i0 in (0..m).step_by(BLOCK) {
+            let i1 = (i0 + BLOCK).min(m);
+            let acc = &mut buf[..i1 - i0];
+            acc.fill(ZERO);
+            for (o, r) in diagonals(op) {
+                let Some((lo, hi)) = block_cols(op.shape(), o, i0, i1) else {
+                    continue;
+                };
+                let dst = &mut acc[row_of(lo, o) - i0..row_of(hi, o) - i0];
+                for ((d, x), y) in dst.iter_mut().zip(&r[lo..hi]).zip(&psi[lo..hi]) {
+                    *d += x * y;
+                }
+            }
+            for (l, y) in psi[i0..i1].iter().zip(acc.iter()) {
+                total += l.conj() * y;
+            }
+        }
+    } else {
+        // Σ A[i, j] ρ[j, i] with i = j − o.
+        for (o, r) in diagonals(op) {
+            for j in valid_cols(op.shape(), o) {
+                total += r[j] * state.col(row_of(j, o))[j];
+            }
+        }
+    }
+    Ok(total)
+}
+
+/// Whether every stored entry has modulus at most `atol`.
+pub fn iszero_dia(a: &Dia, atol: f64) -> bool {
+    diagonals(a).all(|(o, r)| r[valid_cols(a.shape(), o)].iter().all(|x| within(*x, atol)))
+}
+
+/// Whether `a = a†` within `atol`: diagonal `o` against the conjugate of diagonal `−o`.
+/// A non-square matrix is not Hermitian (QuTiP).
+pub fn isherm_dia(a: &Dia, atol: f64) -> bool {
+    let shape = a.shape();
+    if shape.0 != shape.1 {
+        return false;
+    }
+    let n = shape.1;
+    for (o, r) in diagonals(a) {
+        let partner = a.offsets().binary_search(&-o).ok();
+        let js = valid_cols(shape, o);
+        match partner {
+            // Each pair {o, −o} is checked once, from o ≥ 0.
+            Some(_) if o < 0 => continue,
+            // The main diagonal against itself: x − conj(x) = 2i·Im x.
+            Some(_) if o == 0 => {
+                if !r[js].iter().all(|x| (2.0 * x.im).abs() <= atol) {
+                    return false;
+                }
+            }
+            Some(k) => {
+                // a[j − o, j] against conj(a[j, j − o]), stored at column j − o of diagonal −o.
+                let p = &a.data()[k * n..(k + 1) * n];
+                let mirror = &p[row_of(js.start, o)..row_of(js.end, o)];
+                if !all_within(&r[js], mirror, atol) {
+                    return false;
+                }
+            }
+            None => {
+                if !r[js].iter().all(|x| within(*x, atol)) {
+                    return false;
+                }
+            }
+        }
+    }
+    true
+}
+
+/// `s·I` as a Dia.
+///
+/// # Errors
+/// [`Error::TooLarge`] if the diagonal cannot be allocated.
+pub fn identity_dia(n: usize, s: c64) -> Result<Dia> {
+    if s == ONE {
+        return Dia::try_identity(n);
+    }
+    Dia::try_scaled_identity(n, s)
+}
+
+/// The Dia of `ops::diag`'s diagonals (entries of a repeated offset are summed).
+///
+/// # Errors
+/// As [`diag`](super::diag).
+pub fn diag_dia(p: &crate::storage::Diagonals) -> Result<Dia> {
+    const OP: &str = "diag";
+    p.triplets(OP)?;
+    let shape = p.shape;
+    let mut offsets = p.offsets.clone();
+    offsets.sort_unstable();
+    offsets.dedup();
+    let mut out = Builder::new(OP, shape, offsets)?;
+    for (d, &o) in p.diagonals.iter().zip(&p.offsets) {
+        let k = out.offsets.binary_search(&o).unwrap_or_default();
+        let js = valid_cols(shape, o);
+        for (x, v) in out.row_mut(k)[js].iter_mut().zip(d) {
+            *x += v;
+        }
+    }
+    Ok(out.finish_compact())
+}

@@ -1,0 +1,176 @@
+//! Products of Dia: with Dense on either side, with Dia, and Kronecker products.
+
+use super::super::kron::kron_csr;
+use super::{Builder, block_cols, diagonals, row_of};
+use crate::convert::dia::{csr_to_dia, dia_to_csr};
+use crate::error::{Error, Result};
+use crate::scalar::ZERO;
+use crate::shape::{kron_shape, matmul_shapes};
+use crate::storage::{Dense, Dia, valid_cols};
+
+/// `a·b` for Dia `a` and Dense `b`: each diagonal adds a shifted, scaled copy of `b`'s rows.
+/// O(stored entries · cols(b)), contiguous in every column.
+///
+/// # Errors
+/// [`Error::Shape`] for incompatible shapes, [`Error::TooLarge`] for the result.
+pub fn matmul_dia_dense(a: &Dia, b: &Dense) -> Result<Dense> {
+    matmul_shapes("matmul", a.shape(), b.shape())?;
+    let (m, _) = a.shape();
+    let n = b.shape().1;
+    let mut out = Dense::zeros_for("matmul", m, n)?;
+    // Output rows in blocks that stay in L1 while every diagonal adds its part.
+    const BLOCK: usize = 4096;
+    for c in 0..n {
+        let (bc, oc) = (b.col(c), out.col_mut(c));
+        for i0 in (0..m).step_by(BLOCK) {
+            let i1 = (i0 + BLOCK).min(m);
+            for (o, r) in diagonals(a) {
+                let Some((lo, hi)) = block_cols(a.shape(), o, i0, i1) else {
+                    continue;
+                };
+                let dst = &mut oc[row_of(lo, o)..row_of(hi, o)];
+                for ((d, x), y) in dst.iter_mut().zip(&r[lo..hi]).zip(&bc[lo..hi]) {
+                    *d += x * y;
+                }
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `a·b` for Dense `a` and Dia `b`: column `j` of the result gathers `b[j − o, j]`-scaled
+/// columns of `a`. O(stored entries · rows(a)).
+///
+/// # Errors
+/// [`Error::Shape`] for incompatible shapes, [`Error::TooLarge`] for the result.
+pub fn matmul_dense_dia(a: &Dense, b: &Dia) -> Result<Dense> {
+    matmul_shapes("matmul", a.shape(), b.shape())?;
+    let m = a.shape().0;
+    let n = b.shape().1;
+    let mut out = Dense::zeros_for("matmul", m, n)?;
+    if m == 0 {
+        return Ok(out);
+    }
+    for (o, r) in diagonals(b) {
+        for j in valid_cols(b.shape(), o) {
+            let s = r[j];
+            if s == ZERO {
+                continue;
+            }
+            let src = a.col(row_of(j, o));
+            for (d, x) in out.col_mut(j).iter_mut().zip(src) {
+                *d += s * x;
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `a·b` of two Dia: diagonal `oa` of `a` times diagonal `ob` of `b` lands on `oa + ob`.
+/// O(diagonals(a) · diagonals(b) · cols).
+///
+/// # Errors
+/// [`Error::Shape`] for incompatible shapes, [`Error::TooLarge`] for the result.
+pub fn matmul_dia(a: &Dia, b: &Dia) -> Result<Dia> {
+    const OP: &str = "matmul";
+    matmul_shapes(OP, a.shape(), b.shape())?;
+    let shape = (a.shape().0, b.shape().1);
+    // The pairs of diagonals that meet, with the columns l where they do.
+    let mut pairs = Vec::new();
+    for (ka, (oa, _)) in diagonals(a).enumerate() {
+        let ja = valid_cols(a.shape(), oa);
+        for (kb, (ob, _)) in diagonals(b).enumerate() {
+            // C[l − oa − ob, l] += A[j − oa, j] · B[j, l] with j = l − ob.
+            // l is a valid column of b's diagonal and j = l − ob one of a's.
+            let lb = valid_cols(b.shape(), ob);
+            let lo = (lb.start as i128).max(ja.start as i128 + ob as i128);
+            let hi = (lb.end as i128).min(ja.end as i128 + ob as i128);
+            if lo >= hi {
+                continue;
+            }
+            let Some(oc) = oa.checked_add(ob) else {
+                return Err(Error::shape(
+                    OP,
+                    &[a.shape(), b.shape()],
+                    "the result's diagonal offsets overflow",
+                ));
+            };
+            pairs.push((oc, ka, kb, lo as usize, hi as usize));
+        }
+    }
+    let mut offsets: Vec<isize> = pairs.iter().map(|p| p.0).collect();
+    offsets.sort_unstable();
+    offsets.dedup();
+    let mut out = Builder::new(OP, shape, offsets)?;
+    let (na, nb) = (a.shape().1, b.shape().1);
+    for (oc, ka, kb, lo, hi) in pairs {
+        let k = out.offsets.binary_search(&oc).unwrap_or_default();
+        let ob = b.offsets()[kb];
+        let ra = &a.data()[ka * na..(ka + 1) * na];
+        let rb = &b.data()[kb * nb..(kb + 1) * nb];
+        let src_a = &ra[row_of(lo, ob)..row_of(hi, ob)];
+        for ((d, x), y) in out.row_mut(k)[lo..hi]
+            .iter_mut()
+            .zip(src_a)
+            .zip(&rb[lo..hi])
+        {
+            *d += x * y;
+        }
+    }
+    Ok(out.finish_compact())
+}
+
+/// `a ⊗ b`. For square `b` (the usual case: local operators on a subsystem) diagonal `oa` of
+/// `a` and `ob` of `b` make diagonal `oa·p + ob` (`p` = size of `b`), so the result has at
+/// most diagonals(a) · diagonals(b) diagonals; a rectangular `b` scatters the diagonals and
+/// goes through Csr.
+///
+/// # Errors
+/// [`Error::Shape`] if the result's shape overflows, [`Error::TooLarge`] for the result.
+pub fn kron_dia(a: &Dia, b: &Dia) -> Result<Dia> {
+    const OP: &str = "kron";
+    let shape = kron_shape(OP, a.shape(), b.shape())?;
+    let (p, q) = b.shape();
+    if p != q {
+        let csr = kron_csr(&dia_to_csr(a)?, &dia_to_csr(b)?)?;
+        return csr_to_dia(&csr);
+    }
+    // Pairs can share a result offset (oa·p + ob = oa'·p + ob' when |ob − ob'| = p), never a
+    // result entry: each entry of a ⊗ b is one product.
+    let mut offsets = Vec::with_capacity(a.num_diagonals().saturating_mul(b.num_diagonals()));
+    for &oa in a.offsets() {
+        for &ob in b.offsets() {
+            let oc = (oa as i128) * (p as i128) + ob as i128;
+            let Ok(oc) = isize::try_from(oc) else {
+                return Err(Error::shape(
+                    OP,
+                    &[a.shape(), b.shape()],
+                    "the result's diagonal offsets overflow",
+                ));
+            };
+            offsets.push(oc);
+        }
+    }
+    offsets.sort_unstable();
+    offsets.dedup();
+    let mut out = Builder::new(OP, shape, offsets)?;
+    for (oa, ra) in diagonals(a) {
+        for (ob, rb) in diagonals(b) {
+            let oc = ((oa as i128) * (p as i128) + ob as i128) as isize; // checked above
+            let k = out.offsets.binary_search(&oc).unwrap_or_default();
+            let row = out.row_mut(k);
+            let jb = valid_cols(b.shape(), ob);
+            for j1 in valid_cols(a.shape(), oa) {
+                let x = ra[j1];
+                let base = j1 * p;
+                for (d, y) in row[base + jb.start..base + jb.end]
+                    .iter_mut()
+                    .zip(&rb[jb.clone()])
+                {
+                    *d += x * y;
+                }
+            }
+        }
+    }
+    Ok(out.finish())
+}
