@@ -92,6 +92,7 @@ pub mod operators;
 pub mod ops;
 mod scalar;
 mod shape;
+mod simd;
 pub mod storage;
 
 pub use convert::{Batch, Conversion, ConversionRegistry, Group, registry, to, to_type};

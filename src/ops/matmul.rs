@@ -116,7 +116,15 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     if m == 0 || n == 0 || k == 0 {
         return Ok(out);
     }
-    engine::product(m.saturating_mul(k).saturating_mul(n), |par| {
+    let work = m.saturating_mul(k).saturating_mul(n);
+    if n == 1 && engine::workers(Family::Matmul, work) == 1 {
+        // Matrix–vector: column axpys in row blocks (what BLAS zgemv does); faer's gemm with
+        // one column ran at half the speed of OpenBLAS's zgemv here (docs/benchmarks.md).
+        let cols: Vec<&[c64]> = (0..k).map(|j| a.col(j)).collect();
+        crate::simd::gemv_cols(out.col_mut(0), &cols, b.col(0));
+        return Ok(out);
+    }
+    engine::product(work, |par| {
         faer_matmul(
             out.as_mat_mut(),
             Accum::Replace,
@@ -326,7 +334,17 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     if m == 0 || n == 0 || k == 0 {
         return Ok(out);
     }
-    engine::product(m.saturating_mul(k).saturating_mul(n), |par| {
+    let work = m.saturating_mul(k).saturating_mul(n);
+    if n == 1 && engine::workers(Family::Matmul, work) == 1 {
+        // Matrix–vector: column axpys in row blocks (what BLAS zgemv does); faer's gemm with
+        // one column ran at half the speed of OpenBLAS's zgemv here (docs/benchmarks.md).
+        // b is 1×k: the vector is its conjugated row.
+        let cols: Vec<&[c64]> = (0..k).map(|j| a.col(j)).collect();
+        let x: Vec<c64> = (0..k).map(|j| b.col(j)[0].conj()).collect();
+        crate::simd::gemv_cols(out.col_mut(0), &cols, &x);
+        return Ok(out);
+    }
+    engine::product(work, |par| {
         faer_matmul(
             out.as_mat_mut(),
             Accum::Replace,

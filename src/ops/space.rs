@@ -10,6 +10,7 @@ use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::krylov::{LinearMap, Vectors};
 use crate::scalar::{ONE, c64};
+use crate::simd::{dot_conj, sub_scaled};
 use crate::storage::{Data, Dense, Kind};
 
 /// Vector operations through the dispatchers: `inner`, `iadd`, `imul`, the norms.
@@ -112,115 +113,6 @@ fn kets(basis: &[Data]) -> Option<Vec<&[c64]>> {
     let v: Vec<&[c64]> = basis.iter().map(ket).collect::<Option<_>>()?;
     let n = v.first().map_or(0, |x| x.len());
     v.iter().all(|x| x.len() == n).then_some(v)
-}
-
-/// Whether the AVX2 + FMA kernels can run (cached by std).
-#[inline(always)]
-fn avx2() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
-}
-
-/// AVX2 + FMA kernels on interleaved `[re, im]` doubles, two complex values per register.
-#[cfg(target_arch = "x86_64")]
-mod avx {
-    use std::arch::x86_64::*;
-
-    use crate::scalar::c64;
-
-    /// `v†·w`: `re += v·w` (the pair sums give the real part), `im += v·swap(w)` (even minus
-    /// odd lanes give the imaginary part).
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn dot_conj(v: &[c64], w: &[c64]) -> c64 {
-        let n = v.len().min(w.len());
-        let (pv, pw) = (v.as_ptr().cast::<f64>(), w.as_ptr().cast::<f64>());
-        let (mut re0, mut re1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-        let (mut im0, mut im1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-        let mut k = 0;
-        while k + 4 <= n {
-            // SAFETY: entries k..k + 4 exist in both slices (k + 4 ≤ n), i.e. doubles
-            // 2k..2k + 8 (`Complex<f64>` is two packed doubles); unaligned loads.
-            let (x0, x1, y0, y1) = unsafe {
-                (
-                    _mm256_loadu_pd(pv.add(2 * k)),
-                    _mm256_loadu_pd(pv.add(2 * k + 4)),
-                    _mm256_loadu_pd(pw.add(2 * k)),
-                    _mm256_loadu_pd(pw.add(2 * k + 4)),
-                )
-            };
-            re0 = _mm256_fmadd_pd(x0, y0, re0);
-            re1 = _mm256_fmadd_pd(x1, y1, re1);
-            im0 = _mm256_fmadd_pd(x0, _mm256_permute_pd::<0b0101>(y0), im0);
-            im1 = _mm256_fmadd_pd(x1, _mm256_permute_pd::<0b0101>(y1), im1);
-            k += 4;
-        }
-        let mut re = [0.0f64; 4];
-        let mut im = [0.0f64; 4];
-        // SAFETY: stores of four doubles into arrays of four.
-        unsafe {
-            _mm256_storeu_pd(re.as_mut_ptr(), _mm256_add_pd(re0, re1));
-            _mm256_storeu_pd(im.as_mut_ptr(), _mm256_add_pd(im0, im1));
-        }
-        let mut s = c64::new(re.iter().sum(), im[0] - im[1] + im[2] - im[3]);
-        for (x, y) in v[k..n].iter().zip(&w[k..n]) {
-            s += x.conj() * y;
-        }
-        s
-    }
-
-    /// `w ← w − c·v`, with `c·v = fmaddsub(re c, v, im c · swap(v))`.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn sub_scaled(w: &mut [c64], c: c64, v: &[c64]) {
-        let n = v.len().min(w.len());
-        let (pv, pw) = (v.as_ptr().cast::<f64>(), w.as_mut_ptr().cast::<f64>());
-        let (cr, ci) = (_mm256_set1_pd(c.re), _mm256_set1_pd(c.im));
-        let mut k = 0;
-        while k + 2 <= n {
-            // SAFETY: entries k..k + 2 exist in both slices (doubles 2k..2k + 4); `w` is
-            // borrowed exclusively, so the store aliases nothing else.
-            unsafe {
-                let x = _mm256_loadu_pd(pv.add(2 * k));
-                let sx = _mm256_mul_pd(ci, _mm256_permute_pd::<0b0101>(x));
-                let cx = _mm256_fmaddsub_pd(cr, x, sx);
-                let y = _mm256_loadu_pd(pw.add(2 * k));
-                _mm256_storeu_pd(pw.add(2 * k), _mm256_sub_pd(y, cx));
-            }
-            k += 2;
-        }
-        for (y, x) in w[k..n].iter_mut().zip(&v[k..n]) {
-            *y -= c * x;
-        }
-    }
-}
-
-/// `v†·w`.
-#[inline(always)]
-fn dot_conj(v: &[c64], w: &[c64]) -> c64 {
-    #[cfg(target_arch = "x86_64")]
-    if avx2() {
-        // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
-        return unsafe { avx::dot_conj(v, w) };
-    }
-    v.iter().zip(w).map(|(x, y)| x.conj() * y).sum()
-}
-
-/// `w ← w − c·v`.
-#[inline(always)]
-fn sub_scaled(w: &mut [c64], c: c64, v: &[c64]) {
-    #[cfg(target_arch = "x86_64")]
-    if avx2() {
-        // SAFETY: as in `dot_conj`.
-        return unsafe { avx::sub_scaled(w, c, v) };
-    }
-    for (y, x) in w.iter_mut().zip(v) {
-        *y -= c * x;
-    }
 }
 
 /// Partial `[vᵢ†·w]` over the rows `rows`, a chunk of rows at a time.
