@@ -166,7 +166,8 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
     let mut indptr = alloc::try_vec(OP, (n, m), indptr_len(OP, (n, m))?, 0usize)?;
     for &c in idx {
-        indptr[c + 1] += 1;
+        // SAFETY: c < n for a valid Csr, and indptr has n + 1 entries.
+        unsafe { *indptr.get_unchecked_mut(c + 1) += 1 };
     }
     for j in 0..n {
         indptr[j + 1] += indptr[j];
@@ -181,11 +182,17 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
         &mut data.spare_capacity_mut()[..nnz],
     );
     for i in 0..m {
-        for k in p[i]..p[i + 1] {
-            let slot = &mut next[idx[k]];
-            out_idx[*slot].write(i);
-            out_val[*slot].write(f(val[k]));
-            *slot += 1;
+        let (lo, hi) = (p[i], p[i + 1]);
+        for (&c, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
+            // SAFETY: c < n (a valid Csr's columns are in range; `next` has n slots), and
+            // next[c] < indptr[c + 1] ≤ nnz until column c's last entry is placed (its count
+            // was taken above), so the slot indexes both buffers of length nnz.
+            unsafe {
+                let slot = next.get_unchecked_mut(c);
+                out_idx.get_unchecked_mut(*slot).write(i);
+                out_val.get_unchecked_mut(*slot).write(f(v));
+                *slot += 1;
+            }
         }
     }
     // Every slot was written: column c's slots run from indptr[c] to indptr[c + 1] (its count of
