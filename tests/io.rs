@@ -122,7 +122,7 @@ fn the_hermitian_file_is_hermitian_and_complex() {
 }
 
 fn kinds_under_test() -> Vec<Kind> {
-    let mut kinds = vec![Kind::DENSE, Kind::CSR];
+    let mut kinds = vec![Kind::DENSE, Kind::CSR, Kind::DIA];
     if polymat::gpu::available() {
         kinds.push(Kind::GPU_DENSE);
     }

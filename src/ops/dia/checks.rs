@@ -4,14 +4,14 @@ use super::{Builder, all_within, block_cols, diagonals, row_of, within};
 use crate::error::Result;
 use crate::scalar::{ONE, ZERO, c64};
 use crate::shape::{expect_shapes, square};
-use crate::storage::{Dense, Dia, alloc, valid_cols};
+use crate::storage::{Data, Dense, Dia, alloc, valid_cols};
 
 /// Dia kernel of [`split_columns`](crate::split_columns): each column as an m×1 `Dia`
 /// (entry `(i, 0)` lies on diagonal `−i`). O(n·diagonals).
 ///
 /// # Errors
 /// As [`split_columns`](crate::split_columns).
-pub fn split_columns_dia(a: &Dia) -> Result<Vec<crate::Data>> {
+pub fn split_columns_dia(a: &Dia) -> Result<Vec<Data>> {
     const OP: &str = "split_columns";
     let (m, n) = a.shape();
     let mut out = alloc::try_with_capacity(OP, (m, n), n)?;
