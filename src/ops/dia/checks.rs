@@ -32,7 +32,7 @@ pub fn split_columns_dia(a: &Dia) -> Result<Vec<Data>> {
 /// `Tr a`: the main diagonal's sum. O(n).
 ///
 /// # Errors
-/// [`Error::Shape`] if `a` is not square.
+/// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
 pub fn trace_dia(a: &Dia) -> Result<c64> {
     square("trace", a.shape())?;
     Ok(a.diagonal(0).map_or(ZERO, |d| d.iter().sum()))
@@ -41,7 +41,7 @@ pub fn trace_dia(a: &Dia) -> Result<c64> {
 /// `⟨ψ|A|ψ⟩` for a ket, `Tr(A·ρ)` for an operator state. O(stored entries) for a ket.
 ///
 /// # Errors
-/// [`Error::Shape`] unless `op` is n×n and `state` n×1 or n×n.
+/// [`Error::Shape`](crate::Error::Shape) unless `op` is n×n and `state` n×1 or n×n.
 pub fn expect_dia_dense(op: &Dia, state: &Dense) -> Result<c64> {
     expect_shapes("expect", op.shape(), state.shape())?;
     let mut total = ZERO;
@@ -137,7 +137,7 @@ pub fn isherm_dia(a: &Dia, atol: f64) -> bool {
 /// `s·I` as a Dia.
 ///
 /// # Errors
-/// [`Error::TooLarge`] if the diagonal cannot be allocated.
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the diagonal cannot be allocated.
 pub fn identity_dia(n: usize, s: c64) -> Result<Dia> {
     if s == ONE {
         return Dia::try_identity(n);
@@ -148,7 +148,7 @@ pub fn identity_dia(n: usize, s: c64) -> Result<Dia> {
 /// The Dia of `ops::diag`'s diagonals (entries of a repeated offset are summed).
 ///
 /// # Errors
-/// As [`diag`](super::diag).
+/// As [`diag`](crate::ops::diag).
 pub fn diag_dia(p: &crate::storage::Diagonals) -> Result<Dia> {
     const OP: &str = "diag";
     p.triplets(OP)?;

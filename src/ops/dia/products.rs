@@ -12,7 +12,7 @@ use crate::storage::{Dense, Dia, valid_cols};
 /// O(stored entries · cols(b)), contiguous in every column.
 ///
 /// # Errors
-/// [`Error::Shape`] for incompatible shapes, [`Error::TooLarge`] for the result.
+/// [`Error::Shape`](crate::Error::Shape) for incompatible shapes, [`Error::TooLarge`](crate::Error::TooLarge) for the result.
 pub fn matmul_dia_dense(a: &Dia, b: &Dense) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let (m, _) = a.shape();
@@ -42,7 +42,7 @@ pub fn matmul_dia_dense(a: &Dia, b: &Dense) -> Result<Dense> {
 /// columns of `a`. O(stored entries · rows(a)).
 ///
 /// # Errors
-/// [`Error::Shape`] for incompatible shapes, [`Error::TooLarge`] for the result.
+/// [`Error::Shape`](crate::Error::Shape) for incompatible shapes, [`Error::TooLarge`](crate::Error::TooLarge) for the result.
 pub fn matmul_dense_dia(a: &Dense, b: &Dia) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let m = a.shape().0;
@@ -70,7 +70,7 @@ pub fn matmul_dense_dia(a: &Dense, b: &Dia) -> Result<Dense> {
 /// O(diagonals(a) · diagonals(b) · cols).
 ///
 /// # Errors
-/// [`Error::Shape`] for incompatible shapes, [`Error::TooLarge`] for the result.
+/// [`Error::Shape`](crate::Error::Shape) for incompatible shapes, [`Error::TooLarge`](crate::Error::TooLarge) for the result.
 pub fn matmul_dia(a: &Dia, b: &Dia) -> Result<Dia> {
     const OP: &str = "matmul";
     matmul_shapes(OP, a.shape(), b.shape())?;
@@ -126,7 +126,7 @@ pub fn matmul_dia(a: &Dia, b: &Dia) -> Result<Dia> {
 /// goes through Csr.
 ///
 /// # Errors
-/// [`Error::Shape`] if the result's shape overflows, [`Error::TooLarge`] for the result.
+/// [`Error::Shape`](crate::Error::Shape) if the result's shape overflows, [`Error::TooLarge`](crate::Error::TooLarge) for the result.
 pub fn kron_dia(a: &Dia, b: &Dia) -> Result<Dia> {
     const OP: &str = "kron";
     let shape = kron_shape(OP, a.shape(), b.shape())?;

@@ -9,7 +9,7 @@ use crate::storage::{Dia, alloc, valid_cols};
 /// `a + scale·b`, merging the diagonals. O(diagonals · cols).
 ///
 /// # Errors
-/// [`Error::Shape`] if the shapes differ.
+/// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn add_dia(a: &Dia, b: &Dia, scale: c64) -> Result<Dia> {
     const OP: &str = "add";
     same_shape(OP, a.shape(), b.shape())?;
@@ -88,7 +88,7 @@ pub fn add_dia(a: &Dia, b: &Dia, scale: c64) -> Result<Dia> {
 /// `s·a`. O(stored entries); multiplying by zero leaves no diagonals.
 ///
 /// # Errors
-/// [`Error::TooLarge`] if the result cannot be allocated.
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn mul_dia(a: &Dia, s: c64) -> Result<Dia> {
     let shape = a.shape();
     if s == ZERO {
@@ -111,7 +111,7 @@ pub fn mul_dia(a: &Dia, s: c64) -> Result<Dia> {
 /// `conj(a)`.
 ///
 /// # Errors
-/// [`Error::TooLarge`] if the result cannot be allocated.
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn conj_dia(a: &Dia) -> Result<Dia> {
     Ok(Builder::mapped("conj", a, |x| x.conj())?.finish())
 }
@@ -119,7 +119,7 @@ pub fn conj_dia(a: &Dia) -> Result<Dia> {
 /// `aᵀ` (or `a†` with `conjugate`): diagonal `o` becomes `−o`. O(diagonals · rows).
 ///
 /// # Errors
-/// [`Error::TooLarge`] if the result cannot be allocated.
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn transpose_dia(a: &Dia, conjugate: bool) -> Result<Dia> {
     const OP: &str = "transpose";
     let (m, n) = a.shape();
@@ -148,7 +148,7 @@ pub fn transpose_dia(a: &Dia, conjugate: bool) -> Result<Dia> {
 /// Sets real and imaginary parts below `atol` to zero and drops diagonals that become zero.
 ///
 /// # Errors
-/// [`Error::TooLarge`] if the result cannot be allocated.
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn tidyup_dia(a: &Dia, atol: f64) -> Result<Dia> {
     let tidy = |x: f64| if x.abs() < atol { 0.0 } else { x };
     Ok(Builder::mapped("tidyup", a, |x| c64::new(tidy(x.re), tidy(x.im)))?.finish_compact())
