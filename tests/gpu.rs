@@ -496,15 +496,22 @@ fn operations_without_gpu_kernels_stay_on_the_gpu() {
 /// (`explain()` says which).
 #[test]
 fn every_operation_keeps_gpu_data_on_the_gpu() {
-    let (g, d, s) = (Kind::GPU_DENSE, Kind::DENSE, Kind::CSR);
+    let (g, d, s, a) = (Kind::GPU_DENSE, Kind::DENSE, Kind::CSR, Kind::DIA);
     macro_rules! check {
         ($($op:ident: $arity:expr),* $(,)?) => {{
             let mut checked = 0;
             $(
                 let tuples: Vec<Vec<Kind>> = match $arity {
                     1 => vec![vec![g]],
-                    2 => vec![vec![g, g], vec![g, s], vec![d, g], vec![s, g]],
-                    _ => vec![vec![g, d, s], vec![s, s, g]],
+                    2 => vec![
+                        vec![g, g],
+                        vec![g, s],
+                        vec![d, g],
+                        vec![s, g],
+                        vec![g, a],
+                        vec![a, g],
+                    ],
+                    _ => vec![vec![g, d, s], vec![s, a, g]],
                 };
                 for kinds in tuples {
                     let e = ops::$op.explain(&kinds, Out::Auto).unwrap();
@@ -528,10 +535,10 @@ fn every_operation_keeps_gpu_data_on_the_gpu() {
         COLUMN_UNSTACK: 1, BLOCK_EXTRACT: 1, BLOCK_OVERWRITE: 2, PERMUTE_INDICES: 1,
         PERMUTE_DIMENSIONS: 1, PTRACE: 1, INV: 1, SOLVE: 2, SQRTM: 1, LOGM: 1,
     );
-    // 19 unary and 11 binary operations (4 input tuples each).
-    assert_eq!(checked, 19 + 11 * 4);
+    // 19 unary and 11 binary operations (6 input tuples each, Dia among them).
+    assert_eq!(checked, 19 + 11 * 6);
     // CPU inputs never touch the GPU.
-    for pair in [[d, d], [d, s], [s, s]] {
+    for pair in [[d, d], [d, s], [s, s], [a, a], [a, d], [s, a]] {
         for e in [
             ops::KRON.explain(&pair, Out::Auto).unwrap(),
             ops::ADD.explain(&pair, Out::Auto).unwrap(),
