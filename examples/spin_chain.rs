@@ -11,46 +11,18 @@
 //! a fixed pseudo-random vector; the program prints ⟨Z₀⟩(t) for t = 0, 0.1, …, 0.5, the time of
 //! each step and the peak memory of the process.
 
+#[path = "common/xxz.rs"]
+mod xxz;
+
 use std::time::Instant;
 
 use polymat::ops::{EigOrder, EigsOptions};
 use polymat::{Csr, Data, Dense, Out, c64};
 
-fn pauli(name: char) -> polymat::Result<Data> {
-    let (o, i) = (c64::new(1.0, 0.0), c64::new(0.0, 1.0));
-    let (rows, cols, vals) = match name {
-        'x' => ([0, 1], [1, 0], [o, o]),
-        'y' => ([0, 1], [1, 0], [-i, i]),
-        _ => ([0, 1], [0, 1], [o, -o]),
-    };
-    Ok(Csr::from_triplets((2, 2), &rows, &cols, &vals)?.into())
-}
-
-/// `P ⊗ P` on sites `i, i + 1` of `n`: identity ⊗ (P ⊗ P) ⊗ identity.
-fn bond(p: &Data, i: usize, n: usize) -> polymat::Result<Data> {
-    let left = polymat::identity(1 << i, Out::Csr)?;
-    let right = polymat::identity(1 << (n - i - 2), Out::Csr)?;
-    let pp = polymat::kron(p, p, Out::Csr)?;
-    polymat::kron(&polymat::kron(&left, &pp, Out::Csr)?, &right, Out::Csr)
-}
-
-/// The XXZ Hamiltonian of `n` spins.
-pub fn xxz(n: usize, j: f64, delta: f64) -> polymat::Result<Data> {
-    let dim = 1 << n;
-    let mut h = polymat::zeros(dim, dim, Out::Csr)?;
-    for (p, c) in [('x', j), ('y', j), ('z', delta)] {
-        let p = pauli(p)?;
-        for i in 0..n - 1 {
-            h = polymat::add_scaled(&h, &bond(&p, i, n)?, c64::new(c, 0.0), Out::Csr)?;
-        }
-    }
-    Ok(h)
-}
-
 /// Z on site 0 of `n`.
 fn z0(n: usize) -> polymat::Result<Data> {
     polymat::kron(
-        &pauli('z')?,
+        &xxz::pauli('z')?,
         &polymat::identity(1 << (n - 1), Out::Csr)?,
         Out::Csr,
     )
@@ -86,7 +58,7 @@ fn main() -> polymat::Result<()> {
         .filter(|n| (2..=26).contains(n))
         .unwrap_or(14);
     let t0 = Instant::now();
-    let h = xxz(n, 1.0, 0.7)?;
+    let h = xxz::xxz(n, 1.0, 0.7)?;
     let nnz = h.downcast_ref::<Csr>().map_or(0, Csr::nnz);
     println!(
         "XXZ chain, N = {n}: {}×{} Csr, {nnz} stored entries, built in {:.2?}",

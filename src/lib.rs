@@ -82,6 +82,8 @@ pub use sprs;
 
 pub mod convert;
 pub mod dispatch;
+#[cfg(feature = "mpi")]
+pub mod dist;
 pub mod engine;
 pub mod error;
 pub mod gpu;

@@ -8,36 +8,13 @@
 //! OP is `eigs` (the 4 lowest eigenvalues, no vectors), `expm_multiply` (exp(−0.5i·H)·ψ) or
 //! `matvec` (H·ψ). Prints the median seconds per call over REPS calls, then the minimum.
 
+#[path = "../../examples/common/xxz.rs"]
+mod xxz;
+
 use std::time::Instant;
 
 use polymat::ops::{EigOrder, EigsOptions};
-use polymat::{Csr, Data, Dense, Out, c64};
-
-fn pauli(name: char) -> polymat::Result<Data> {
-    let (o, i) = (c64::new(1.0, 0.0), c64::new(0.0, 1.0));
-    let (rows, cols, vals) = match name {
-        'x' => ([0, 1], [1, 0], [o, o]),
-        'y' => ([0, 1], [1, 0], [-i, i]),
-        _ => ([0, 1], [0, 1], [o, -o]),
-    };
-    Ok(Csr::from_triplets((2, 2), &rows, &cols, &vals)?.into())
-}
-
-fn xxz(n: usize) -> polymat::Result<Data> {
-    let dim = 1 << n;
-    let mut h = polymat::zeros(dim, dim, Out::Csr)?;
-    for (p, c) in [('x', 1.0), ('y', 1.0), ('z', 0.7)] {
-        let p = pauli(p)?;
-        let pp = polymat::kron(&p, &p, Out::Csr)?;
-        for i in 0..n - 1 {
-            let left = polymat::identity(1 << i, Out::Csr)?;
-            let right = polymat::identity(1 << (n - i - 2), Out::Csr)?;
-            let term = polymat::kron(&polymat::kron(&left, &pp, Out::Csr)?, &right, Out::Csr)?;
-            h = polymat::add_scaled(&h, &term, c64::new(c, 0.0), Out::Csr)?;
-        }
-    }
-    Ok(h)
-}
+use polymat::{Data, Dense, Out, c64};
 
 fn start(dim: usize) -> polymat::Result<Data> {
     let v = Dense::from_fn(dim, 1, |k, _| {
@@ -52,7 +29,7 @@ fn main() -> polymat::Result<()> {
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(12);
     let op = args.get(2).map_or("eigs", String::as_str).to_owned();
     let reps: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(5).max(1);
-    let h = xxz(n)?;
+    let h = xxz::xxz(n, 1.0, 0.7)?;
     let psi = start(1 << n)?;
     let opts = EigsOptions {
         count: Some(4),

@@ -292,6 +292,14 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
         let result = with_converted(args, &e.inputs, |refs| (e.kernel)(refs, params, e.ctx))?;
         match (e.output.as_ref(), e.fixup) {
             (Some(chain), _) => result.map_data(|d| chain.run(d)),
+            // A generic kernel under a sticky group: a result still in the group stays.
+            (None, Some(kind)) if !e.keep.is_empty() => result.map_data(|d| {
+                if e.keep.contains(&d.kind()) {
+                    Ok(d.clone())
+                } else {
+                    crate::convert::registry().convert(d, kind)
+                }
+            }),
             (None, Some(kind)) => result.convert_to(kind),
             (None, None) => Ok(result),
         }

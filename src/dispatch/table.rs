@@ -20,6 +20,10 @@ pub(crate) struct Entry<P, R> {
     pub(crate) output: Option<Arc<Chain>>,
     /// Requested output kind that a generic kernel's result must be checked against.
     pub(crate) fixup: Option<Kind>,
+    /// For the `Out::Auto` cell of a sticky group served by a generic kernel: the group's
+    /// kinds. A result already in one of them is kept as it is (the fixup is only for results
+    /// that left the group).
+    pub(crate) keep: Box<[Kind]>,
     pub(crate) weight: f64,
     pub(crate) direct: bool,
     pub(crate) ctx: Ctx,
@@ -145,8 +149,11 @@ fn auto<P, R>(
                 found = Some(e);
             }
         }
-        if found.is_some() {
-            return found;
+        if let Some(mut e) = found {
+            if e.spec.output.is_none() {
+                e.keep = snap.kinds_in(g).into_boxed_slice();
+            }
+            return Some(e);
         }
     }
     best(specs, snap, tuple, None, dispatched)
@@ -223,6 +230,7 @@ fn best<P, R>(
         inputs,
         output,
         fixup,
+        keep: Box::default(),
         weight: cost.weight,
     })
 }

@@ -81,13 +81,19 @@ fn expm_multiply_data(a: &Data, v: &Data, t: c64) -> Result<Data> {
             reason: "the matrix has non-finite entries".into(),
         });
     }
+    // Vectors live where the products land when those cannot come back (distributed kinds).
+    let kind = super::space::working_kind(a, v)?;
+    let moved;
+    let v = if kind == v.kind() {
+        v
+    } else {
+        moved = crate::convert::to(kind, v)?;
+        &moved
+    };
     let op = FnMap {
         n,
         f: |x: &Data| {
-            let mut y = super::matmul(a, x, Out::Auto)?;
-            if y.kind() != x.kind() {
-                y = crate::convert::to(x.kind(), &y)?;
-            }
+            let mut y = super::space::back_to(x.kind(), super::matmul(a, x, Out::Auto)?)?;
             if mu != ZERO {
                 super::iadd(&mut y, x, -mu)?;
             }

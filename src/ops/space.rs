@@ -240,17 +240,36 @@ impl<F: Fn(&Data) -> Result<Data>> LinearMap for FnMap<F> {
 }
 
 /// `a·x` through the `matmul` dispatcher, the result in the kind of `x` when the product lands
-/// elsewhere (so the Krylov vectors keep one kind).
+/// elsewhere and can come back (so the Krylov vectors keep one kind); a result kind with no
+/// conversion back (a distributed kind) is kept, and the vectors move to it instead.
 pub(crate) fn matrix_map(a: &Data) -> FnMap<impl Fn(&Data) -> Result<Data> + '_> {
     FnMap {
         n: a.shape().0,
-        f: move |x: &Data| {
-            let y = super::matmul(a, x, Out::Auto)?;
-            if y.kind() == x.kind() {
-                Ok(y)
-            } else {
-                crate::convert::to(x.kind(), &y)
-            }
-        },
+        f: move |x: &Data| back_to(x.kind(), super::matmul(a, x, Out::Auto)?),
     }
+}
+
+/// `y` in `kind` if a conversion chain leads there, else `y` as it is.
+pub(crate) fn back_to(kind: Kind, y: Data) -> Result<Data> {
+    if y.kind() == kind || crate::convert::registry().weight(y.kind(), kind) == f64::MAX {
+        Ok(y)
+    } else {
+        crate::convert::to(kind, &y)
+    }
+}
+
+/// The kind the vectors of a Krylov method on `a` should live in, starting from `x`: the kind
+/// of `a·x` when it cannot be converted back to `x`'s kind (a distributed kind), else `x`'s.
+pub(crate) fn working_kind(a: &Data, x: &Data) -> Result<Kind> {
+    let result = super::MATMUL
+        .explain(&[a.kind(), x.kind()], Out::Auto)?
+        .result
+        .unwrap_or(x.kind());
+    Ok(
+        if result != x.kind() && crate::convert::registry().weight(result, x.kind()) == f64::MAX {
+            result
+        } else {
+            x.kind()
+        },
+    )
 }
