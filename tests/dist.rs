@@ -1,6 +1,6 @@
 //! The distributed kinds (feature `mpi`) on one rank, through the public API: registration,
 //! conversions in and (none) out, kernels, and the Krylov methods. The multi-rank run is
-//! `mpirun -n 4 target/release/examples/dist_chain` (`.ci/run` runs it).
+//! `mpirun -n 4 target/release/examples/dist_spin_chain` (`.ci/run` runs it).
 #![cfg(feature = "mpi")]
 
 use polymat::dist::{self, DistCsr, DistDense, block, owner};
@@ -64,6 +64,18 @@ fn one_rank_matches_the_global_kinds() {
         ),
         "{err}"
     );
+
+    // Built row by row from a closure: the same matrix.
+    let by_rows = DistCsr::from_row_fn(n, n, |i| {
+        let (p, idx, val) = (h.indptr(), h.indices(), h.data());
+        (p[i]..p[i + 1]).map(|e| (idx[e], val[e])).collect()
+    })
+    .unwrap();
+    assert_eq!(
+        by_rows.local(),
+        hd.downcast_ref::<DistCsr>().unwrap().local()
+    );
+    assert_eq!(by_rows.halo_len(), 0); // one rank: nothing to fetch
 
     // Products stay distributed and equal the global ones.
     let y = polymat::matmul(&hd, &psi, Out::Auto).unwrap();

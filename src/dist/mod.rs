@@ -23,7 +23,7 @@
 //! Csr·Dense kernel), `add`/`sub`/`mul`/`neg` on both kinds, `inner`, `expect` (ket), `trace`,
 //! the 2-/Frobenius, max and 1-norms and `isherm` (local part + `MPI_Allreduce`). With those,
 //! the Krylov `eigs` and `expm_multiply` run unchanged on distributed operators (see
-//! `examples/dist_chain.rs`, run with `mpirun -n 4`).
+//! `examples/dist_spin_chain.rs`, run with `mpirun -n 4`).
 //!
 //! ```no_run
 //! # fn main() -> polymat::Result<()> {

@@ -157,6 +157,31 @@ impl DistCsr {
         DistCsr::from_local(n, local)
     }
 
+    /// A `rows × cols` matrix built row by row on the rank that owns the row, so that no rank
+    /// ever holds the whole operator: `row(i)` returns the `(column, value)` entries of global
+    /// row `i` (any order; repeated columns are summed). **Collective.**
+    ///
+    /// # Errors
+    /// [`Error::InvalidCsr`](crate::Error::InvalidCsr) if a column is out of range.
+    pub fn from_row_fn(
+        rows: usize,
+        cols: usize,
+        row: impl Fn(usize) -> Vec<(usize, c64)>,
+    ) -> Result<DistCsr> {
+        let comm = Comm::world();
+        let mine = block(rows, comm.size, comm.rank);
+        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+        for i in mine.clone() {
+            for (j, x) in row(i) {
+                r.push(i - mine.start);
+                c.push(j);
+                v.push(x);
+            }
+        }
+        let local = Csr::from_triplets((mine.len(), cols), &r, &c, &v)?;
+        DistCsr::from_local(rows, local)
+    }
+
     /// A distributed matrix from this rank's rows (`local`: the rows
     /// [`block`](super::block)`(rows, size, rank)`, global column indices). **Collective.**
     ///
@@ -250,6 +275,11 @@ impl DistCsr {
     /// This rank's rows, with global column indices.
     pub fn local(&self) -> &Csr {
         &self.local
+    }
+
+    /// The vector entries this rank receives from other ranks in each product (its halo).
+    pub fn halo_len(&self) -> usize {
+        self.halo.recv_counts.iter().sum()
     }
 
     /// `self · x`: the halo entries of `x` fetched from their owners (`MPI_Alltoallv`), then
