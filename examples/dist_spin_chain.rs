@@ -141,6 +141,11 @@ fn main() -> polymat::Result<()> {
         let s = polymat::add_scaled(&y, &psid, c64::new(0.5, -1.0), Out::Auto)?;
         let s_ref = polymat::add_scaled(&y_ref, &psi, c64::new(0.5, -1.0), Out::Auto)?;
         let e_ref = polymat::eigs(&h, opts())?;
+        // H ⊗ X: a local operator on one more site; the row blocks of H map to row blocks.
+        let x = xxz::pauli('x')?;
+        let phi: Data = Dense::from_fn(2 * dim, 1, |k, _| c64::new(1.0, (k % 7) as f64)).into();
+        let kd = polymat::matmul(&polymat::kron(&hd, &x, Out::Auto)?, &phi, Out::Auto)?;
+        let k_ref = polymat::matmul(&polymat::kron(&h, &x, Out::Auto)?, &phi, Out::Auto)?;
         let ev = polymat::expm_multiply(&hd, &psi, c64::new(0.0, -0.5), Out::Auto)?;
         let ev_ref = polymat::expm_multiply(&h, &psi, c64::new(0.0, -0.5), Out::Auto)?;
         let report = [
@@ -176,6 +181,7 @@ fn main() -> polymat::Result<()> {
                     .fold(0.0, f64::max),
             ),
             ("expm_multiply", rel(&gather(&ev)?, &gather(&ev_ref)?)),
+            ("kron(H, X)·φ", rel(&gather(&kd)?, &gather(&k_ref)?)),
         ];
         // No silent gather: an operation without a distributed kernel is refused.
         let refused = polymat::transpose(&hd, Out::Auto).is_err();

@@ -102,6 +102,20 @@ fn one_rank_matches_the_global_kinds() {
         polymat::trace(&hg).unwrap() * 2.0
     ));
 
+    // DistCsr ⊗ Csr: row blocks map to row blocks.
+    let x = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[c64::new(1.0, 0.0); 2]).unwrap();
+    let k = polymat::kron(&hd, &x.clone().into(), Out::Auto).unwrap();
+    assert_eq!(k.kind(), kind);
+    let k_ref = polymat::kron(&hg, &x.into(), Out::Auto).unwrap();
+    assert!(close(
+        polymat::trace(&k).unwrap(),
+        polymat::trace(&k_ref).unwrap()
+    ));
+    assert_eq!(
+        k.downcast_ref::<DistCsr>().unwrap().local(),
+        k_ref.downcast_ref::<Csr>().unwrap()
+    );
+
     // The Krylov methods, unchanged.
     let o = || EigsOptions {
         count: Some(3),

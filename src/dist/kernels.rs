@@ -5,7 +5,7 @@
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::traits::*;
 
-use super::{Comm, DistCsr, DistDense, all, arg, max_f64, owner, sum_c64, sum_f64s};
+use super::{Comm, DistCsr, DistDense, all, arg, block, max_f64, owner, sum_c64, sum_f64s};
 use crate::ops::{add, inner, norm, scale};
 use crate::{Csr, Result, Specialisation, Storage, c64};
 
@@ -13,8 +13,8 @@ const ONE: c64 = c64::new(1.0, 0.0);
 
 pub(super) fn register() -> Result<()> {
     use crate::ops::{
-        ADD, EXPECT, INNER, ISHERM, MATMUL, MUL, NEG, NORM_FROBENIUS, NORM_L2, NORM_MAX, NORM_ONE,
-        TRACE,
+        ADD, EXPECT, INNER, ISHERM, KRON, MATMUL, MUL, NEG, NORM_FROBENIUS, NORM_L2, NORM_MAX,
+        NORM_ONE, TRACE,
     };
     MATMUL.add_specialisation(Specialisation::binary(
         "matmul_distcsr_distdense",
@@ -111,11 +111,38 @@ pub(super) fn register() -> Result<()> {
             Ok(sum_f64s(&sums).into_iter().fold(0.0, f64::max))
         },
     ))?;
+    KRON.add_specialisation(Specialisation::binary(
+        "kron_distcsr_csr",
+        |b: &DistCsr, a: &Csr, _: &()| kron_dist_local(b, a),
+    ))?;
     ISHERM.add_specialisation(Specialisation::unary(
         "isherm_distcsr",
         |a: &DistCsr, atol: &f64| isherm(a, *atol),
     ))?;
     Ok(())
+}
+
+/// `b ⊗ a` for a distributed `b` and a global `a` (local operators on the last subsystems):
+/// row `i·rows(a) + k` of the result comes from row `i` of `b`, so when the ranks divide
+/// `rows(b)` each rank's result rows are its own rows of `b` ⊗ `a` — no communication beyond
+/// the new halo plan. Other partitions are refused rather than redistributed.
+fn kron_dist_local(b: &DistCsr, a: &Csr) -> Result<DistCsr> {
+    let comm = Comm::world();
+    let (nb, na) = (b.shape().0, a.shape().0);
+    let rows = nb
+        .checked_mul(na)
+        .ok_or_else(|| arg("kron: the result's rows overflow usize"))?;
+    let mine = block(rows, comm.size, comm.rank);
+    let local_b = b.local().shape().0;
+    let aligned = mine.start == b.start() * na && mine.len() == local_b * na;
+    if !all(aligned) {
+        return Err(arg(format!(
+            "kron: DistCsr ⊗ Csr needs the {} ranks to split the DistCsr's {nb} rows evenly \
+             (row blocks must map to row blocks)",
+            comm.size
+        )));
+    }
+    DistCsr::from_local(rows, crate::ops::kron::kron_csr(b.local(), a)?)
 }
 
 fn kets(l: &DistDense, r: &DistDense) -> Result<()> {

@@ -21,7 +21,8 @@
 //!
 //! Kernels: `matmul` DistCsr·DistDense (halo exchange with `MPI_Alltoallv`, then the local
 //! Csr·Dense kernel), `add`/`sub`/`mul`/`neg` on both kinds, `inner`, `expect` (ket), `trace`,
-//! the 2-/Frobenius, max and 1-norms and `isherm` (local part + `MPI_Allreduce`). With those,
+//! the 2-/Frobenius, max and 1-norms and `isherm` (local part + `MPI_Allreduce`), and `kron`
+//! DistCsr ⊗ Csr where row blocks map to row blocks. With those,
 //! the Krylov `eigs` and `expm_multiply` run unchanged on distributed operators (see
 //! `examples/dist_spin_chain.rs`, run with `mpirun -n 4`).
 //!
