@@ -83,7 +83,8 @@ fn small_shape(rng: &mut Rng) -> (usize, usize) {
     SHAPES[(rng.next_u64() % SHAPES.len() as u64) as usize]
 }
 
-/// A matrix of `shape` as Dense and as Csr (the same entries), with `special` values sometimes.
+/// A matrix of `shape` as Dense and as Csr or Dia (the same entries), with `special` values
+/// sometimes.
 fn pair(rng: &mut Rng, shape: (usize, usize)) -> (Data, Data) {
     let (m, n) = shape;
     let density = [0.0, 0.3, 0.7, 1.0][(rng.next_u64() % 4) as usize];
@@ -110,8 +111,16 @@ fn pair(rng: &mut Rng, shape: (usize, usize)) -> (Data, Data) {
             }
         }
     }
-    let csr = Csr::from_triplets((m, n), &ri, &ci, &vals).expect("valid triplets");
-    (dense.into(), csr.into())
+    let csr: Data = Csr::from_triplets((m, n), &ri, &ci, &vals)
+        .expect("valid triplets")
+        .into();
+    // The sparse side is a Dia a third of the time (same entries, diagonal storage).
+    let sparse = if rng.next_u64().is_multiple_of(3) {
+        polymat::to(Kind::DIA, &csr).expect("a small matrix fits Dia")
+    } else {
+        csr
+    };
+    (dense.into(), sparse)
 }
 
 /// A huge-but-cheap Csr (one or no stored entry), or an empty-but-wide Dense.
@@ -137,7 +146,14 @@ fn huge(rng: &mut Rng) -> Data {
 }
 
 fn out(rng: &mut Rng) -> Out {
-    [Out::Auto, Out::Auto, Out::Dense, Out::Csr, Out::GpuDense][(rng.next_u64() % 5) as usize]
+    [
+        Out::Auto,
+        Out::Auto,
+        Out::Dense,
+        Out::Csr,
+        Out::GpuDense,
+        Out::Dia,
+    ][(rng.next_u64() % 6) as usize]
 }
 
 fn tol(rng: &mut Rng) -> f64 {
@@ -486,7 +502,7 @@ fn operations() -> Vec<(&'static str, usize, Call)> {
         }),
         ("to", 1, |r, d| {
             outcome(polymat::to(
-                [Kind::DENSE, Kind::CSR, Kind::GPU_DENSE][(r.next_u64() % 3) as usize],
+                [Kind::DENSE, Kind::CSR, Kind::GPU_DENSE, Kind::DIA][(r.next_u64() % 4) as usize],
                 &d[0],
             ))
         }),

@@ -529,3 +529,33 @@ fn registry_fuzzer_keeps_builtin_conversions_exact() {
         common::assert_data_close(&s, &common::zip(&x, &x, |a, b| a + b), "add");
     }
 }
+
+/// Found by the fuzz driver once Dia joined it: `isherm` on Dia agreed with Dense neither for a
+/// non-finite real part on the main diagonal nor for tolerances whose square overflows, and a
+/// 0×0 Dia times an empty-but-wide Dense looped over 2⁶² columns.
+#[test]
+fn dia_isherm_and_empty_products_match_dense() {
+    let c = |re: f64, im: f64| polymat::c64::new(re, im);
+    for (entries, atol) in [
+        (vec![c(f64::NAN, 0.0), c(1.0, 0.0)], 1e-12),
+        (vec![c(f64::INFINITY, 0.0), c(1.0, 0.0)], 1e-3),
+        (vec![c(1e308, 0.0), c(-1e308, 0.0)], 1e300),
+    ] {
+        // [[e0, e1], [conj(e1) + 3e300, e0]]: the off-diagonal pair differs by 3e300.
+        let rows = vec![
+            vec![entries[0], entries[1]],
+            vec![entries[1].conj() + c(3e300, 0.0), entries[0]],
+        ];
+        let dense = common::make(&rows, Kind::DENSE);
+        let dia = common::make(&rows, Kind::DIA);
+        assert_eq!(
+            polymat::isherm(&dia, atol).unwrap(),
+            polymat::isherm(&dense, atol).unwrap(),
+            "{rows:?} atol {atol}"
+        );
+    }
+    let empty = polymat::to(Kind::DIA, &Dense::zeros(0, 0).into()).unwrap();
+    let wide: Data = Dense::try_zeros(0, 1 << 62).unwrap().into();
+    let p = polymat::matmul(&empty, &wide, Out::Auto).unwrap();
+    assert_eq!(p.shape(), (0, 1 << 62));
+}

@@ -133,6 +133,11 @@ impl Builder {
 pub(super) fn all_within(x: &[c64], y: &[c64], atol: f64) -> bool {
     const CHUNK: usize = 32;
     let atol2 = atol * atol;
+    // Squares decide only while atol² is a normal number (atol between about 1e-154 and 1e154):
+    // then a square that overflows or underflows still compares the right way.
+    if !atol2.is_normal() {
+        return x.iter().zip(y).all(|(a, b)| within(a - b.conj(), atol));
+    }
     x.chunks(CHUNK).zip(y.chunks(CHUNK)).all(|(xc, yc)| {
         let mut ok = true;
         for (a, b) in xc.iter().zip(yc) {
@@ -143,14 +148,21 @@ pub(super) fn all_within(x: &[c64], y: &[c64], atol: f64) -> bool {
     })
 }
 
-/// Whether `|d| ≤ atol`, without a square root when the answer is clear from the parts.
+/// Whether `|d| ≤ atol` (false for NaN), without a square root when the squares decide: with
+/// atol² normal, |d|² overflowing means |d| > 1e154 > atol and underflowing means
+/// |d| < 1e-154 < atol, so the comparison of squares is exact in outcome.
 #[inline(always)]
 pub(super) fn within(d: c64, atol: f64) -> bool {
     let (x, y) = (d.re.abs(), d.im.abs());
-    if x > atol || y > atol {
+    if !(x <= atol && y <= atol) {
         return false;
     }
-    x * x + y * y <= atol * atol || d.norm() <= atol
+    let t = atol * atol;
+    if t.is_normal() {
+        x * x + y * y <= t
+    } else {
+        d.norm() <= atol
+    }
 }
 
 #[cfg(test)]

@@ -18,6 +18,10 @@ pub fn matmul_dia_dense(a: &Dia, b: &Dense) -> Result<Dense> {
     let (m, _) = a.shape();
     let n = b.shape().1;
     let mut out = Dense::zeros_for("matmul", m, n)?;
+    if m == 0 || n == 0 || a.num_diagonals() == 0 {
+        // Nothing to add (and no loop over the columns of an empty-but-wide result).
+        return Ok(out);
+    }
     // Output rows in blocks that stay in L1 while every diagonal adds its part.
     const BLOCK: usize = 4096;
     for c in 0..n {
