@@ -163,6 +163,18 @@ macro_rules! negate {
 
 const MINUS_ONE: c64 = c64::new(-1.0, 0.0);
 
+/// `+` and `-` for one pair of kinds through one `a + s·b` kernel (s = 1 and −1).
+macro_rules! add_sub {
+    ($l:ty, $r:ty, $out:ty, $kernel:path) => {
+        binary!(Add, add, $l, $r, $out, |a, b| $kernel(
+            a,
+            b,
+            c64::new(1.0, 0.0)
+        ));
+        binary!(Sub, sub, $l, $r, $out, |a, b| $kernel(a, b, MINUS_ONE));
+    };
+}
+
 // Data: through the dispatchers, with Out::Auto.
 binary!(Add, add, Data, Data, Data, |a, b| ops::add(a, b, Out::Auto));
 binary!(Sub, sub, Data, Data, Data, |a, b| ops::sub(a, b, Out::Auto));
@@ -170,38 +182,10 @@ negate!(Data, Data, |a| ops::neg(a, Out::Auto));
 scalar!(Data, Data, |a, s| ops::mul(a, s, Out::Auto));
 
 // Dense and Csr: the kernels, returning the concrete type.
-binary!(Add, add, Dense, Dense, Dense, |a, b| ops::add_dense(
-    a,
-    b,
-    c64::new(1.0, 0.0)
-));
-binary!(Sub, sub, Dense, Dense, Dense, |a, b| ops::add_dense(
-    a, b, MINUS_ONE
-));
-binary!(Add, add, Csr, Csr, Csr, |a, b| ops::add_csr(
-    a,
-    b,
-    c64::new(1.0, 0.0)
-));
-binary!(Sub, sub, Csr, Csr, Csr, |a, b| ops::add_csr(
-    a, b, MINUS_ONE
-));
-binary!(Add, add, Csr, Dense, Dense, |a, b| ops::add_csr_dense(
-    a,
-    b,
-    c64::new(1.0, 0.0)
-));
-binary!(Sub, sub, Csr, Dense, Dense, |a, b| ops::add_csr_dense(
-    a, b, MINUS_ONE
-));
-binary!(Add, add, Dense, Csr, Dense, |a, b| ops::add_dense_csr(
-    a,
-    b,
-    c64::new(1.0, 0.0)
-));
-binary!(Sub, sub, Dense, Csr, Dense, |a, b| ops::add_dense_csr(
-    a, b, MINUS_ONE
-));
+add_sub!(Dense, Dense, Dense, ops::add_dense);
+add_sub!(Csr, Csr, Csr, ops::add_csr);
+add_sub!(Csr, Dense, Dense, ops::add_csr_dense);
+add_sub!(Dense, Csr, Dense, ops::add_dense_csr);
 negate!(Dense, Dense, |a| ops::mul_dense(a, MINUS_ONE));
 negate!(Csr, Csr, |a| Ok(ops::mul_csr(a, MINUS_ONE)));
 scalar!(Dense, Dense, |a, s| ops::mul_dense(a, s));

@@ -5,6 +5,7 @@
 use mpi::datatype::{Partition, PartitionMut};
 use mpi::traits::*;
 
+use super::storage::{counts_i32, displacements};
 use super::{Comm, DistCsr, DistDense, all, arg, block, max_f64, owner, sum_c64, sum_f64s};
 use crate::ops::{add, inner, norm, scale};
 use crate::{Csr, Result, Specialisation, Storage, c64};
@@ -179,21 +180,12 @@ fn isherm(a: &DistCsr, atol: f64) -> Result<bool> {
         }
     }
     let send: Vec<f64> = out.iter().flatten().copied().collect();
-    let sc: Vec<i32> = out.iter().map(|o| o.len() as i32).collect();
+    let sc = counts_i32(&out.iter().map(Vec::len).collect::<Vec<_>>())?;
     let mut rc = vec![0i32; comm.size];
     comm.world.all_to_all_into(&sc[..], &mut rc[..]);
-    let disp = |c: &[i32]| -> Vec<i32> {
-        c.iter()
-            .scan(0, |acc, &x| {
-                let d = *acc;
-                *acc += x;
-                Some(d)
-            })
-            .collect()
-    };
     let mut recv = vec![0.0f64; rc.iter().map(|&c| c as usize).sum()];
     {
-        let (sd, rd) = (disp(&sc), disp(&rc));
+        let (sd, rd) = (displacements(&sc), displacements(&rc));
         let part = Partition::new(&send[..], &sc[..], &sd[..]);
         let mut into = PartitionMut::new(&mut recv[..], &rc[..], &rd[..]);
         comm.world.all_to_all_varcount_into(&part, &mut into);

@@ -180,18 +180,21 @@ pub(crate) fn sum_f64s(x: &[f64]) -> Vec<f64> {
     out
 }
 
-/// `max` over the ranks (NaN if any rank has NaN).
+/// `max` over the ranks (NaN if any rank has NaN), in one `MPI_Allreduce`: the maximum of
+/// the non-NaN values and of a NaN flag, element by element.
 pub(crate) fn max_f64(x: f64) -> f64 {
-    // MPI's max ignores nothing in particular; propagate NaN by hand.
-    let flags = sum_f64s(&[f64::from(u8::from(x.is_nan()))]);
-    if flags[0] > 0.0 {
-        return f64::NAN;
-    }
-    let mut out = 0.0f64;
-    Comm::world()
-        .world
-        .all_reduce_into(&x, &mut out, mpi::collective::SystemOperation::max());
-    out
+    let mine = if x.is_nan() {
+        [f64::NEG_INFINITY, 1.0]
+    } else {
+        [x, 0.0]
+    };
+    let mut out = [0.0f64; 2];
+    Comm::world().world.all_reduce_into(
+        &mine[..],
+        &mut out[..],
+        mpi::collective::SystemOperation::max(),
+    );
+    if out[1] > 0.0 { f64::NAN } else { out[0] }
 }
 
 /// Whether `x` holds on every rank.

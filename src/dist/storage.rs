@@ -141,20 +141,10 @@ impl DistCsr {
     /// # Errors
     /// [`Error::TooLarge`](crate::Error::TooLarge) if the local arrays cannot be allocated.
     pub fn from_global(full: &Csr) -> Result<DistCsr> {
-        let comm = Comm::world();
-        let (n, m) = full.shape();
-        let rows = block(n, comm.size, comm.rank);
         let (p, idx, val) = (full.indptr(), full.indices(), full.data());
-        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
-        for i in rows.clone() {
-            for e in p[i]..p[i + 1] {
-                r.push(i - rows.start);
-                c.push(idx[e]);
-                v.push(val[e]);
-            }
-        }
-        let local = Csr::from_triplets((rows.len(), m), &r, &c, &v)?;
-        DistCsr::from_local(n, local)
+        DistCsr::from_row_fn(full.shape().0, full.shape().1, |i| {
+            (p[i]..p[i + 1]).map(|e| (idx[e], val[e])).collect()
+        })
     }
 
     /// A `rows × cols` matrix built row by row on the rank that owns the row, so that no rank
@@ -342,11 +332,13 @@ fn count(n: usize) -> Result<i32> {
     i32::try_from(n).map_err(|_| arg(format!("{n} values exceed one MPI message (i32 counts)")))
 }
 
-fn counts_i32(c: &[usize]) -> Result<Vec<i32>> {
+/// MPI counts (`i32`), an error past `i32::MAX`.
+pub(super) fn counts_i32(c: &[usize]) -> Result<Vec<i32>> {
     c.iter().map(|&n| count(n)).collect()
 }
 
-fn displacements(counts: &[i32]) -> Vec<i32> {
+/// The offsets of consecutive pieces of the given sizes (an MPI `v` collective's `displs`).
+pub(super) fn displacements(counts: &[i32]) -> Vec<i32> {
     counts
         .iter()
         .scan(0i32, |acc, &c| {
