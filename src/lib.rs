@@ -121,7 +121,7 @@ pub use ops::{
     svd, tidyup, trace, trace_oper_ket, transpose, zeros, zeros_like,
 };
 pub use scalar::c64;
-pub use storage::{Csr, Data, Dense, Dia, Diagonals, Kind, Storage};
+pub use storage::{Csr, Data, Dense, Dia, Diagonals, Kind, Layout, Storage};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]

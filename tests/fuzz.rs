@@ -100,7 +100,13 @@ fn pair(rng: &mut Rng, shape: (usize, usize)) -> (Data, Data) {
             }
         }
     }
-    let dense = Dense::from_fn(m, n, |i, j| rows[i][j]);
+    // The dense side is row-major a third of the time (same entries, the other layout).
+    let dense = if rng.next_u64().is_multiple_of(3) {
+        let flat: Vec<c64> = rows.iter().flatten().copied().collect();
+        Dense::from_row_major(m, n, &flat).expect("a small matrix fits")
+    } else {
+        Dense::from_fn(m, n, |i, j| rows[i][j])
+    };
     let (mut ri, mut ci, mut vals) = (vec![], vec![], vec![]);
     for (i, row) in rows.iter().enumerate() {
         for (j, x) in row.iter().enumerate() {
@@ -134,7 +140,13 @@ fn huge(rng: &mut Rng) -> Data {
     ];
     let (m, n) = wide[(rng.next_u64() % wide.len() as u64) as usize];
     if m == 0 && rng.next_u64().is_multiple_of(2) {
-        return Dense::try_zeros(m, n).expect("empty but wide").into();
+        let d = Dense::try_zeros(m, n).expect("empty but wide");
+        // Its transpose (tall and empty, row-major) half of the time.
+        return if rng.next_u64().is_multiple_of(2) {
+            d.into_transpose().into()
+        } else {
+            d.into()
+        };
     }
     if m > 0 && rng.next_u64().is_multiple_of(2) {
         Csr::from_triplets((m, n), &[0], &[n - 1], &[rng.c()])

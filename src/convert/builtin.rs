@@ -5,7 +5,7 @@ use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::{ZERO, c64};
-use crate::storage::{Csr, Dense, alloc};
+use crate::storage::{Csr, Dense, Layout, alloc};
 
 /// Dense, Csr, GpuDense and Dia (in that order: their kinds are fixed) and the converters, with
 /// QuTiP's and qutip-jax's weights (entering the GPU weighs 1, leaving it 2), and their groups
@@ -71,6 +71,9 @@ pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
     let (m, n) = a.shape();
     if m == 0 || n == 0 {
         return Csr::zeros_for("to Csr", m, n);
+    }
+    if a.layout() == Layout::RowMajor {
+        return Ok(engine::simd(|| row_major_to_csr(a)));
     }
     let limit = (m * n / 4).max(64);
     let Some(csc) = engine::simd(|| collect_columns(a, limit)) else {
@@ -155,6 +158,35 @@ fn collect_columns(a: &Dense, limit: usize) -> Option<Columns> {
         out.colptr.push(out.rows.len());
     }
     Some(out)
+}
+
+/// Dense → Csr for a row-major matrix: one contiguous pass over the rows, each row's non-zeros
+/// appended in column order (so sorted). O(rows·cols).
+fn row_major_to_csr(a: &Dense) -> Csr {
+    let (m, _) = a.shape();
+    // A vectorised counting pass, so the arrays are allocated once at their size.
+    let mut indptr = Vec::with_capacity(m + 1);
+    indptr.push(0);
+    for i in 0..m {
+        let row = a
+            .buffer_col(i)
+            .iter()
+            .map(|v| usize::from(nonzero_bits(v) != 0));
+        indptr.push(indptr[i] + row.sum::<usize>());
+    }
+    let nnz = indptr[m];
+    let (mut indices, mut data) = (Vec::with_capacity(nnz), Vec::with_capacity(nnz));
+    for i in 0..m {
+        for (j, v) in a.buffer_col(i).iter().enumerate() {
+            if nonzero_bits(v) != 0 {
+                indices.push(j);
+                data.push(*v);
+            }
+        }
+    }
+    // SAFETY: m + 1 pointers from 0 to nnz, non-decreasing; each row's columns are < n (the
+    // row has n entries) and increasing.
+    unsafe { Csr::from_parts_unchecked(a.shape(), indptr, indices, data) }
 }
 
 /// Dense → Csr for dense-ish matrices: a vectorised counting pass, then a block of rows at a time

@@ -10,7 +10,7 @@ use std::path::Path;
 use super::{MatrixRef, at_path, io_error, stream_error};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
-use crate::storage::{Dense, alloc};
+use crate::storage::{Dense, Layout, alloc};
 
 const FORMAT: &str = "npy";
 const MAGIC: &[u8] = b"\x93NUMPY";
@@ -190,7 +190,9 @@ fn parse_header(dict: &str) -> Result<Header> {
     })
 }
 
-/// Reads a `.npy` file as a [`Dense`]. See [`io`](crate::io) for the dtypes and layouts read.
+/// Reads a `.npy` file as a [`Dense`] in the file's order: Fortran order gives a column-major
+/// Dense, C order (numpy's default) a row-major one, each value read straight into place. See
+/// [`io`](crate::io) for the dtypes read.
 ///
 /// # Errors
 /// [`Error::Io`] if the file cannot be read, [`Error::Format`] if it is not a `.npy` file of a
@@ -252,9 +254,16 @@ pub fn read_npy_from(mut reader: impl Read) -> Result<Dense> {
     let dict = String::from_utf8(header).map_err(|_| format_error("the header is not text"))?;
     let h = parse_header(&dict)?;
     let (rows, cols) = h.shape;
-    let mut mat = alloc::zeros_mat("read_npy", rows, cols)?;
+    // The buffer in the file's order: Fortran order column-major, C order row-major (the
+    // buffer then holds the transpose), so every value lands at the next position.
+    let (brows, bcols) = if h.fortran {
+        (rows, cols)
+    } else {
+        (cols, rows)
+    };
+    let mut mat = alloc::zeros_mat("read_npy", brows, bcols)?;
     let size = h.element.size();
-    // Read in chunks of whole elements; place each in column-major order.
+    // Read in chunks of whole elements.
     let total = rows.saturating_mul(cols);
     let per_chunk = (1 << 16) / size;
     let mut chunk = vec![0u8; per_chunk * size];
@@ -271,19 +280,20 @@ pub fn read_npy_from(mut reader: impl Read) -> Result<Dense> {
         })?;
         for (k, b) in bytes.chunks_exact(size).enumerate() {
             let idx = done + k;
-            let (i, j) = if h.fortran {
-                (idx % rows, idx / rows)
-            } else {
-                (idx / cols, idx % cols)
-            };
-            mat[(i, j)] = h.element.decode(b, h.big_endian);
+            mat[(idx % brows, idx / brows)] = h.element.decode(b, h.big_endian);
         }
         done += n;
     }
-    Ok(Dense::new(mat))
+    let layout = if h.fortran {
+        Layout::ColMajor
+    } else {
+        Layout::RowMajor
+    };
+    Ok(Dense::with_layout(mat, layout))
 }
 
-/// Writes `m` as a `.npy` file: `complex128` (`<c16`), Fortran order, shape `(rows, cols)`;
+/// Writes `m` as a `.npy` file: `complex128` (`<c16`), shape `(rows, cols)`, in the order of its
+/// [`Layout`] (Fortran order for a column-major Dense, C order for a row-major one: no copy);
 /// `np.load` reads it back as the same matrix. A kind other than [`Dense`] is converted first
 /// (a sparse matrix over the dense limit is an [`Error::TooLarge`], never densified).
 ///
@@ -327,8 +337,14 @@ pub fn write_npy_to<'a>(mut writer: impl Write, m: impl Into<MatrixRef<'a>>) -> 
 
 fn write(w: &mut impl Write, d: &Dense) -> std::io::Result<()> {
     let (rows, cols) = d.shape();
+    // The buffer as it is: a row-major matrix is written in C order, without a copy.
+    let fortran = if d.layout() == Layout::ColMajor {
+        "True"
+    } else {
+        "False"
+    };
     let mut dict =
-        format!("{{'descr': '<c16', 'fortran_order': True, 'shape': ({rows}, {cols}), }}");
+        format!("{{'descr': '<c16', 'fortran_order': {fortran}, 'shape': ({rows}, {cols}), }}");
     // Pad with spaces so that the data starts on a 64-byte boundary; end with a newline.
     let unpadded = MAGIC.len() + 2 + 2 + dict.len() + 1;
     dict.push_str(&" ".repeat((64 - unpadded % 64) % 64));
@@ -340,7 +356,12 @@ fn write(w: &mut impl Write, d: &Dense) -> std::io::Result<()> {
     w.write_all(&len.to_le_bytes())?;
     w.write_all(dict.as_bytes())?;
     let mut buf = Vec::with_capacity(16 * rows.min(4096));
-    for col in d.columns() {
+    let lanes = if d.buffer().nrows() == 0 {
+        0
+    } else {
+        d.buffer().ncols()
+    };
+    for col in (0..lanes).map(|j| d.buffer_col(j)) {
         for chunk in col.chunks(4096) {
             buf.clear();
             for v in chunk {
@@ -380,6 +401,21 @@ mod tests {
         assert_eq!(c_order.to_string(), "[[1, 2, 3], [4, 5, 6]]");
         let f_order = read_npy_from(npy("<f8", true, "(2, 3)", &f8).as_slice()).unwrap();
         assert_eq!(f_order.to_string(), "[[1, 3, 5], [2, 4, 6]]");
+        // Each order is kept as the Dense's layout, and written back in it.
+        assert_eq!(c_order.layout(), Layout::RowMajor);
+        assert_eq!(f_order.layout(), Layout::ColMajor);
+        for d in [&c_order, &f_order] {
+            let mut bytes = Vec::new();
+            write_npy_to(&mut bytes, d).unwrap();
+            let header = String::from_utf8_lossy(&bytes[..64]).into_owned();
+            let fortran = d.layout() == Layout::ColMajor;
+            assert!(header.contains(&format!(
+                "'fortran_order': {}",
+                if fortran { "True" } else { "False" }
+            )));
+            let back = read_npy_from(bytes.as_slice()).unwrap();
+            assert_eq!((&back, back.layout()), (d, d.layout()));
+        }
         let be: Vec<u8> = [1.5f32, -2.0]
             .iter()
             .flat_map(|x| x.to_be_bytes())

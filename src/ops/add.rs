@@ -251,10 +251,12 @@ pub fn add_dense_csr(a: &Dense, b: &Csr, scale: c64) -> Result<Dense> {
 /// `out += scale·s`, entry by entry.
 fn scatter_add(out: &mut Dense, s: &Csr, scale: c64) {
     let (p, idx, val) = (s.indptr(), s.indices(), s.data());
-    let mat = out.as_mat_mut();
+    let row_major = out.layout() == crate::storage::Layout::RowMajor;
+    let buf = out.buffer_mut();
     for i in 0..s.shape().0 {
         for k in p[i]..p[i + 1] {
-            mat[(i, idx[k])] += scale * val[k];
+            let at = if row_major { (idx[k], i) } else { (i, idx[k]) };
+            buf[at] += scale * val[k];
         }
     }
 }

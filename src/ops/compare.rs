@@ -94,7 +94,7 @@ pub fn isequal(a: &Data, b: &Data, atol: f64, rtol: f64) -> Result<bool> {
 
 /// Dense `iszero`. O(mn).
 pub fn iszero_dense(a: &Dense, atol: f64) -> bool {
-    a.shape().0 == 0 || (0..a.shape().1).all(|j| a.col(j).iter().all(|x| x.norm() <= atol))
+    a.entries().all(|x| x.norm() <= atol)
 }
 
 /// Csr `iszero`. O(nnz).
@@ -112,13 +112,21 @@ fn close(x: crate::scalar::c64, y: crate::scalar::c64, t: Tol) -> bool {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn isequal_dense(a: &Dense, b: &Dense, tol: Tol) -> Result<bool> {
     same_shape("isequal", a.shape(), b.shape())?;
-    if a.shape().0 == 0 {
+    if a.shape().0 == 0 || a.shape().1 == 0 {
         return Ok(true);
     }
+    if a.layout() == b.layout() {
+        // Same layout: the buffers line up entry for entry.
+        return Ok(a
+            .entries()
+            .zip(b.entries())
+            .all(|(x, y)| close(*x, *y, tol)));
+    }
+    let (x, y) = (a.as_ref(), b.as_ref());
     Ok((0..a.shape().1).all(|j| {
-        a.col(j)
+        x.col(j)
             .iter()
-            .zip(b.col(j))
+            .zip(y.col(j).iter())
             .all(|(x, y)| close(*x, *y, tol))
     }))
 }
@@ -229,9 +237,11 @@ pub fn isherm_csr(a: &Csr, atol: f64) -> Result<bool> {
 
 /// Dense `isdiag`. O(mn).
 pub fn isdiag_dense(a: &Dense, atol: f64) -> bool {
-    a.shape().0 == 0
-        || (0..a.shape().1).all(|j| {
-            a.col(j)
+    // The condition is symmetric in (i, j), so the buffer serves for either layout.
+    let buf = a.buffer();
+    buf.nrows() == 0
+        || (0..buf.ncols()).all(|j| {
+            a.buffer_col(j)
                 .iter()
                 .enumerate()
                 .all(|(i, x)| i == j || x.norm() <= atol)

@@ -79,13 +79,18 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
         });
         return Ok(psi.adjoint() * o_psi.as_ref());
     }
-    // Tr(O ρ) = Σ_ij O_ij ρ_ji
+    // Tr(O ρ) = Σ_ij O_ij ρ_ji. Opposite layouts: the two buffers line up entry for entry
+    // (buffer(ρ)[i, j] = ρ_ji), one contiguous zip. Same layout: buffer(O)[i, j]·buffer(ρ)[j, i]
+    // gives the same sum in either layout.
+    if o.layout() != s.layout() {
+        return Ok(o.entries().zip(s.entries()).map(|(x, y)| x * y).sum());
+    }
     Ok((0..n)
         .map(|j| {
-            o.col(j)
+            o.buffer_col(j)
                 .iter()
                 .enumerate()
-                .map(|(i, x)| x * s.get(j, i))
+                .map(|(i, x)| x * s.buffer_col(i)[j])
                 .sum::<c64>()
         })
         .sum())

@@ -20,7 +20,9 @@ pub trait Extract: Sized {
 
 impl Extract for Mat<c64> {
     fn extract(data: &Data) -> Result<Self> {
-        Ok(to_type::<Dense>(data)?.into_mat())
+        Ok(to_type::<Dense>(data)?
+            .into_layout(crate::storage::Layout::ColMajor)?
+            .into_mat())
     }
 }
 

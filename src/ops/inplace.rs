@@ -59,9 +59,10 @@ pub fn iadd(a: &mut Data, b: &Data, scale: c64) -> Result<bool> {
 /// ```
 pub fn imul(a: &mut Data, scale: c64) -> Result<bool> {
     if let Some(dst) = a.get_mut::<Dense>() {
-        let (m, n) = dst.shape();
-        for j in 0..if m == 0 { 0 } else { n } {
-            dst.col_mut(j).iter_mut().for_each(|x| *x *= scale);
+        // Every entry of the buffer, in either layout.
+        let buf = dst.buffer_mut();
+        for j in 0..if buf.nrows() == 0 { 0 } else { buf.ncols() } {
+            buf.col_as_slice_mut(j).iter_mut().for_each(|x| *x *= scale);
         }
         return Ok(true);
     }
@@ -74,11 +75,22 @@ pub fn imul(a: &mut Data, scale: c64) -> Result<bool> {
 }
 
 /// `dst ← dst + scale·src` for Dense operands of equal shape (checked by the caller).
+/// Either layout: the same layout walks both buffers together; different layouts read the
+/// other buffer transposed (`src` buffer `(j, i)` is `dst` buffer `(i, j)`). `dst` keeps its layout.
 fn iadd_dense(dst: &mut Dense, src: &Dense, scale: c64) {
-    let (m, n) = dst.shape();
-    for j in 0..if m == 0 { 0 } else { n } {
-        for (d, s) in dst.col_mut(j).iter_mut().zip(src.col(j)) {
-            *d += scale * s;
+    let same = dst.layout() == src.layout();
+    let buf = dst.buffer_mut();
+    let other = src.buffer();
+    for j in 0..if buf.nrows() == 0 { 0 } else { buf.ncols() } {
+        let col = buf.col_as_slice_mut(j);
+        if same {
+            for (d, s) in col.iter_mut().zip(src.buffer_col(j)) {
+                *d += scale * s;
+            }
+        } else {
+            for (i, d) in col.iter_mut().enumerate() {
+                *d += scale * other[(j, i)];
+            }
         }
     }
 }
@@ -86,10 +98,12 @@ fn iadd_dense(dst: &mut Dense, src: &Dense, scale: c64) {
 /// `dst ← dst + scale·src` for a Dense `dst` and a Csr `src` of equal shape.
 fn iadd_dense_csr(dst: &mut Dense, src: &Csr, scale: c64) {
     let (p, idx, val) = (src.indptr(), src.indices(), src.data());
-    let mat = dst.as_mat_mut();
+    let row_major = dst.layout() == crate::storage::Layout::RowMajor;
+    let buf = dst.buffer_mut();
     for i in 0..src.shape().0 {
         for k in p[i]..p[i + 1] {
-            mat[(i, idx[k])] += scale * val[k];
+            let at = if row_major { (idx[k], i) } else { (i, idx[k]) };
+            buf[at] += scale * val[k];
         }
     }
 }

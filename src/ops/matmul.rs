@@ -13,7 +13,7 @@ use crate::gpu::GpuDense;
 use crate::scalar::c64;
 use crate::scalar::{ONE, ZERO};
 use crate::shape::{indptr_len, matmul_shapes};
-use crate::storage::{Csr, Data, Dense, Dia, alloc};
+use crate::storage::{Csr, Data, Dense, Dia, Layout, alloc};
 
 /// `a·b`. Kernels: Dense·Dense → Dense, Csr·Csr → Csr, Csr·Dense → Dense.
 ///
@@ -120,6 +120,15 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     if n == 1 && engine::workers(Family::Matmul, work) == 1 {
         // Matrix–vector: column axpys in row blocks (what BLAS zgemv does); faer's gemm with
         // one column ran at half the speed of OpenBLAS's zgemv here (docs/benchmarks.md).
+        // Row-major: one dot product per contiguous row, yᵢ = conj(rowᵢ† · x̄) (faer's
+        // row-major gemv ran at half that speed too).
+        if a.layout() == Layout::RowMajor {
+            let xbar: Vec<c64> = b.col(0).iter().map(|x| x.conj()).collect();
+            for (i, y) in out.col_mut(0).iter_mut().enumerate() {
+                *y = crate::simd::dot_conj(a.buffer_col(i), &xbar).conj();
+            }
+            return Ok(out);
+        }
         let cols: Vec<&[c64]> = (0..k).map(|j| a.col(j)).collect();
         crate::simd::gemv_cols(out.col_mut(0), &cols, b.col(0));
         return Ok(out);
@@ -290,7 +299,9 @@ fn emit_word(w: usize, mut bits: u64, acc: &[c64], indices: &mut Vec<usize>, dat
     }
 }
 
-/// Csr·Dense → Dense, column by column of the result. O(nnz(a)·n).
+/// Csr·Dense → Dense. O(nnz(a)·n). A column-major `b` gives a column-major result, column by
+/// column; a row-major `b` (more than one column) a row-major one, each result row a sum of
+/// contiguous rows of `b` (scipy's order).
 ///
 /// # Errors
 /// [`Error::Shape`] on mismatched inner dimensions.
@@ -300,6 +311,30 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     let n = b.shape().1;
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
     let workers = engine::workers(Family::CsrRows, a.nnz().max(m).saturating_mul(n));
+    if b.layout() == Layout::RowMajor && n > 1 {
+        // The result's buffer is n × m: its column i is result row i, `cols` a segment of it.
+        let fill = |cols: std::ops::Range<usize>,
+                    i0: usize,
+                    rows: &mut [&mut [std::mem::MaybeUninit<c64>]]| {
+            for (k, out) in rows.iter_mut().enumerate() {
+                let i = i0 + k;
+                let out: &mut [std::mem::MaybeUninit<c64>] = out;
+                out.fill(std::mem::MaybeUninit::new(ZERO));
+                // SAFETY: every element was just initialised, and `MaybeUninit<c64>` has the
+                // layout of `c64`.
+                let out = unsafe { &mut *(std::ptr::from_mut(out) as *mut [c64]) };
+                for (v, &c) in val[p[i]..p[i + 1]].iter().zip(&idx[p[i]..p[i + 1]]) {
+                    // Row c of b (c < b's rows, the Csr invariant checked by the shapes).
+                    for (o, x) in out.iter_mut().zip(&b.buffer_col(c)[cols.clone()]) {
+                        *o += v * x;
+                    }
+                }
+            }
+        };
+        // SAFETY: `fill` initialises every element of every slice it is handed.
+        let mat = unsafe { alloc::build_mat("matmul", n, m, workers, fill) }?;
+        return Ok(Dense::with_layout(mat, Layout::RowMajor));
+    }
     let fill = |rows: std::ops::Range<usize>,
                 j0: usize,
                 cols: &mut [&mut [std::mem::MaybeUninit<c64>]]| {
@@ -335,7 +370,7 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         return Ok(out);
     }
     let work = m.saturating_mul(k).saturating_mul(n);
-    if n == 1 && engine::workers(Family::Matmul, work) == 1 {
+    if n == 1 && a.layout() == Layout::ColMajor && engine::workers(Family::Matmul, work) == 1 {
         // Matrix–vector: column axpys in row blocks (what BLAS zgemv does); faer's gemm with
         // one column ran at half the speed of OpenBLAS's zgemv here (docs/benchmarks.md).
         // b is 1×k: the vector is its conjugated row.

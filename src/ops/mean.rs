@@ -87,7 +87,7 @@ fn mean<T: std::ops::Div<f64, Output = T> + Default>((sum, count): (T, usize)) -
 
 /// Dense kernel of [`mean_nonzero`]. O(mn).
 pub fn mean_nonzero_dense(a: &Dense) -> c64 {
-    mean(sum_nonzero(a.columns().flatten(), |v| v))
+    mean(sum_nonzero(a.entries(), |v| v))
 }
 
 /// Csr kernel of [`mean_nonzero`]. O(nnz).
@@ -97,7 +97,7 @@ pub fn mean_nonzero_csr(a: &Csr) -> c64 {
 
 /// Dense kernel of [`mean_abs_nonzero`]. O(mn).
 pub fn mean_abs_nonzero_dense(a: &Dense) -> f64 {
-    mean(sum_nonzero(a.columns().flatten(), c64::norm))
+    mean(sum_nonzero(a.entries(), c64::norm))
 }
 
 /// Csr kernel of [`mean_abs_nonzero`]. O(nnz).

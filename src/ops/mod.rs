@@ -121,7 +121,7 @@ use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::scalar::{ZERO, c64};
 use crate::shape::{same_shape, square};
-use crate::storage::{Csr, Data, Dense, alloc};
+use crate::storage::{Csr, Data, Dense, Layout, alloc};
 
 /// A kernel for storage type `A` that runs `f` on a Dense copy of its input, made by
 /// `to_dense` (so a large input is refused with [`Error::TooLarge`](crate::Error::TooLarge)
@@ -167,7 +167,9 @@ pub(crate) fn check_square<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
 }
 
 /// A new Dense with entries `f(a[i, j], b[i, j])`, written once, vectorised and, above the
-/// engine's elementwise threshold, parallel.
+/// engine's elementwise threshold, parallel. Operands of one layout are walked as their
+/// buffers and the result keeps that layout; mixed layouts give a column-major result, the
+/// row-major operand read through its strided view.
 ///
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) naming `op` if the result cannot be allocated.
@@ -180,14 +182,45 @@ pub(crate) fn dense_zip(
 ) -> Result<Dense> {
     let (m, n) = a.shape();
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
-    // SAFETY: the closure writes every element of every column slice it is handed (the zip
-    // runs over the whole output slice: both inputs have the output's shape).
+    if a.layout() == b.layout() {
+        let (bm, bn) = (a.buffer().nrows(), a.buffer().ncols());
+        // SAFETY: the closure writes every element of every column slice it is handed (the
+        // zip runs over the whole output slice: both buffers have the output buffer's shape).
+        let mat = unsafe {
+            alloc::build_mat(op, bm, bn, workers, |rows, j0, cols| {
+                for (k, out) in cols.iter_mut().enumerate() {
+                    let x = &a.buffer_col(j0 + k)[rows.clone()];
+                    let y = &b.buffer_col(j0 + k)[rows.clone()];
+                    for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
+                        o.write(f(*x, *y));
+                    }
+                }
+            })
+        }?;
+        return Ok(Dense::with_layout(mat, a.layout()));
+    }
+    // Mixed layouts: a column-major result. Row by row within each block of result columns,
+    // so the row-major operand's row segment is read contiguously and the column-major
+    // operand and the result are walked as a few parallel column streams.
+    let (cm, rm, swapped) = if a.layout() == Layout::ColMajor {
+        (a, b, false)
+    } else {
+        (b, a, true)
+    };
+    // SAFETY: every element of every column slice is written: `rows` indexes each output
+    // slice exactly (all have the output's row count), and every read is in bounds: columns
+    // j0 + k < n of `cm`'s buffer, rows i < m of `rm`'s buffer (row i of the matrix) at
+    // offsets j0 + k < n.
     let mat = unsafe {
         alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            for (k, out) in cols.iter_mut().enumerate() {
-                let (x, y) = (&a.col(j0 + k)[rows.clone()], &b.col(j0 + k)[rows.clone()]);
-                for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
-                    o.write(f(*x, *y));
+            let w = cols.len();
+            let cc: Vec<&[c64]> = (j0..j0 + w).map(|j| cm.buffer_col(j)).collect();
+            for i in rows.clone() {
+                let r = &rm.buffer_col(i)[j0..j0 + w];
+                for (k, out) in cols.iter_mut().enumerate() {
+                    let c = *cc[k].get_unchecked(i);
+                    let v = if swapped { f(r[k], c) } else { f(c, r[k]) };
+                    out.get_unchecked_mut(i - rows.start).write(v);
                 }
             }
         })
@@ -195,27 +228,27 @@ pub(crate) fn dense_zip(
     Ok(Dense::new(mat))
 }
 
-/// A new Dense with `f` applied to every entry (written once, vectorised, parallel above the
-/// elementwise threshold).
+/// A new Dense with `f` applied to every entry (written once over the buffer, vectorised,
+/// parallel above the elementwise threshold); the result keeps the input's layout.
 ///
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) naming `op` if the result cannot be allocated.
 #[inline]
 pub(crate) fn dense_map(op: &str, a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> Result<Dense> {
-    let (m, n) = a.shape();
+    let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
     // SAFETY: the closure writes every element of every column slice it is handed (the input
     // column segment has the same length as the output slice).
     let mat = unsafe {
         alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
             for (k, out) in cols.iter_mut().enumerate() {
-                for (o, x) in out.iter_mut().zip(&a.col(j0 + k)[rows.clone()]) {
+                for (o, x) in out.iter_mut().zip(&a.buffer_col(j0 + k)[rows.clone()]) {
                     o.write(f(*x));
                 }
             }
         })
     }?;
-    Ok(Dense::new(mat))
+    Ok(Dense::with_layout(mat, a.layout()))
 }
 
 /// A new Csr with the same structure and `f` applied to every stored value.

@@ -27,7 +27,7 @@ fn vector(op: &str, a: &[&Data], _: &()) -> Result<()> {
 }
 
 fn dense_entries(a: &Dense) -> impl Iterator<Item = crate::scalar::c64> + Clone + '_ {
-    a.columns().flatten().copied()
+    a.entries().copied()
 }
 
 /// `‖v‖₂ = √Σ|vᵢ|²` of a ket or bra.
@@ -201,9 +201,9 @@ pub fn frobenius_dense(a: &Dense) -> f64 {
     let (m, n) = a.shape();
     match engine::workers(Family::Reduction, m * n) {
         // faer's scaled (overflow-safe) SIMD norm.
-        1 => a.as_ref().norm_l2(),
-        w => engine::sum_ranges(n, w, |cols| {
-            a.as_ref().subcols(cols.start, cols.len()).norm_l2().powi(2)
+        1 => a.buffer().norm_l2(),
+        w => engine::sum_ranges(a.buffer().ncols(), w, |cols| {
+            a.buffer().subcols(cols.start, cols.len()).norm_l2().powi(2)
         })
         .sqrt(),
     }
@@ -221,10 +221,21 @@ pub fn frobenius_csr(a: &Csr) -> f64 {
 
 /// Dense induced 1-norm. O(mn).
 pub fn one_dense(a: &Dense) -> f64 {
-    if a.shape().0 == 0 {
+    let (m, n) = a.shape();
+    if m == 0 || n == 0 {
         return 0.0;
     }
-    (0..a.shape().1)
+    if a.layout() == crate::storage::Layout::RowMajor {
+        // Rows are contiguous: accumulate every column's sum in one pass over the rows.
+        let mut sums = vec![0.0; n];
+        for i in 0..m {
+            for (s, x) in sums.iter_mut().zip(a.buffer_col(i)) {
+                *s += x.norm();
+            }
+        }
+        return sums.into_iter().fold(0.0, nan_max);
+    }
+    (0..n)
         .map(|j| a.col(j).iter().map(|x| x.norm()).sum::<f64>())
         .fold(0.0, nan_max)
 }

@@ -46,7 +46,8 @@ pub fn trace_dense(a: &Dense) -> Result<c64> {
     let n = a.shape().0;
     let workers = engine::workers(Family::Reduction, n);
     Ok(engine::sum_ranges(n, workers, |rows| {
-        rows.map(|i| a.col(i)[i]).sum()
+        // The diagonal sits at (i, i) of the buffer in either layout.
+        rows.map(|i| a.buffer_col(i)[i]).sum()
     }))
 }
 

@@ -4,13 +4,11 @@ use std::sync::LazyLock;
 
 use super::{csr_map, dense_map};
 use crate::dispatch::{Dispatcher, Out};
-use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::c64;
 use crate::shape::indptr_len;
 use crate::storage::{Csr, Data, Dense, Dia, alloc};
-use rayon::prelude::*;
 
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
 pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
@@ -94,55 +92,22 @@ pub fn conj(a: &Data, out: Out) -> Result<Data> {
     CONJ.call(&[a], out, &())
 }
 
-/// Dense adjoint. O(mn).
+/// Dense adjoint: one conjugating pass over the buffer, in the other layout (a column-major
+/// input gives a row-major result and the reverse). O(mn), contiguous.
 ///
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
-    transpose_copy(a, true)
+    dense_map("adjoint", a, |x| x.conj()).map(Dense::into_transpose)
 }
 
-/// Dense transpose. O(mn).
+/// Dense transpose: one contiguous copy of the buffer, in the other layout. O(mn); with an
+/// owned matrix, [`Dense::into_transpose`] is O(1).
 ///
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn transpose_dense(a: &Dense) -> Result<Dense> {
-    transpose_copy(a, false)
-}
-
-/// The transpose (`conjugate`: adjoint) as a new matrix: faer's copy of the transposed view,
-/// split by result columns across workers above the engine's transpose threshold.
-fn transpose_copy(a: &Dense, conjugate: bool) -> Result<Dense> {
-    let op = if conjugate { "adjoint" } else { "transpose" };
-    let (m, n) = a.shape();
-    if m == 0 || n == 0 {
-        return alloc::empty_mat(n, m).map(Dense::new);
-    }
-    alloc::check_dense(op, (n, m))?;
-    let (t, h) = (a.as_ref().transpose(), a.as_ref().adjoint());
-    let workers = engine::workers(Family::Transpose, m * n);
-    if workers == 1 {
-        return Ok(Dense::new(if conjugate {
-            h.to_owned()
-        } else {
-            t.to_owned()
-        }));
-    }
-    let mut out = alloc::zeros_mat(op, n, m)?;
-    // Chunks of exactly `per` result columns (the last may be shorter), so chunk k starts at k·per.
-    let per = m.div_ceil(workers);
-    out.as_mut()
-        .par_col_chunks_mut(per)
-        .enumerate()
-        .for_each(|(k, mut dst)| {
-            let cols = dst.ncols();
-            if conjugate {
-                dst.copy_from(h.subcols(k * per, cols));
-            } else {
-                dst.copy_from(t.subcols(k * per, cols));
-            }
-        });
-    Ok(Dense::new(out))
+    dense_map("transpose", a, |x| x).map(Dense::into_transpose)
 }
 
 /// Csr transpose (conjugated if `conjugate`), by counting sort over columns. O(nnz + m + n);

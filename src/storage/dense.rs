@@ -1,14 +1,34 @@
-//! Column-major dense storage on top of `faer::Mat`.
+//! Dense storage on top of `faer::Mat`, column-major or row-major.
 
 use std::fmt;
+use std::sync::OnceLock;
 
 use faer::{Mat, MatRef};
 
-use super::{Storage, alloc, display};
+use super::{Layout, Storage, alloc, display};
 use crate::error::{Error, Result};
 use crate::scalar::{ONE, ZERO, c64};
 
-/// A dense matrix: a column-major [`faer::Mat<c64>`].
+/// A dense matrix: a [`faer::Mat<c64>`] buffer, column-major or row-major ([`Layout`]).
+///
+/// A row-major `Dense` keeps its transpose as a column-major faer matrix, so both layouts are
+/// faer buffers and [`as_ref`](Dense::as_ref) views either one as a strided
+/// [`MatRef`](faer::MatRef) of the right shape.
+///
+/// # Layouts in kernels
+///
+/// * Entry-wise kernels (`add`, `sub`, `mul`, `neg`, `conj`, scaling, `tidyup`, norms, `trace`,
+///   `isherm`, conversion to Csr) read either layout directly; when both operands share a
+///   layout the result keeps it.
+/// * `transpose` and `adjoint` flip the layout: one contiguous copy (a conjugating one for the
+///   adjoint).
+/// * Products go through faer (`matmul`, `matmul_dag`, `kron`, `expm`, decompositions) on the
+///   strided view, which faer handles in either orientation; Dense·ket with a row-major matrix
+///   runs row dot products.
+/// * The column accessors ([`col`](Dense::col), [`columns`](Dense::columns),
+///   [`as_mat`](Dense::as_mat)) and the kernels written on them normalise a row-major matrix
+///   once: the column-major copy is made on first use and kept beside the buffer (twice the
+///   memory for that matrix while it lives); the `&mut` accessors convert in place.
 ///
 /// ```
 /// use polymat::{Dense, c64};
@@ -24,34 +44,57 @@ use crate::scalar::{ONE, ZERO, c64};
 /// assert_eq!(format!("{m:#}"), "Dense(2×2)");
 /// ```
 pub struct Dense {
-    mat: Mat<c64>,
+    // The fields are shared with `layout.rs` (the layout methods), nothing else.
+    /// Column-major: the matrix. Row-major: its transpose, column-major (the same memory as
+    /// the row-major matrix).
+    pub(super) buf: Mat<c64>,
+    pub(super) layout: Layout,
+    /// A row-major matrix's column-major copy, made by the column accessors on first use.
+    pub(super) cols: OnceLock<Mat<c64>>,
 }
 
 impl Clone for Dense {
     fn clone(&self) -> Dense {
-        let (r, c) = self.shape();
+        let (r, c) = (self.buf.nrows(), self.buf.ncols());
         if r == 0 || c == 0 {
             // faer's clone walks every column, even of an empty 0×2⁶³ matrix. This shape was
             // representable for `self`, so it is again.
             if let Ok(m) = alloc::empty_mat(r, c) {
-                return Dense::new(m);
+                return Dense::with_layout(m, self.layout);
             }
         }
-        Dense::new(self.mat.clone())
+        Dense::with_layout(self.buf.clone(), self.layout)
     }
 }
 
 impl PartialEq for Dense {
     fn eq(&self, other: &Dense) -> bool {
         let (r, c) = self.shape();
-        self.shape() == other.shape() && (r == 0 || c == 0 || self.mat == other.mat)
+        self.shape() == other.shape()
+            && (r == 0
+                || c == 0
+                || if self.layout == other.layout {
+                    self.buf == other.buf
+                } else {
+                    self.as_ref() == other.as_ref()
+                })
     }
 }
 
 impl Dense {
-    /// Wraps a `faer` matrix (no copy).
+    /// Wraps a column-major `faer` matrix (no copy).
     pub fn new(mat: Mat<c64>) -> Dense {
-        Dense { mat }
+        Dense::with_layout(mat, Layout::ColMajor)
+    }
+
+    /// Wraps a buffer: for [`Layout::RowMajor`], `buf` is the transpose of the matrix meant,
+    /// stored column-major (that is, the matrix row-major).
+    pub(crate) fn with_layout(buf: Mat<c64>, layout: Layout) -> Dense {
+        Dense {
+            buf,
+            layout,
+            cols: OnceLock::new(),
+        }
     }
 
     /// The `rows × cols` zero matrix.
@@ -179,17 +222,21 @@ impl Dense {
     /// `(rows, columns)`.
     #[inline]
     pub fn shape(&self) -> (usize, usize) {
-        (self.mat.nrows(), self.mat.ncols())
+        match self.layout {
+            Layout::ColMajor => (self.buf.nrows(), self.buf.ncols()),
+            Layout::RowMajor => (self.buf.ncols(), self.buf.nrows()),
+        }
     }
 
     /// The number of entries that are not exactly zero. O(rows·cols).
     pub fn nnz(&self) -> usize {
-        if self.mat.nrows() == 0 {
+        if self.buf.nrows() == 0 {
             return 0;
         }
-        (0..self.mat.ncols())
+        (0..self.buf.ncols())
             .map(|j| {
-                self.col(j)
+                self.buf
+                    .col_as_slice(j)
                     .iter()
                     .filter(|z| **z != c64::new(0.0, 0.0))
                     .count()
@@ -221,53 +268,91 @@ impl Dense {
     #[inline]
     pub fn try_get(&self, i: usize, j: usize) -> Option<c64> {
         let (r, c) = self.shape();
-        (i < r && j < c).then(|| self.mat[(i, j)])
+        (i < r && j < c).then(|| self.at(i, j))
     }
 
-    /// Column `j` as a contiguous slice.
+    /// Entry `(i, j)`, in bounds.
+    #[inline]
+    fn at(&self, i: usize, j: usize) -> c64 {
+        match self.layout {
+            Layout::ColMajor => self.buf[(i, j)],
+            Layout::RowMajor => self.buf[(j, i)],
+        }
+    }
+
+    /// Column `j` as a contiguous slice. A row-major matrix makes its column-major copy on
+    /// the first call (see [`Dense`]); [`as_ref`](Dense::as_ref)`().col(j)` is a strided view
+    /// without a copy.
+    ///
+    /// # Panics
+    /// If `j` is out of bounds, or if a row-major matrix's column-major copy cannot be
+    /// allocated.
     #[inline]
     pub fn col(&self, j: usize) -> &[c64] {
-        self.mat.col_as_slice(j)
+        self.col_major_mat().col_as_slice(j)
     }
 
     /// The columns as contiguous slices, in order; none at all when the matrix has no rows
-    /// (so an empty 0×2⁶² matrix costs nothing to walk).
+    /// (so an empty 0×2⁶² matrix costs nothing to walk). Row-major: as [`col`](Dense::col).
     pub fn columns(&self) -> impl Iterator<Item = &[c64]> + Clone + '_ {
-        let n = if self.mat.nrows() == 0 {
-            0
+        let (r, c) = self.shape();
+        let n = if r == 0 { 0 } else { c };
+        let mat = if n == 0 {
+            &self.buf
         } else {
-            self.mat.ncols()
+            self.col_major_mat()
         };
-        (0..n).map(|j| self.mat.col_as_slice(j))
+        (0..n).map(move |j| mat.col_as_slice(j))
     }
 
-    /// Column `j` as a contiguous mutable slice.
+    /// Column `j` as a contiguous mutable slice; a row-major matrix is converted to
+    /// column-major first (once).
+    ///
+    /// # Panics
+    /// As [`col`](Dense::col).
     #[inline]
     pub fn col_mut(&mut self, j: usize) -> &mut [c64] {
-        self.mat.col_as_slice_mut(j)
+        self.make_col_major();
+        self.buf.col_as_slice_mut(j)
     }
 
-    /// A view of the underlying `faer` matrix.
+    /// The matrix as a strided `faer` view of the right shape, in either layout (no copy).
     #[inline]
     pub fn as_ref(&self) -> MatRef<'_, c64> {
-        self.mat.as_ref()
+        match self.layout {
+            Layout::ColMajor => self.buf.as_ref(),
+            Layout::RowMajor => self.buf.as_ref().transpose(),
+        }
     }
 
-    /// The underlying `faer` matrix.
+    /// The matrix as a column-major `faer` matrix (a row-major one: its column-major copy,
+    /// made once).
+    ///
+    /// # Panics
+    /// As [`col`](Dense::col).
     #[inline]
     pub fn as_mat(&self) -> &Mat<c64> {
-        &self.mat
+        self.col_major_mat()
     }
 
-    /// The underlying `faer` matrix, mutably.
+    /// The underlying `faer` matrix, mutably; a row-major matrix is converted to column-major
+    /// first.
+    ///
+    /// # Panics
+    /// As [`col`](Dense::col).
     #[inline]
     pub fn as_mat_mut(&mut self) -> &mut Mat<c64> {
-        &mut self.mat
+        self.make_col_major();
+        &mut self.buf
     }
 
-    /// Unwraps the `faer` matrix (no copy).
-    pub fn into_mat(self) -> Mat<c64> {
-        self.mat
+    /// Unwraps the column-major `faer` matrix (no copy when the matrix is column-major).
+    ///
+    /// # Panics
+    /// As [`col`](Dense::col).
+    pub fn into_mat(mut self) -> Mat<c64> {
+        self.make_col_major();
+        self.buf
     }
 
     /// The entries in row-major nested vectors (for tests and small printouts).
@@ -275,8 +360,9 @@ impl Dense {
     /// # Panics
     /// If the rows cannot be listed in memory (an empty matrix with 2⁶⁰ rows, say).
     pub fn to_rows(&self) -> Vec<Vec<c64>> {
-        (0..self.mat.nrows())
-            .map(|i| (0..self.mat.ncols()).map(|j| self.mat[(i, j)]).collect())
+        let (r, c) = self.shape();
+        (0..r)
+            .map(|i| (0..c).map(|j| self.at(i, j)).collect())
             .collect()
     }
 }
@@ -294,8 +380,9 @@ impl From<Mat<c64>> for Dense {
 }
 
 impl From<Dense> for Mat<c64> {
+    /// As [`Dense::into_mat`].
     fn from(d: Dense) -> Mat<c64> {
-        d.mat
+        d.into_mat()
     }
 }
 
@@ -308,7 +395,7 @@ impl fmt::Display for Dense {
             let (r, c) = self.shape();
             return write!(f, "Dense({r}×{c})");
         }
-        display::matrix(f, self.shape(), |i, j| self.mat[(i, j)])
+        display::matrix(f, self.shape(), |i, j| self.at(i, j))
     }
 }
 

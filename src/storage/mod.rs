@@ -43,6 +43,7 @@ mod dia;
 mod diagonals;
 mod display;
 mod kind;
+mod layout;
 
 pub use csr::Csr;
 pub use data::Data;
@@ -51,6 +52,7 @@ pub use dia::Dia;
 pub(crate) use dia::valid_cols;
 pub use diagonals::Diagonals;
 pub use kind::Kind;
+pub use layout::Layout;
 
 use std::any::Any;
 use std::fmt;

@@ -1,4 +1,4 @@
-//! The suite's machinery: the six input cases, the shapes, one operation under test ([`Op`])
+//! The suite's machinery: the seven input cases, the shapes, one operation under test ([`Op`])
 //! and the runner that checks it against the naive reference in every case and output, plus
 //! the helpers of the every-kind tests on small irregular shapes.
 
@@ -9,12 +9,13 @@ pub(crate) const N: usize = 100;
 
 pub(crate) const N_KRON: usize = 5;
 
-pub(crate) const CASES: [&str; 6] = [
+pub(crate) const CASES: [&str; 7] = [
     "csr_0.001",
     "csr_0.8_sorted",
     "csr_0.8_unsorted",
     "csr_zero",
     "dense",
+    "dense_rowmajor",
     "dia_band",
 ];
 
@@ -32,7 +33,7 @@ pub(crate) fn input(case: &str, s: (usize, usize), seed: u64) -> (Ref, Data) {
     let density = match case {
         "csr_0.001" => 0.001,
         "csr_zero" => 0.0,
-        "dense" => 1.0,
+        "dense" | "dense_rowmajor" => 1.0,
         _ => 0.8,
     };
     let mut r = common::random_ref(&mut rng, s.0, s.1, density);
@@ -58,12 +59,23 @@ pub(crate) fn build(case: &str, r: &Ref, rng: &mut Rng) -> Data {
     let (m, n) = shape(r);
     match case {
         "dense" => Dense::from_fn(m, n, |i, j| r[i][j]).into(),
+        "dense_rowmajor" => {
+            let flat: Vec<c64> = r.iter().flatten().copied().collect();
+            let d = Dense::from_row_major(m, n, &flat).unwrap();
+            assert_eq!(d.layout(), polymat::Layout::RowMajor);
+            d.into()
+        }
         "dia_band" => {
-            // Built from its diagonals (QuTiP's layout: indexed by column), padding zero.
-            let offsets: Vec<isize> = DIA_OFFSETS
-                .iter()
-                .copied()
-                .filter(|&o| -(m as isize) < o && o < n as isize)
+            // Built from its diagonals (QuTiP's layout: indexed by column), padding zero: the
+            // band's, plus any other diagonal an operation's `prep` filled (a Hermitian part).
+            let offsets: Vec<isize> = (-(m as isize) + 1..n as isize)
+                .filter(|&o| {
+                    DIA_OFFSETS.contains(&o)
+                        || r.iter().enumerate().any(|(i, row)| {
+                            let j = i as isize + o;
+                            (0..n as isize).contains(&j) && row[j as usize] != c64::new(0.0, 0.0)
+                        })
+                })
                 .collect();
             let mut data = vec![c64::new(0.0, 0.0); offsets.len() * n];
             for (k, &o) in offsets.iter().enumerate() {
@@ -175,7 +187,7 @@ pub(crate) fn run(op: &Op<'_>) -> usize {
     let mut count = 0;
     let mut seed = 1u64;
     for t in &tuples {
-        // Case tuples: the full product for arity ≤ 2, rotations of the six cases for 3.
+        // Case tuples: the full product for arity ≤ 2, rotations of the seven cases for 3.
         let case_tuples: Vec<Vec<&str>> = match op.arity {
             1 => CASES.iter().map(|c| vec![*c]).collect(),
             2 => CASES

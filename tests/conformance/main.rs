@@ -1,8 +1,8 @@
 //! Conformance suite, structured like QuTiP's `qutip/tests/core/data/test_mathematics.py`.
 //!
-//! For every operation, every input comes in six cases (Csr of density 0.001, Csr of density
+//! For every operation, every input comes in seven cases (Csr of density 0.001, Csr of density
 //! 0.8 built from sorted rows, the same built from shuffled column order, an all-zero Csr, a
-//! Dense, and a banded Dia with diagonals −2, 0, 1, 5), over the shapes scalar 1×1, bra 1×n, ket n×1, square n×n and 2×n (n = 100, 5 for
+//! column-major Dense, a row-major Dense, and a banded Dia with diagonals −2, 0, 1, 5), over the shapes scalar 1×1, bra 1×n, ket n×1, square n×n and 2×n (n = 100, 5 for
 //! Kronecker products). Every valid shape combination is checked in every case combination
 //! against an independent reference computed with naive loops on `Vec<Vec<c64>>`, for every
 //! requested output kind (Auto, Dense, Csr, Dia); every invalid combination must give `Error::Shape`. Decompositions

@@ -1,0 +1,281 @@
+//! The [`Layout`] flag of a [`Dense`](crate::Dense) buffer, and the `Dense` methods that read
+//! or change it.
+
+use std::sync::OnceLock;
+
+use faer::{Mat, MatRef};
+use rayon::prelude::*;
+
+use super::{Dense, alloc};
+use crate::engine::{self, Family};
+use crate::error::{Error, Result};
+use crate::scalar::c64;
+
+/// The order of a [`Dense`](crate::Dense) buffer (QuTiP's `fortran` flag).
+///
+/// Most results are column-major, faer's order. [`transpose`](crate::transpose()) and
+/// [`adjoint`](crate::adjoint) of a Dense return the other layout, so they cost one contiguous
+/// pass (or nothing, through [`Dense::into_transpose`](crate::Dense::into_transpose)) instead of a strided transposing copy.
+/// Every kernel accepts both layouts; see [`Dense`](crate::Dense) for where they normalise.
+///
+/// ```
+/// use polymat::{Dense, Layout, Out, c64};
+///
+/// let a = Dense::from_row_major(2, 3, &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0].map(|x| c64::new(x, 0.0)))?;
+/// assert_eq!(a.layout(), Layout::RowMajor);
+/// assert_eq!(a.get(1, 0), c64::new(4.0, 0.0));
+/// let t = polymat::transpose(&a.clone().into(), Out::Dense)?;
+/// assert_eq!(t.downcast_ref::<Dense>().unwrap().layout(), Layout::ColMajor);
+/// # Ok::<(), polymat::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Layout {
+    /// Columns are contiguous (Fortran order, faer's and LAPACK's).
+    ColMajor,
+    /// Rows are contiguous (C order, numpy's default).
+    RowMajor,
+}
+
+impl Layout {
+    /// The other layout.
+    pub fn flipped(self) -> Layout {
+        match self {
+            Layout::ColMajor => Layout::RowMajor,
+            Layout::RowMajor => Layout::ColMajor,
+        }
+    }
+}
+
+impl Dense {
+    /// The layout of the buffer.
+    #[inline]
+    pub fn layout(&self) -> Layout {
+        self.layout
+    }
+
+    /// The buffer as a column-major faer matrix: the matrix itself when column-major, its
+    /// transpose when row-major. With [`layout`](Dense::layout), this is all a kernel needs to
+    /// walk either layout contiguously.
+    #[inline]
+    pub fn buffer(&self) -> MatRef<'_, c64> {
+        self.buf.as_ref()
+    }
+
+    /// Column `j` of the [`buffer`](Dense::buffer): column `j` of a column-major matrix, row
+    /// `j` of a row-major one.
+    #[inline]
+    pub(crate) fn buffer_col(&self, j: usize) -> &[c64] {
+        self.buf.col_as_slice(j)
+    }
+
+    /// The buffer, mutably, in its layout (any column-major copy is dropped: it would go
+    /// stale). Entry `(i, j)` of the matrix is buffer entry `(i, j)` when column-major, `(j, i)`
+    /// when row-major.
+    #[inline]
+    pub(crate) fn buffer_mut(&mut self) -> &mut Mat<c64> {
+        self.cols = OnceLock::new();
+        &mut self.buf
+    }
+
+    /// Every entry once, in buffer order (column by column when column-major, row by row when
+    /// row-major), without a copy: for reductions that do not care where an entry sits.
+    pub(crate) fn entries(&self) -> impl Iterator<Item = &c64> + Clone + '_ {
+        let n = if self.buf.nrows() == 0 {
+            0
+        } else {
+            self.buf.ncols()
+        };
+        (0..n).flat_map(move |j| self.buf.col_as_slice(j))
+    }
+
+    /// The transpose, by flipping the layout: O(1), no copy.
+    ///
+    /// ```
+    /// use polymat::{Dense, Layout, c64};
+    /// let a = Dense::from_fn(2, 3, |i, j| c64::new((10 * i + j) as f64, 0.0));
+    /// let t = a.into_transpose();
+    /// assert_eq!((t.shape(), t.layout()), ((3, 2), Layout::RowMajor));
+    /// assert_eq!(t.get(2, 1), c64::new(12.0, 0.0));
+    /// ```
+    pub fn into_transpose(self) -> Dense {
+        Dense::with_layout(self.buf, self.layout.flipped())
+    }
+
+    /// The same matrix in `layout`: `self` unchanged when it already is, else one transposing
+    /// copy.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] if the copy cannot be allocated.
+    pub fn into_layout(self, layout: Layout) -> Result<Dense> {
+        if self.layout == layout {
+            return Ok(self);
+        }
+        let mut d = self;
+        let t = d.transposed_buffer("Dense::into_layout")?;
+        d.buf = t;
+        d.layout = layout;
+        d.cols = OnceLock::new();
+        Ok(d)
+    }
+
+    /// A matrix from a row-major buffer of length `rows * cols`, kept row-major (one
+    /// contiguous copy, no reordering).
+    ///
+    /// # Errors
+    /// [`Error::InvalidDense`] if the length does not match, [`Error::TooLarge`] as for
+    /// [`Dense::try_zeros`].
+    pub fn from_row_major(rows: usize, cols: usize, values: &[c64]) -> Result<Dense> {
+        if rows.checked_mul(cols) != Some(values.len()) {
+            return Err(Error::InvalidDense {
+                reason: format!("{} values cannot fill a {rows}×{cols} matrix", values.len()),
+            });
+        }
+        alloc::mat_from_fn("Dense::from_row_major", cols, rows, |j, i| {
+            values[j + i * cols]
+        })
+        .map(|buf| Dense::with_layout(buf, Layout::RowMajor))
+    }
+
+    /// The buffer transposed into new column-major memory (the other layout's buffer): faer's
+    /// copy of the transposed view, split by result columns across workers above the engine's
+    /// transpose threshold.
+    fn transposed_buffer(&self, op: &str) -> Result<Mat<c64>> {
+        let src = self.buf.as_ref().transpose();
+        let (r, c) = (src.nrows(), src.ncols());
+        if r == 0 || c == 0 {
+            return alloc::empty_mat(r, c);
+        }
+        alloc::check_dense(op, (r, c))?;
+        let workers = engine::workers(Family::Transpose, r * c);
+        if workers == 1 {
+            return Ok(src.to_owned());
+        }
+        let mut out = alloc::zeros_mat(op, r, c)?;
+        // Chunks of exactly `per` result columns (the last may be shorter): chunk k starts at
+        // k·per.
+        let per = c.div_ceil(workers);
+        out.as_mut()
+            .par_col_chunks_mut(per)
+            .enumerate()
+            .for_each(|(k, mut dst)| {
+                let cols = dst.ncols();
+                dst.copy_from(src.subcols(k * per, cols));
+            });
+        Ok(out)
+    }
+
+    /// The matrix column-major: the buffer itself, or the copy made once for a row-major one.
+    ///
+    /// # Panics
+    /// If that copy cannot be allocated (the matrix already fits once in memory).
+    pub(super) fn col_major_mat(&self) -> &Mat<c64> {
+        match self.layout {
+            Layout::ColMajor => &self.buf,
+            Layout::RowMajor => self.cols.get_or_init(|| {
+                self.transposed_buffer("Dense::col")
+                    .unwrap_or_else(|e| panic!("{e}"))
+            }),
+        }
+    }
+
+    /// Converts a row-major matrix to column-major in place (no-op when it already is).
+    pub(super) fn make_col_major(&mut self) {
+        if self.layout == Layout::RowMajor {
+            let cm = match self.cols.take() {
+                Some(m) => m,
+                None => self
+                    .transposed_buffer("Dense::col_mut")
+                    .unwrap_or_else(|e| panic!("{e}")),
+            };
+            self.buf = cm;
+            self.layout = Layout::ColMajor;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn numbered(rows: usize, cols: usize) -> Dense {
+        Dense::from_fn(rows, cols, |i, j| {
+            c64::new((10 * i + j) as f64, -(j as f64))
+        })
+    }
+
+    #[test]
+    fn row_major_holds_the_same_matrix() {
+        let a = numbered(3, 4);
+        let flat: Vec<c64> = a.to_rows().into_iter().flatten().collect();
+        let r = Dense::from_row_major(3, 4, &flat).unwrap();
+        assert_eq!((r.layout(), r.shape()), (Layout::RowMajor, (3, 4)));
+        assert_eq!(r.to_rows(), a.to_rows());
+        assert_eq!(r, a);
+        assert_eq!(r.nnz(), a.nnz());
+        assert_eq!(r.to_string(), a.to_string());
+        assert_eq!(r.as_ref(), a.as_ref());
+        assert!(Dense::from_row_major(3, 3, &flat).is_err());
+        assert!(Dense::from_row_major(usize::MAX, 2, &flat).is_err());
+    }
+
+    #[test]
+    fn into_transpose_flips_the_flag_without_a_copy() {
+        let a = numbered(2, 5);
+        let copy = a.clone();
+        let ptr = copy.buffer().as_ptr();
+        let t = copy.into_transpose();
+        assert_eq!((t.layout(), t.shape()), (Layout::RowMajor, (5, 2)));
+        assert_eq!(t.buffer().as_ptr(), ptr);
+        for i in 0..5 {
+            for j in 0..2 {
+                assert_eq!(t.get(i, j), a.get(j, i));
+            }
+        }
+        assert_eq!(t.clone().layout(), Layout::RowMajor);
+        assert_eq!(t.into_transpose(), a);
+    }
+
+    #[test]
+    fn column_accessors_normalise_a_row_major_matrix() {
+        let a = numbered(3, 2);
+        let t = a.clone().into_transpose().into_transpose(); // column-major again
+        assert_eq!(t.layout(), Layout::ColMajor);
+        let r = a.clone().into_layout(Layout::RowMajor).unwrap();
+        assert_eq!(r.layout(), Layout::RowMajor);
+        // Shared access: a column-major copy beside the buffer, made once.
+        assert_eq!(r.col(1), a.col(1));
+        assert_eq!(r.col(1).as_ptr(), r.col(1).as_ptr());
+        assert_eq!(
+            r.columns().collect::<Vec<_>>(),
+            a.columns().collect::<Vec<_>>()
+        );
+        assert_eq!(r.as_mat(), a.as_mat());
+        assert_eq!(r.layout(), Layout::RowMajor);
+        // Mutable access converts in place.
+        let mut m = r.clone();
+        m.col_mut(0)[2] = c64::new(7.0, 0.0);
+        assert_eq!(
+            (m.layout(), m.get(2, 0)),
+            (Layout::ColMajor, c64::new(7.0, 0.0))
+        );
+        assert_eq!(r.clone().into_mat(), a.clone().into_mat());
+        assert_eq!(
+            r.into_layout(Layout::ColMajor).unwrap().layout(),
+            Layout::ColMajor
+        );
+    }
+
+    #[test]
+    fn empty_shapes_in_either_layout() {
+        let wide = Dense::try_zeros(0, usize::MAX).unwrap();
+        let tall = wide.clone().into_transpose();
+        assert_eq!(
+            (tall.shape(), tall.layout()),
+            ((usize::MAX, 0), Layout::RowMajor)
+        );
+        assert_eq!(tall.nnz(), 0);
+        assert_eq!(tall.columns().count(), 0);
+        assert_eq!(tall.entries().count(), 0);
+        assert_eq!(tall.clone(), tall);
+    }
+}

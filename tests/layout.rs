@@ -1,0 +1,169 @@
+//! Dense layouts (issue 15, item 1): a row-major Dense gives the same results as the
+//! column-major one in every operation (the conformance suite runs every operation on both);
+//! here: which layout each kernel returns, the in-place operations on either layout, chains
+//! through transposed results, and a property test over random shapes and layout pairs.
+
+mod common;
+
+use common::*;
+use polymat::{Csr, Data, Dense, Layout, Out, c64};
+use proptest::prelude::*;
+
+fn dense(r: &Ref, layout: Layout) -> Dense {
+    let (m, n) = shape(r);
+    let flat: Vec<c64> = r.iter().flatten().copied().collect();
+    let d = Dense::from_row_major(m, n, &flat).unwrap();
+    d.into_layout(layout).unwrap()
+}
+
+fn layout_of(d: &Data) -> Layout {
+    d.downcast_ref::<Dense>().expect("a Dense result").layout()
+}
+
+#[test]
+fn transpose_and_adjoint_flip_the_layout_in_one_pass() {
+    let r = random_ref(&mut common::Rng::new(1), 7, 4, 1.0);
+    for layout in [Layout::ColMajor, Layout::RowMajor] {
+        let a: Data = dense(&r, layout).into();
+        let t = polymat::transpose(&a, Out::Auto).unwrap();
+        let h = polymat::adjoint(&a, Out::Auto).unwrap();
+        assert_eq!(layout_of(&t), layout.flipped());
+        assert_eq!(layout_of(&h), layout.flipped());
+        assert_data_close(&t, &transpose(&r), "transpose");
+        assert_data_close(&h, &map(&transpose(&r), |x| x.conj()), "adjoint");
+        // Entry-wise work keeps a shared layout.
+        assert_eq!(layout_of(&polymat::add(&a, &a, Out::Auto).unwrap()), layout);
+        assert_eq!(layout_of(&polymat::neg(&a, Out::Auto).unwrap()), layout);
+        // Back to Csr from either layout.
+        let csr = polymat::to(polymat::Kind::CSR, &t).unwrap();
+        assert_data_close(&csr, &transpose(&r), "transpose to Csr");
+    }
+}
+
+#[test]
+fn chains_through_transposed_results() {
+    let mut rng = common::Rng::new(2);
+    let (r, psi) = (
+        random_ref(&mut rng, 6, 6, 1.0),
+        random_ref(&mut rng, 6, 1, 1.0),
+    );
+    let a: Data = dense(&r, Layout::ColMajor).into();
+    let h = polymat::adjoint(&a, Out::Auto).unwrap(); // row-major
+    let rh = map(&transpose(&r), |x| x.conj());
+    let k: Data = dense(&psi, Layout::ColMajor).into();
+    assert_data_close(
+        &polymat::matmul(&h, &a, Out::Auto).unwrap(),
+        &matmul(&rh, &r),
+        "a†a",
+    );
+    assert_data_close(
+        &polymat::matmul(&h, &k, Out::Auto).unwrap(),
+        &matmul(&rh, &psi),
+        "a†ψ",
+    );
+    assert_data_close(
+        &polymat::add(&h, &a, Out::Auto).unwrap(),
+        &zip(&rh, &r, |x, y| x + y),
+        "a†+a",
+    );
+    let e = polymat::expect(&h, &polymat::matmul(&a, &h, Out::Auto).unwrap()).unwrap();
+    assert!(
+        close(e, trace(&matmul(&rh, &matmul(&r, &rh)))),
+        "expect {e}"
+    );
+    assert!(polymat::isherm(&polymat::add(&h, &a, Out::Auto).unwrap(), 1e-12).unwrap());
+    // Csr·Dense with a row-major right operand answers row-major.
+    let s: Data = Csr::from_rows(&r).unwrap().into();
+    let p = polymat::matmul(&s, &h, Out::Auto).unwrap();
+    assert_eq!(layout_of(&p), Layout::RowMajor);
+    assert_data_close(&p, &matmul(&r, &rh), "csr·a†");
+}
+
+#[test]
+fn in_place_operations_keep_the_destination_layout() {
+    let mut rng = common::Rng::new(3);
+    let (x, y) = (
+        random_ref(&mut rng, 5, 3, 1.0),
+        random_ref(&mut rng, 5, 3, 0.4),
+    );
+    let s = c64::new(0.5, -2.0);
+    for dl in [Layout::ColMajor, Layout::RowMajor] {
+        for sl in [Layout::ColMajor, Layout::RowMajor] {
+            let mut a: Data = dense(&x, dl).into();
+            let b: Data = dense(&y, sl).into();
+            assert!(polymat::iadd(&mut a, &b, s).unwrap());
+            assert_eq!(layout_of(&a), dl);
+            assert_data_close(&a, &zip(&x, &y, |p, q| p + s * q), "iadd dense");
+            let c: Data = Csr::from_rows(&y).unwrap().into();
+            let mut a: Data = dense(&x, dl).into();
+            assert!(polymat::iadd(&mut a, &c, s).unwrap());
+            assert_eq!(layout_of(&a), dl);
+            assert_data_close(&a, &zip(&x, &y, |p, q| p + s * q), "iadd csr");
+            assert!(polymat::imul(&mut a, s).unwrap());
+            assert_eq!(layout_of(&a), dl);
+            assert_data_close(&a, &map(&zip(&x, &y, |p, q| p + s * q), |p| p * s), "imul");
+            // Dense + Csr into a fresh Dense of the dense operand's layout.
+            let a: Data = dense(&x, dl).into();
+            let sum = polymat::add(&a, &c, Out::Dense).unwrap();
+            assert_data_close(&sum, &zip(&x, &y, |p, q| p + q), "dense + csr");
+        }
+    }
+}
+
+#[test]
+fn column_accessors_see_a_mutation_through_the_layout() {
+    let r = random_ref(&mut common::Rng::new(4), 3, 3, 1.0);
+    let mut a: Data = dense(&r, Layout::RowMajor).into();
+    // A column-major copy exists after `col`...
+    let before = a.downcast_ref::<Dense>().unwrap().col(0).to_vec();
+    assert_eq!(before, (0..3).map(|i| r[i][0]).collect::<Vec<_>>());
+    // ...and an in-place scale must not leave it stale.
+    polymat::imul(&mut a, c64::new(2.0, 0.0)).unwrap();
+    let after = a.downcast_ref::<Dense>().unwrap().col(0).to_vec();
+    assert_eq!(after, before.iter().map(|x| x * 2.0).collect::<Vec<_>>());
+}
+
+fn entry() -> impl Strategy<Value = c64> {
+    prop_oneof![
+        1 => Just(c64::new(0.0, 0.0)),
+        3 => (-4.0..4.0f64, -4.0..4.0f64).prop_map(|(re, im)| c64::new(re, im)),
+    ]
+}
+
+fn matrix(m: usize, n: usize) -> impl Strategy<Value = Ref> {
+    prop::collection::vec(entry(), m * n)
+        .prop_map(move |v| v.chunks(n.max(1)).map(<[c64]>::to_vec).take(m).collect())
+}
+
+fn layout() -> impl Strategy<Value = Layout> {
+    prop_oneof![Just(Layout::ColMajor), Just(Layout::RowMajor)]
+}
+
+proptest! {
+    #[test]
+    fn every_layout_pair_gives_the_column_major_answer(
+        (a, b, c) in (1..6usize, 1..6usize, 1..6usize)
+            .prop_flat_map(|(m, k, n)| (matrix(m, k), matrix(m, k), matrix(k, n))),
+        la in layout(), lb in layout(), lc in layout(),
+    ) {
+        let (da, db, dc): (Data, Data, Data) =
+            (dense(&a, la).into(), dense(&b, lb).into(), dense(&c, lc).into());
+        assert_data_close(&polymat::add(&da, &db, Out::Auto).unwrap(), &zip(&a, &b, |x, y| x + y), "add");
+        assert_data_close(&polymat::sub(&da, &db, Out::Auto).unwrap(), &zip(&a, &b, |x, y| x - y), "sub");
+        assert_data_close(&polymat::multiply(&da, &db, Out::Auto).unwrap(), &zip(&a, &b, |x, y| x * y), "mul");
+        assert_data_close(&polymat::matmul(&da, &dc, Out::Auto).unwrap(), &matmul(&a, &c), "matmul");
+        assert_data_close(&polymat::matmul(&da, &dc, Out::Csr).unwrap(), &matmul(&a, &c), "matmul csr");
+        assert_data_close(&polymat::to(polymat::Kind::CSR, &da).unwrap(), &a, "to csr");
+        prop_assert_eq!(
+            polymat::isequal(&da, &dense(&a, lb).into(), 0.0, 0.0).unwrap(),
+            true
+        );
+        prop_assert_eq!(
+            polymat::isequal(&da, &db, 1e-12, 0.0).unwrap(),
+            a == b
+        );
+        let t = polymat::transpose(&polymat::transpose(&da, Out::Auto).unwrap(), Out::Auto).unwrap();
+        prop_assert_eq!(layout_of(&t), la);
+        prop_assert_eq!(t.downcast_ref::<Dense>().unwrap(), da.downcast_ref::<Dense>().unwrap());
+    }
+}
