@@ -125,6 +125,30 @@ fn elementwise_and_transposes_match() {
             &format!("transpose {sh}"),
             both(|| polymat::transpose(&a, Out::Auto)),
         );
+        // Row-major operands: the mixed-layout zip and both Dense → Csr walks.
+        let r: Data = a
+            .downcast_ref::<polymat::Dense>()
+            .unwrap()
+            .clone()
+            .into_layout(polymat::Layout::RowMajor)
+            .unwrap()
+            .into();
+        assert_same(
+            &format!("add mixed layouts {sh}"),
+            both(|| polymat::add(&r, &b, Out::Auto)),
+        );
+        for (what, d) in [("column-major", &a), ("row-major", &r)] {
+            let sparse = polymat::mul(d, c64::new(0.0, 0.0), Out::Auto).unwrap();
+            let sparse = polymat::add(&sparse, &csr(m, n, 3, 7), Out::Dense).unwrap();
+            assert_same(
+                &format!("Dense→Csr {what} {sh}"),
+                both(|| polymat::to(Kind::CSR, d)),
+            );
+            assert_same(
+                &format!("sparse Dense→Csr {what} {sh}"),
+                both(|| polymat::to(Kind::CSR, &sparse)),
+            );
+        }
         let c = csr(m, n, 3, 4);
         assert_same(
             &format!("Csr→Dense {sh}"),

@@ -434,6 +434,80 @@ fn mixed_inputs_run_on_the_gpu() {
     gpu::synchronize().unwrap();
 }
 
+// Blocks, kron_transpose, outer products, trace_oper_ket and the predicates: GPU kernels
+// (issue 17), checked against naive loops on both devices.
+test_device!(blocks_and_predicates, |dev| {
+    let a = rand(6, 5, 41);
+    let x = dev.put(&a);
+    for (rows, cols) in [(1..4, 0..2), (0..6, 4..5), (2..2, 1..3), (0..6, 0..5)] {
+        let want: Ref = a[rows.clone()]
+            .iter()
+            .map(|r| r[cols.clone()].to_vec())
+            .collect();
+        let want = if want.is_empty() { vec![] } else { want };
+        let got = polymat::block_extract(&x, (rows.clone(), cols.clone()), Out::Auto).unwrap();
+        assert_eq!(got.shape(), (rows.len(), cols.len()));
+        if rows.len() * cols.len() > 0 {
+            dev.check(&got, &want, &format!("block_extract {rows:?} {cols:?}"));
+        }
+    }
+    let b = rand(2, 3, 42);
+    for at in [(0, 0), (4, 2), (3, 1)] {
+        let mut want = a.clone();
+        for (i, row) in b.iter().enumerate() {
+            want[at.0 + i][at.1..at.1 + 3].copy_from_slice(row);
+        }
+        let got = polymat::block_overwrite(&x, &dev.put(&b), at, Out::Auto).unwrap();
+        dev.check(&got, &want, &format!("block_overwrite at {at:?}"));
+    }
+    assert!(polymat::block_overwrite(&x, &dev.put(&b), (5, 0), Out::Auto).is_err());
+    let c = rand(2, 3, 43);
+    let kt = polymat::kron_transpose(&x, &dev.put(&c), Out::Auto).unwrap();
+    dev.check(&kt, &kron(&common::transpose(&a), &c), "kron_transpose");
+    let (ket, bra) = (rand(4, 1, 44), rand(1, 3, 45));
+    let outer = polymat::matmul_outer(&dev.put(&ket), &dev.put(&bra), Out::Auto).unwrap();
+    dev.check(&outer, &common::matmul(&ket, &bra), "matmul_outer");
+    let op = rand(3, 3, 46);
+    let stacked: Ref = (0..9).map(|k| vec![op[k % 3][k / 3]]).collect();
+    let tr = polymat::trace_oper_ket(&dev.put(&stacked)).unwrap();
+    scalar_close(tr, op[0][0] + op[1][1] + op[2][2], "trace_oper_ket");
+    // isdiag: a diagonal matrix, then one off-diagonal entry of size 1e-6.
+    let mut d = vec![vec![C(0.0, 0.0); 4]; 3];
+    for (i, row) in d.iter_mut().enumerate() {
+        row[i] = C(i as f64 + 1.0, -1.0);
+    }
+    assert!(polymat::isdiag(&dev.put(&d), 0.0).unwrap(), "isdiag");
+    d[2][0] = C(0.0, 1e-6);
+    assert!(!polymat::isdiag(&dev.put(&d), 1e-7).unwrap(), "isdiag off");
+    assert!(polymat::isdiag(&dev.put(&d), 1e-5).unwrap(), "isdiag tol");
+    // isequal: atol and rtol, and NaN never equal.
+    let mut e = a.clone();
+    e[1][2] += C(1e-6, 0.0);
+    let (xa, xe) = (dev.put(&a), dev.put(&e));
+    assert!(
+        polymat::isequal(&xa, &xa, 0.0, 0.0).unwrap(),
+        "isequal self"
+    );
+    assert!(
+        !polymat::isequal(&xa, &xe, 1e-7, 0.0).unwrap(),
+        "isequal atol"
+    );
+    assert!(
+        polymat::isequal(&xa, &xe, 1e-5, 0.0).unwrap(),
+        "isequal loose"
+    );
+    assert!(
+        polymat::isequal(&xa, &xe, 0.0, 1e-5).unwrap(),
+        "isequal rtol"
+    );
+    e[0][0] = C(f64::NAN, 0.0);
+    let xn = dev.put(&e);
+    assert!(
+        !polymat::isequal(&xn, &xn, 1.0, 1.0).unwrap(),
+        "isequal NaN"
+    );
+});
+
 /// Operations without a GPU kernel still return GPU data under `Out::Auto` (the CPU result
 /// is moved back), so a chain of operations never falls off the GPU.
 #[test]
@@ -587,6 +661,13 @@ fn gpu_inputs_resolve_to_gpu_kernels() {
         direct(&ops::ZEROS.get(&[], Out::GpuDense)),
         direct(&ops::IDENTITY.get(&[], Out::GpuDense)),
         direct(&ops::DIAG.get(&[], Out::GpuDense)),
+        direct(&ops::BLOCK_EXTRACT.get(&[g], Out::Auto)),
+        direct(&ops::BLOCK_OVERWRITE.get(&[g, g], Out::Auto)),
+        direct(&ops::KRON_TRANSPOSE.get(&[g, g], Out::Auto)),
+        direct(&ops::MATMUL_OUTER.get(&[g, g], Out::Auto)),
+        direct(&ops::TRACE_OPER_KET.get(&[g], Out::Auto)),
+        direct(&ops::ISDIAG.get(&[g], Out::Auto)),
+        direct(&ops::ISEQUAL.get(&[g, g], Out::Auto)),
     ];
     for (name, is_direct) in cases {
         assert!(

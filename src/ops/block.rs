@@ -6,12 +6,13 @@ use std::sync::LazyLock;
 use crate::convert::{registry, to_type};
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense, Kind, alloc};
 
 /// The rows and columns of a block, for [`block_extract`].
 pub type BlockRange = (Range<usize>, Range<usize>);
 
-/// The block `a[rows, cols]`. Kernels: Dense, Csr.
+/// The block `a[rows, cols]`. Kernels: Dense, Csr, GpuDense.
 pub static BLOCK_EXTRACT: LazyLock<Dispatcher<BlockRange>> = LazyLock::new(|| {
     Dispatcher::builder("block_extract", 1)
         .check(|op, args, r| check_range(op, args[0].shape(), r))
@@ -20,6 +21,9 @@ pub static BLOCK_EXTRACT: LazyLock<Dispatcher<BlockRange>> = LazyLock::new(|| {
         })
         .unary("block_extract_csr", |a: &Csr, r: &BlockRange| {
             block_extract_csr(a, r)
+        })
+        .unary("block_extract_gpu", |a: &GpuDense, r: &BlockRange| {
+            a.block(&r.0, &r.1)
         })
         .builtin()
 });
@@ -98,7 +102,7 @@ pub fn block_extract_csr(a: &Csr, range: &BlockRange) -> Result<Csr> {
 }
 
 /// A copy of `a` with `block` written at `(above, before)`. Kernels: (Dense, Dense),
-/// (Dense, Csr), (Csr, Csr).
+/// (Dense, Csr), (Csr, Csr), (GpuDense, GpuDense).
 pub static BLOCK_OVERWRITE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     Dispatcher::builder("block_overwrite", 2)
         .check(|op, args, at| check_fits(op, args[0].shape(), args[1].shape(), *at))
@@ -115,6 +119,10 @@ pub static BLOCK_OVERWRITE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new
         .binary(
             "block_overwrite_csr",
             |a: &Csr, b: &Csr, at: &(usize, usize)| block_overwrite_csr(a, b, *at),
+        )
+        .binary(
+            "block_overwrite_gpu",
+            |a: &GpuDense, b: &GpuDense, at: &(usize, usize)| a.overwrite_block(b, *at),
         )
         .builtin()
 });

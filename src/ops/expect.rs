@@ -158,7 +158,7 @@ fn oper_ket(op: &str, shape: (usize, usize), others: &[(usize, usize)]) -> Resul
     }
 }
 
-/// `Tr(unstack(a))` for an n²×1 column-stacked operator. Kernels: Dense, Csr.
+/// `Tr(unstack(a))` for an n²×1 column-stacked operator. Kernels: Dense, Csr, GpuDense.
 pub static TRACE_OPER_KET: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("trace_oper_ket", 1)
         .check(|op, args, _| oper_ket(op, args[0].shape(), &[]).map(|_| ()))
@@ -167,6 +167,9 @@ pub static TRACE_OPER_KET: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         })
         .unary("trace_oper_ket_csr", |a: &Csr, _: &()| {
             trace_oper_ket_csr(a)
+        })
+        .unary("trace_oper_ket_gpu", |a: &GpuDense, _: &()| {
+            a.trace_oper_ket(oper_ket("trace_oper_ket", a.shape(), &[])?)
         })
         .builtin()
 });

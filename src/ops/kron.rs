@@ -111,7 +111,7 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
 }
 
 /// `aᵀ ⊗ b`, the building block of superoperators (`vec(b·X·a) = (aᵀ ⊗ b)·vec(X)`).
-/// Kernels: Dense, Csr.
+/// Kernels: Dense, Csr, GpuDense.
 pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("kron_transpose", 2)
         .check(|op, args, _| {
@@ -124,6 +124,10 @@ pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .binary("kron_transpose_csr", |a: &Csr, b: &Csr, _: &()| {
             kron_csr(&super::transpose::transpose_csr(a, false)?, b)
         })
+        .binary(
+            "kron_transpose_gpu",
+            |a: &GpuDense, b: &GpuDense, _: &()| a.kron_transpose(b),
+        )
         .builtin()
 });
 

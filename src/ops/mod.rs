@@ -24,18 +24,18 @@
 //! | ⟨O⟩ | [`expect`](fn@expect) | [`EXPECT`] | Dense², Csr², (Csr, Dense) |
 //! | \|ψ⟩⟨ψ\| | [`project`] | [`PROJECT`] | Dense, Csr |
 //! | norms | [`norm::l2`], [`norm::frobenius`], [`norm::max`], [`norm::one`], [`norm::trace`] | [`norm::L2`], ... | Dense, Csr |
-//! | a ≈ 0, a ≈ b, a = a†, diagonal? | [`iszero`], [`isequal`], [`isherm`], [`isdiag`] | [`ISZERO`], [`ISEQUAL`], [`ISHERM`], [`ISDIAG`] | Dense, Csr |
+//! | a ≈ 0, a ≈ b, a = a†, diagonal? | [`iszero`], [`isequal`], [`isherm`], [`isdiag`] | [`ISZERO`], [`ISEQUAL`], [`ISHERM`], [`ISDIAG`] | Dense, Csr, GpuDense |
 //! | drop tiny parts | [`tidyup()`] | [`TIDYUP`] | Dense, Csr |
-//! | ket·bra | [`matmul_outer()`] | [`MATMUL_OUTER`] | generic (density-based output) |
-//! | aᵀ ⊗ b | [`kron_transpose()`] | [`KRON_TRANSPOSE`] | Dense, Csr |
-//! | superoperator expectation | [`expect_super`], [`trace_oper_ket`] | [`EXPECT_SUPER`], [`TRACE_OPER_KET`] | Dense, Csr |
+//! | ket·bra | [`matmul_outer()`] | [`MATMUL_OUTER`] | generic (density-based output), GpuDense |
+//! | aᵀ ⊗ b | [`kron_transpose()`] | [`KRON_TRANSPOSE`] | Dense, Csr, GpuDense |
+//! | superoperator expectation | [`expect_super`], [`trace_oper_ket`] | [`EXPECT_SUPER`], [`TRACE_OPER_KET`] | Dense, Csr (GpuDense: `trace_oper_ket`) |
 //! | a⁻¹, a·x = b | [`inv`], [`solve()`] | [`INV`], [`SOLVE`] | Dense (LU, QR), Csr (sparse LU) |
 //! | √a, log a | [`sqrtm`], [`logm`] | [`SQRTM`], [`LOGM`] | Dense, Csr (densified) |
 //! | eigenpairs, SVD | [`eigs`], [`svd`] | [`EIGS`], [`SVD`] | Dense, Csr (densified) |
 //! | partial trace | [`ptrace()`] | [`PTRACE`] | Dense, Csr |
 //! | reshape, vec, unvec, columns | [`reshape()`], [`column_stack`], [`column_unstack`], [`split_columns`] | [`RESHAPE`], ... | Dense, Csr |
 //! | permutations | [`permute::dimensions`], [`permute::indices`] | [`permute::DIMENSIONS`], [`permute::INDICES`] | Dense, Csr |
-//! | blocks | [`block_extract`], [`block_overwrite`], [`block_build`] | [`BLOCK_EXTRACT`], [`BLOCK_OVERWRITE`] | Dense, Csr |
+//! | blocks | [`block_extract`], [`block_overwrite`], [`block_build`] | [`BLOCK_EXTRACT`], [`BLOCK_OVERWRITE`] | Dense, Csr, GpuDense |
 //! | means of nonzeros | [`mean_nonzero`], [`mean_abs_nonzero`] | [`MEAN_NONZERO`], [`MEAN_ABS_NONZERO`] | Dense, Csr |
 //! | in place | [`iadd`], [`imul`] | — | Dense, Csr |
 //! | to faer / sprs | [`extract()`] | — | any kind |

@@ -24,6 +24,9 @@ pub static MATMUL_OUTER: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .generic("matmul_outer_entries", |args: &[&Data], out, _: &()| {
             matmul_outer_entries(args[0], args[1], out)
         })
+        .binary("matmul_outer_gpu", |a: &GpuDense, b: &GpuDense, _: &()| {
+            a.matmul(b)
+        })
         .builtin()
 });
 

@@ -49,6 +49,21 @@ int main(){
   // tidyup, scale, multiply, conj
   std::vector<cplx> tt={{1e-15,0.5},{0.25,-1e-14}}, to(2); LAUNCH(1,2,pm_tidyup(tt.data(),to.data(),1e-12,2)); chk(at(to,0)==C(0,0.5)&&at(to,1)==C(0.25,0),"tidyup");
   LAUNCH(2,2,pm_scale(a.data(),out.data(),0.5,-2,m*n)); for(size_t k=0;k<m*n;k++) chk(std::abs(at(out,k)-C(0.5,-2)*at(a,k))<1e-15,"scale");
+  // block copy: extract the 2x2 block at (1, 1) of the 5x3 `a`, then write it back at (3, 0)
+  std::vector<cplx> blk(4);
+  LAUNCH(2,3, pm_block_copy(a.data(),blk.data(),m,1+1*m,2,0,2,2));
+  for(size_t i=0;i<2;i++)for(size_t j=0;j<2;j++) chk(at(blk,i+j*2)==at(a,(1+i)+(1+j)*m),"block extract");
+  auto wb=a; LAUNCH(1,3, pm_block_copy(blk.data(),wb.data(),2,0,m,3+0*m,2,2));
+  for(size_t i=0;i<m;i++)for(size_t j=0;j<n;j++){ bool in=i>=3&&i<5&&j<2; chk(at(wb,i+j*m)==(in?at(blk,(i-3)+j*2):at(a,i+j*m)),"block overwrite"); }
+  // off-diagonal max of the 5x3 `a`, and with the off-diagonal zeroed
+  mx=0; pm_offdiag_max_abs(a.data(),&mx,m,n); w=0; for(size_t i=0;i<m;i++)for(size_t j=0;j<n;j++) if(i!=j) w=std::max(w,std::abs(at(a,i+j*m))); chk(std::abs(mx-w)<1e-15,"offdiag max");
+  auto dg=a; for(size_t i=0;i<m;i++)for(size_t j=0;j<n;j++) if(i!=j) dg[i+j*m]={0,0}; mx=0; pm_offdiag_max_abs(dg.data(),&mx,m,n); chk(mx==0,"offdiag zero");
+  dg[2].im=NAN; mx=0; pm_offdiag_max_abs(dg.data(),&mx,m,n); chk(std::isnan(mx),"offdiag nan");
+  // closeness: b = a + 1e-9 in one entry; rtol 0 gives 1e-9, rtol 1 gives 0
+  auto b2=a; b2[4].re+=1e-9; mx=0; pm_close_dev(a.data(),b2.data(),&mx,0.0,m*n); chk(std::abs(mx-1e-9)<1e-15,"close dev");
+  mx=0; pm_close_dev(a.data(),b2.data(),&mx,1.0,m*n); chk(mx==0,"close dev rtol");
+  mx=0; pm_close_dev(a.data(),a.data(),&mx,0.0,m*n); chk(mx==0,"close dev equal");
+  b2[1].im=INFINITY; mx=0; pm_close_dev(b2.data(),b2.data(),&mx,0.0,m*n); chk(std::isnan(mx),"close dev inf");
   printf(fails?"FAILED %d\n":"all kernel index checks passed\n",fails);
   return fails!=0;
 }

@@ -27,6 +27,9 @@ pub(super) struct Funcs {
     pub(super) max_abs: CudaFunction,
     pub(super) max_col_abs_sum: CudaFunction,
     pub(super) herm_dev: CudaFunction,
+    pub(super) block_copy: CudaFunction,
+    pub(super) offdiag_max_abs: CudaFunction,
+    pub(super) close_dev: CudaFunction,
 }
 
 /// Device 0 with everything polymat needs on it, created once per process.
@@ -100,6 +103,9 @@ fn open() -> std::result::Result<Device, String> {
         max_abs: load("pm_max_abs")?,
         max_col_abs_sum: load("pm_max_col_abs_sum")?,
         herm_dev: load("pm_herm_dev")?,
+        block_copy: load("pm_block_copy")?,
+        offdiag_max_abs: load("pm_offdiag_max_abs")?,
+        close_dev: load("pm_close_dev")?,
     };
     let name = ctx.name().unwrap_or_else(|_| "CUDA device 0".into());
     Ok(Device {

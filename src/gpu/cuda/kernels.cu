@@ -228,3 +228,38 @@ extern "C" __global__ void pm_herm_dev(const cplx* a, double* out, unsigned long
     }
     block_max_into(m, out);
 }
+
+// Copies a rows x cols block: dst[dst_off + i + j*dst_ld] = src[src_off + i + j*src_ld]
+// (block_extract with dst_ld = rows, block_overwrite with src_ld = rows).
+extern "C" __global__ void pm_block_copy(const cplx* src, cplx* dst, unsigned long long src_ld,
+                                         unsigned long long src_off, unsigned long long dst_ld,
+                                         unsigned long long dst_off, unsigned long long rows,
+                                         unsigned long long cols) {
+    GRID_STRIDE(k, rows * cols) {
+        unsigned long long i = k % rows;
+        unsigned long long j = k / rows;
+        dst[dst_off + i + j * dst_ld] = src[src_off + i + j * src_ld];
+    }
+}
+
+// *out = max(*out, max_{i != j} |a_ij|) for a rows x cols matrix (NaN kept).
+extern "C" __global__ void pm_offdiag_max_abs(const cplx* a, double* out, unsigned long long rows,
+                                              unsigned long long cols) {
+    double m = 0.0;
+    GRID_STRIDE(k, rows * cols) {
+        if (k % rows != k / rows) m = max_keep_nan(m, cabs_(a[k]));
+    }
+    block_max_into(m, out);
+}
+
+// *out = max(*out, max_k max(0, |a_k - b_k| - rtol |b_k|)) (NaN kept): a and b are equal within
+// (atol, rtol) exactly when the result is <= atol.
+extern "C" __global__ void pm_close_dev(const cplx* a, const cplx* b, double* out, double rtol,
+                                        unsigned long long n) {
+    double m = 0.0;
+    GRID_STRIDE(k, n) {
+        double d = hypot(a[k].re - b[k].re, a[k].im - b[k].im) - rtol * cabs_(b[k]);
+        m = max_keep_nan(m, d);
+    }
+    block_max_into(m, out);
+}

@@ -260,11 +260,14 @@ impl GpuDense {
 
     // ----- reductions -----
 
-    /// Runs a max-reduction kernel into a zeroed device scalar and reads it back.
-    fn max_reduce(
+    /// Runs a max-reduction kernel into a zeroed device scalar and reads it back: the kernel's
+    /// arguments are this buffer, `other`'s if given, the scalar, then `scalars` and `dims`.
+    pub(super) fn max_reduce(
         &self,
         op: &'static str,
         f: &CudaFunction,
+        other: Option<&GpuDense>,
+        scalars: &[f64],
         dims: &[u64],
         cfg: LaunchConfig,
     ) -> Result<f64> {
@@ -274,11 +277,19 @@ impl GpuDense {
         let dev = device()?;
         let mut out = dev.stream.alloc_zeros::<f64>(1).map_err(gpu_err(op))?;
         let mut l = dev.stream.launch_builder(f);
-        l.arg(&self.buf).arg(&mut out);
+        l.arg(&self.buf);
+        if let Some(b) = other {
+            l.arg(&b.buf);
+        }
+        l.arg(&mut out);
+        for s in scalars {
+            l.arg(s);
+        }
         for d in dims {
             l.arg(d);
         }
-        // SAFETY: the kernels read within `dims` of this buffer and write one f64.
+        // SAFETY: the kernels read within `dims` of this buffer (and of `other`, of the same
+        // shape) and write one f64.
         unsafe { launch(op, l, cfg) }?;
         let v = dev.stream.clone_dtoh(&out).map_err(gpu_err(op))?;
         dev.stream.synchronize().map_err(gpu_err(op))?;
@@ -288,7 +299,14 @@ impl GpuDense {
     /// `max |aᵢⱼ|` (NaN if any entry is NaN).
     pub(crate) fn norm_max(&self) -> Result<f64> {
         let n = self.len();
-        self.max_reduce("norm_max", &device()?.f.max_abs, &[n as u64], grid(n))
+        self.max_reduce(
+            "norm_max",
+            &device()?.f.max_abs,
+            None,
+            &[],
+            &[n as u64],
+            grid(n),
+        )
     }
 
     /// The induced 1-norm, `max_j Σᵢ |aᵢⱼ|`.
@@ -299,7 +317,14 @@ impl GpuDense {
             shared_mem_bytes: 0,
         };
         let dims = [self.rows as u64, self.cols as u64];
-        self.max_reduce("norm_one", &device()?.f.max_col_abs_sum, &dims, cfg)
+        self.max_reduce(
+            "norm_one",
+            &device()?.f.max_col_abs_sum,
+            None,
+            &[],
+            &dims,
+            cfg,
+        )
     }
 
     /// Whether every entry has modulus ≤ `atol`.
@@ -313,7 +338,8 @@ impl GpuDense {
             return Ok(false);
         }
         let n = self.rows;
-        let dev = self.max_reduce("isherm", &device()?.f.herm_dev, &[n as u64], grid(n * n))?;
+        let f = &device()?.f.herm_dev;
+        let dev = self.max_reduce("isherm", f, None, &[], &[n as u64], grid(n * n))?;
         Ok(dev <= atol)
     }
 
@@ -322,20 +348,48 @@ impl GpuDense {
         const OP: &str = "trace";
         square(OP, self.shape())?;
         let n = self.rows;
-        if n == 0 {
+        self.strided_sum(OP, 0, n + 1, n)
+    }
+
+    /// `Σ_{t < count} a[start + t·stride]` over the column-major entries.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if a position falls outside the matrix (checked in every
+    /// build, since the kernel reads device memory).
+    pub(super) fn strided_sum(
+        &self,
+        op: &'static str,
+        start: usize,
+        stride: usize,
+        count: usize,
+    ) -> Result<c64> {
+        if count == 0 {
             return Ok(ZERO);
+        }
+        let last = (count - 1)
+            .checked_mul(stride)
+            .and_then(|x| x.checked_add(start));
+        if last.is_none_or(|l| l >= self.len()) {
+            return Err(Error::argument(
+                op,
+                format!(
+                    "{count} positions from {start} by {stride} do not fit a {}×{} matrix",
+                    self.rows, self.cols
+                ),
+            ));
         }
         let dev = device()?;
         let mut out = GpuDense::uninit(dev, 1, 1)?;
-        let (start, stride, count) = (0u64, (n + 1) as u64, n as u64);
+        let (start, stride, count) = (start as u64, stride as u64, count as u64);
         let mut l = dev.stream.launch_builder(&dev.f.strided_sum);
         l.arg(&self.buf)
             .arg(&mut out.buf)
             .arg(&start)
             .arg(&stride)
             .arg(&count);
-        // SAFETY: the diagonal positions i·(n+1), i < n, are below n².
-        unsafe { launch(OP, l, one_block()) }?;
+        // SAFETY: the last position read, start + (count−1)·stride, was checked above to be
+        // inside the matrix.
+        unsafe { launch(op, l, one_block()) }?;
         Ok(out.to_dense()?.get(0, 0))
     }
 }

@@ -1,8 +1,9 @@
 //! The CUDA backend of [`GpuDense`] (feature `cuda`): the type and its transfers here; device
-//! discovery in `device`, the NVRTC kernels in `launch`, cuBLAS in `blas`, matrix functions in
-//! `expm`.
+//! discovery in `device`, the NVRTC kernels in `launch` (element-wise work and reductions) and
+//! `blocks` (block copies and comparisons), cuBLAS in `blas`, matrix functions in `expm`.
 
 mod blas;
+mod blocks;
 mod device;
 mod expm;
 mod launch;

@@ -1,0 +1,122 @@
+//! Blocks and comparisons on the GPU: `block_extract`, `block_overwrite`, `kron_transpose`,
+//! `trace_oper_ket`, `isdiag` and `isequal` (issue 17), on the kernels `pm_block_copy`,
+//! `pm_offdiag_max_abs`, `pm_close_dev` and `pm_strided_sum`.
+
+use std::ops::Range;
+
+use cudarc::driver::PushKernelArg;
+
+use super::GpuDense;
+use super::device::device;
+use super::launch::{grid, launch};
+use crate::error::{Error, Result};
+use crate::scalar::c64;
+use crate::shape::same_shape;
+
+impl GpuDense {
+    /// Copies the `rows × cols` block at `src_off` of `src` (leading dimension `src_ld`) to
+    /// `dst_off` of `self` (leading dimension `dst_ld`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if either block reaches past its matrix (checked in every
+    /// build: the kernel writes device memory).
+    #[allow(clippy::too_many_arguments)]
+    fn copy_block(
+        &mut self,
+        op: &'static str,
+        src: &GpuDense,
+        (src_ld, src_off): (usize, usize),
+        (dst_ld, dst_off): (usize, usize),
+        rows: usize,
+        cols: usize,
+    ) -> Result<()> {
+        if rows == 0 || cols == 0 {
+            return Ok(());
+        }
+        // The last entry of a block: offset + (rows − 1) + (cols − 1)·ld, inside its buffer.
+        let last = |ld: usize, off: usize| {
+            (cols - 1)
+                .checked_mul(ld)
+                .and_then(|x| x.checked_add(off))
+                .and_then(|x| x.checked_add(rows - 1))
+        };
+        let fits = |ld: usize, off: usize, len: usize| {
+            rows <= ld && last(ld, off).is_some_and(|l| l < len)
+        };
+        if !fits(src_ld, src_off, src.len()) || !fits(dst_ld, dst_off, self.len()) {
+            return Err(Error::argument(
+                op,
+                format!("a {rows}×{cols} block does not fit its source or destination"),
+            ));
+        }
+        let dev = device()?;
+        let dims = [src_ld, src_off, dst_ld, dst_off, rows, cols].map(|x| x as u64);
+        let mut l = dev.stream.launch_builder(&dev.f.block_copy);
+        l.arg(&src.buf).arg(&mut self.buf);
+        for d in &dims {
+            l.arg(d);
+        }
+        // SAFETY: every index read or written, off + i + j·ld with i < rows ≤ ld and j < cols,
+        // is at most the last entry checked above to be inside its buffer.
+        unsafe { launch(op, l, grid(rows * cols)) }
+    }
+
+    /// The block `a[rows, cols]` (ranges checked by the dispatcher).
+    pub(crate) fn block(&self, rows: &Range<usize>, cols: &Range<usize>) -> Result<GpuDense> {
+        const OP: &str = "block_extract";
+        if rows.start > rows.end
+            || rows.end > self.rows
+            || cols.start > cols.end
+            || cols.end > self.cols
+        {
+            return Err(Error::argument(OP, "the block lies outside the matrix"));
+        }
+        let (r, c) = (rows.len(), cols.len());
+        let mut out = GpuDense::uninit(device()?, r, c)?;
+        let off = rows.start + cols.start * self.rows;
+        out.copy_block(OP, self, (self.rows, off), (r.max(1), 0), r, c)?;
+        Ok(out)
+    }
+
+    /// A copy of `self` with `b` written over the block at `at` (checked by the dispatcher).
+    pub(crate) fn overwrite_block(&self, b: &GpuDense, at: (usize, usize)) -> Result<GpuDense> {
+        const OP: &str = "block_overwrite";
+        let mut out = self.try_clone()?;
+        let off =
+            at.1.checked_mul(self.rows)
+                .and_then(|x| x.checked_add(at.0))
+                .ok_or_else(|| Error::argument(OP, "the block lies outside the matrix"))?;
+        out.copy_block(OP, b, (b.rows.max(1), 0), (self.rows, off), b.rows, b.cols)?;
+        Ok(out)
+    }
+
+    /// `aᵀ ⊗ b`: the transpose, then the Kronecker product (two element-wise kernels).
+    pub(crate) fn kron_transpose(&self, b: &GpuDense) -> Result<GpuDense> {
+        self.transpose(false)?.kron(b)
+    }
+
+    /// `Tr(unstack(a))` for an n²×1 column-stacked operator: the entries i·(n + 1).
+    pub(crate) fn trace_oper_ket(&self, n: usize) -> Result<c64> {
+        const OP: &str = "trace_oper_ket";
+        if self.cols != 1 || n.checked_mul(n) != Some(self.rows) {
+            return Err(Error::argument(OP, "the state must be n²×1"));
+        }
+        self.strided_sum(OP, 0, n + 1, n)
+    }
+
+    /// Whether every off-diagonal entry has modulus ≤ `atol`.
+    pub(crate) fn isdiag(&self, atol: f64) -> Result<bool> {
+        let (m, n) = (self.rows, self.cols);
+        let f = &device()?.f.offdiag_max_abs;
+        let dims = [m as u64, n as u64];
+        Ok(self.max_reduce("isdiag", f, None, &[], &dims, grid(m * n))? <= atol)
+    }
+
+    /// Whether `|aᵢⱼ − bᵢⱼ| ≤ atol + rtol·|bᵢⱼ|` for every entry (NaN is never equal).
+    pub(crate) fn isequal(&self, b: &GpuDense, atol: f64, rtol: f64) -> Result<bool> {
+        same_shape("isequal", self.shape(), b.shape())?;
+        let n = self.len();
+        let f = &device()?.f.close_dev;
+        Ok(self.max_reduce("isequal", f, Some(b), &[rtol], &[n as u64], grid(n))? <= atol)
+    }
+}
