@@ -8,11 +8,12 @@
 //! cargo run --profile bench --example bandwidth -- 10000 Csr   # only kernels whose name has "Csr"
 //! ```
 //!
-//! Two baselines, measured in the same run at each thread count: for kernels that allocate a
-//! dense result, a fresh copy of an `n²`-entry buffer (allocation and first touch included, as
-//! for the kernels: read 16 B and write 16 B per entry); for kernels that only read a dense
-//! matrix (products with a ket, expectation values, Dense → Csr), a streaming sum over the same
-//! buffer (16 B per entry). Each kernel is charged the bytes it cannot avoid: entries read once,
+//! Three baselines, measured in the same run at each thread count: for kernels that read and
+//! write a dense matrix, a fresh copy of an `n²`-entry buffer (allocation and first touch
+//! included, as for the kernels: read 16 B and write 16 B per entry); for kernels that only
+//! write one (Csr → Dense), a fresh fill of such a buffer (16 B per entry); for kernels that
+//! only read one (products with a ket, expectation values, Dense → Csr), a streaming sum over
+//! it (16 B per entry). Each kernel is charged the bytes it cannot avoid: entries read once,
 //! the result written once (Csr arrays: 16 B per value, 8 B per index). Every cell is the median
 //! of 5 calls; the percentage is the kernel's GB/s over its baseline's GB/s.
 
@@ -40,6 +41,22 @@ fn time(f: &dyn Fn()) -> f64 {
 fn read(src: &[c64], threads: usize) -> c64 {
     let chunk = src.len().div_ceil(threads).max(1);
     src.par_chunks(chunk).map(|s| s.iter().sum::<c64>()).sum()
+}
+
+/// A fresh buffer of `len` copies of `v` with `threads` workers: allocation, first touch, write.
+fn fill(len: usize, v: c64, threads: usize) -> Vec<c64> {
+    let mut dst: Vec<c64> = Vec::with_capacity(len);
+    let chunk = len.div_ceil(threads).max(1);
+    dst.spare_capacity_mut()
+        .par_chunks_mut(chunk)
+        .for_each(|d| {
+            d.iter_mut().for_each(|d| {
+                d.write(v);
+            })
+        });
+    // SAFETY: every element of the spare capacity was written above (the chunks cover it).
+    unsafe { dst.set_len(len) };
+    dst
 }
 
 /// A fresh copy of `src` with `threads` workers: allocation, first touch, read and write.
@@ -84,73 +101,73 @@ fn main() -> polymat::Result<()> {
     let (a, b): (Data, Data) = (a.into(), b.into());
     let sparse_dense = polymat::to(Kind::DENSE, &sparse)?;
 
-    // (name, bytes, reads only, kernel)
-    type Case<'a> = (&'a str, f64, bool, Box<dyn Fn() + 'a>);
+    // (name, bytes, baseline: 0 copy, 1 fill, 2 read, kernel)
+    type Case<'a> = (&'a str, f64, usize, Box<dyn Fn() + 'a>);
     let cases: Vec<Case<'_>> = vec![
         (
             "add Dense",
             48.0 * entries,
-            false,
+            0,
             Box::new(|| drop(black_box(polymat::add(&a, &b, Out::Auto)))),
         ),
         (
             "mul Dense (entry-wise)",
             48.0 * entries,
-            false,
+            0,
             Box::new(|| drop(black_box(polymat::multiply(&a, &b, Out::Auto)))),
         ),
         (
             "neg Dense",
             32.0 * entries,
-            false,
+            0,
             Box::new(|| drop(black_box(polymat::neg(&a, Out::Auto)))),
         ),
         (
             "conj Dense",
             32.0 * entries,
-            false,
+            0,
             Box::new(|| drop(black_box(polymat::conj(&a, Out::Auto)))),
         ),
         (
             "scale Dense",
             32.0 * entries,
-            false,
+            0,
             Box::new(|| drop(black_box(polymat::mul(&a, c64::new(0.0, 2.0), Out::Auto)))),
         ),
         (
             "transpose Dense",
             32.0 * entries,
-            false,
+            0,
             Box::new(|| drop(black_box(polymat::transpose(&a, Out::Auto)))),
         ),
         (
             "adjoint Dense",
             32.0 * entries,
-            false,
+            0,
             Box::new(|| drop(black_box(polymat::adjoint(&a, Out::Auto)))),
         ),
         (
             "Csr → Dense (10/row)",
             16.0 * entries + 24.0 * nnz,
-            false,
+            1,
             Box::new(|| drop(black_box(polymat::to(Kind::DENSE, &sparse)))),
         ),
         (
             "Dense → Csr (10/row)",
             16.0 * entries + 24.0 * nnz,
-            true,
+            2,
             Box::new(|| drop(black_box(polymat::to(Kind::CSR, &sparse_dense)))),
         ),
         (
             "Dense·ket",
             16.0 * entries,
-            true,
+            2,
             Box::new(|| drop(black_box(polymat::matmul(&a, &ket, Out::Auto)))),
         ),
         (
             "expect Dense, ket",
             16.0 * entries,
-            true,
+            2,
             Box::new(|| drop(black_box(polymat::expect(&a, &ket)))),
         ),
     ];
@@ -171,7 +188,7 @@ fn main() -> polymat::Result<()> {
         print!("---:|---:|");
     }
     println!();
-    let (mut copy_rates, mut read_rates) = (Vec::new(), Vec::new());
+    let (mut copy_rates, mut fill_rates, mut read_rates) = (Vec::new(), Vec::new(), Vec::new());
     for &t in &threads {
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(t)
@@ -179,6 +196,9 @@ fn main() -> polymat::Result<()> {
             .expect("a pool");
         let s = pool.install(|| time(&|| drop(black_box(copy(&flat, t)))));
         copy_rates.push(32.0 * entries / s / 1e9);
+        let one = c64::new(1.0, 0.0);
+        let s = pool.install(|| time(&|| drop(black_box(fill(flat.len(), one, t)))));
+        fill_rates.push(16.0 * entries / s / 1e9);
         let s = pool.install(|| {
             time(&|| {
                 black_box(read(&flat, t));
@@ -188,6 +208,7 @@ fn main() -> polymat::Result<()> {
     }
     for (name, bytes, rates) in [
         ("fresh copy (baseline)", 32.0 * entries, &copy_rates),
+        ("fresh fill (baseline)", 16.0 * entries, &fill_rates),
         ("streaming read (baseline)", 16.0 * entries, &read_rates),
     ] {
         print!("| {name} | {:.2} GB |", bytes / 1e9);
@@ -197,16 +218,12 @@ fn main() -> polymat::Result<()> {
         println!();
     }
     let only = std::env::args().nth(2).unwrap_or_default();
-    for (name, bytes, reads_only, f) in cases.iter().filter(|c| c.0.contains(&only)) {
+    for (name, bytes, baseline, f) in cases.iter().filter(|c| c.0.contains(&only)) {
         print!("| {name} | {:.2} GB |", bytes / 1e9);
         for (k, &t) in threads.iter().enumerate() {
             polymat::engine::set_threads(t);
             let rate = bytes / time(f.as_ref()) / 1e9;
-            let base = if *reads_only {
-                read_rates[k]
-            } else {
-                copy_rates[k]
-            };
+            let base = [&copy_rates, &fill_rates, &read_rates][*baseline][k];
             print!(" {rate:.2} | {:.0} % |", 100.0 * rate / base);
         }
         println!();

@@ -100,24 +100,40 @@ pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
     if a.layout() == Layout::RowMajor {
         return Ok(engine::simd(|| by_row_blocks(a, workers)));
     }
+    if m.saturating_mul(n) <= SMALL {
+        // Small: two passes, three allocations (QuTiP's count), no intermediate CSC.
+        return Ok(engine::simd(|| by_row_blocks(a, 1)));
+    }
     let limit = (m * n / 4).max(64);
-    // Column ranges, one per worker, each collected in one contiguous pass.
+    Ok(match via_columns(a, workers, limit) {
+        Some(c) => c,
+        None => engine::simd(|| by_row_blocks(a, workers)),
+    })
+}
+
+/// Dense → Csr through the columns of column-major `a`: one range of columns per worker, each
+/// collected in one contiguous pass ([`collect_columns`]), then a counting sort by row. `None`
+/// once the non-zeros pass `limit`.
+fn via_columns(a: &Dense, workers: usize, limit: usize) -> Option<Csr> {
+    let (m, n) = a.shape();
     let per = n.div_ceil(workers);
     let collect = |w: usize| {
-        let cols = w * per..((w + 1) * per).min(n);
+        let cols = (w * per).min(n)..((w + 1) * per).min(n);
         engine::simd(|| collect_columns(a, cols, limit))
     };
-    let parts: Option<Vec<Columns>> = if workers > 1 {
-        (0..workers).into_par_iter().map(collect).collect()
+    let mut parts: Vec<Columns> = if workers > 1 {
+        (0..workers)
+            .into_par_iter()
+            .map(collect)
+            .collect::<Option<_>>()?
     } else {
-        collect(0).map(|c| vec![c])
+        vec![collect(0)?]
     };
-    let Some(parts) = parts.filter(|p| p.iter().map(|c| c.rows.len()).sum::<usize>() <= limit)
-    else {
-        return Ok(engine::simd(|| by_row_blocks(a, workers)));
-    };
-    let mut indptr = vec![0usize; m + 1];
-    for part in &parts {
+    if parts.iter().map(|c| c.rows.len()).sum::<usize>() > limit {
+        return None;
+    }
+    let mut indptr = std::mem::take(&mut parts[0].row_counts);
+    for part in &parts[1..] {
         for (c, p) in indptr.iter_mut().zip(&part.row_counts) {
             *c += p;
         }
@@ -142,7 +158,7 @@ pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
     }
     // SAFETY: `indptr` is the prefix sum of the row counts (m + 1 pointers from 0 to nnz),
     // each row range is filled exactly, and columns are visited in increasing order (< n).
-    Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
+    Some(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
 }
 
 /// The non-zeros of some columns of a dense matrix in column order (CSC), with per-row counts.
@@ -259,6 +275,10 @@ fn by_row_blocks(a: &Dense, workers: usize) -> Csr {
     unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) }
 }
 
+/// Up to this many entries, Dense → Csr always takes the two-pass [`by_row_blocks`]: measured
+/// 30 % faster than collecting the columns at 10×10 and 10 % at 100×100.
+const SMALL: usize = 1 << 14;
+
 /// Rows per cache block of the serial column-major walk.
 const ROW_BLOCK: usize = 64;
 
@@ -323,7 +343,11 @@ fn fill_rows(
             };
             for r0 in rows.clone().step_by(step) {
                 let r1 = (r0 + step).min(rows.end);
-                let mut next: Vec<usize> = indptr[r0..r1].iter().map(|p| p - base).collect();
+                // On the stack: `step` ≤ PAR_ROW_BLOCK rows.
+                let mut next = [0usize; PAR_ROW_BLOCK];
+                for (q, p) in next.iter_mut().zip(&indptr[r0..r1]) {
+                    *q = p - base;
+                }
                 for j in 0..a.shape().1 {
                     for (t, v) in a.buffer_col(j)[r0..r1].iter().enumerate() {
                         if nonzero_bits(v) != 0 {
@@ -395,6 +419,12 @@ mod tests {
             let want = reference(&a);
             same(parts(&dense_to_csr(&a).unwrap()), want.clone());
             same(parts(&by_row_blocks(&a, 1)), want.clone());
+            for workers in [1, 3, 40] {
+                match via_columns(&a, workers, 37 * 29 / 4) {
+                    Some(c) => same(parts(&c), want.clone()),
+                    None => assert!(want.1.len() > 37 * 29 / 4, "{per_mille}‰ gave up"),
+                }
+            }
             same(parts(&by_row_blocks(&a, 3)), want.clone());
             let r = a.clone().into_layout(Layout::RowMajor).unwrap();
             same(parts(&dense_to_csr(&r).unwrap()), want.clone());
