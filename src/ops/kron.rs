@@ -103,7 +103,11 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
             }
         }
     });
-    super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+    // Products of non-zero values are non-zero unless they underflow: the scan over the result
+    // (as long as the fill itself) is only needed when an input allows an exact zero.
+    if !super::products_nonzero(da, db) {
+        super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+    }
     // SAFETY: one pointer per result row (i·mb + k, in increasing order) after the leading 0;
     // within a row the columns ia[x]·nb + c increase strictly, since a's columns increase
     // from one run to the next and each run's b columns (below nb) increase.
@@ -163,4 +167,58 @@ pub fn kron_transpose_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         b.as_ref(),
     );
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scalar::c64;
+
+    fn csr(values: &[c64]) -> Csr {
+        let n = values.len();
+        let idx: Vec<usize> = (0..n).collect();
+        Csr::from_triplets((n, n), &idx, &idx, values).unwrap()
+    }
+
+    #[test]
+    fn products_that_cannot_vanish_skip_the_zero_scan() {
+        let z = |re, im| c64::new(re, im);
+        assert!(super::super::products_nonzero(
+            &[z(1.0, 1.0)],
+            &[z(1.0, -1.0)]
+        ));
+        assert!(super::super::products_nonzero(
+            &[z(0.0, 1e-140)],
+            &[z(1e-140, 0.0)]
+        ));
+        // An exact zero, or partial products that underflow, need the scan.
+        assert!(!super::super::products_nonzero(
+            &[z(0.0, 0.0)],
+            &[z(1.0, 0.0)]
+        ));
+        assert!(!super::super::products_nonzero(
+            &[z(1e-200, 0.0)],
+            &[z(0.0, 1e-200)]
+        ));
+        assert!(super::super::products_nonzero(
+            &[z(f64::NAN, 0.0)],
+            &[z(1.0, 0.0)]
+        ));
+    }
+
+    #[test]
+    fn kron_drops_products_that_underflow_to_zero() {
+        let tiny = c64::new(1e-200, 0.0);
+        let a = csr(&[tiny, c64::new(1.0, 0.0)]);
+        let k = kron_csr(&a, &a).unwrap();
+        // 1e-200 · 1e-200 underflows to 0 and is not stored; the other three products are.
+        assert_eq!(k.nnz(), 3);
+        assert_eq!(k.get(0, 0), c64::new(0.0, 0.0));
+        assert_eq!(k.get(1, 1), tiny);
+        // Without tiny values the scan is skipped and every product is kept.
+        let b = csr(&[c64::new(2.0, 0.0), c64::new(0.0, 3.0)]);
+        let k = kron_csr(&b, &b).unwrap();
+        assert_eq!(k.nnz(), 4);
+        assert_eq!(k.get(3, 3), c64::new(-9.0, 0.0));
+    }
 }

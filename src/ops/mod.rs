@@ -264,6 +264,35 @@ pub(crate) fn csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Csr {
     }
 }
 
+/// Whether every product `x·y` of a value of `a` and a value of `b` is non-zero once rounded, so
+/// a kernel that only multiplies such pairs (a Kronecker product) can skip
+/// [`drop_exact_zeros`]. True when no value is an exact zero and the smallest non-zero real or
+/// imaginary parts of the two sides multiply to at least 2⁻⁹⁶⁰ (no partial product
+/// underflows): then each part of the rounded product carries an error of at most γ₂ times its
+/// two terms, so both parts vanishing would need `|x|²|y|² ≤ 2γ₂²|x|²|y|²`, impossible.
+/// NaN and infinite values never give an exact zero. O(len(a) + len(b)).
+pub(crate) fn products_nonzero(a: &[c64], b: &[c64]) -> bool {
+    /// The smallest non-zero |part|, or `None` if a value is exactly zero.
+    fn smallest_part(v: &[c64]) -> Option<f64> {
+        let mut least = f64::INFINITY;
+        for z in v {
+            if *z == ZERO {
+                return None;
+            }
+            for p in [z.re.abs(), z.im.abs()] {
+                if p != 0.0 {
+                    least = least.min(p);
+                }
+            }
+        }
+        Some(least)
+    }
+    match (smallest_part(a), smallest_part(b)) {
+        (Some(x), Some(y)) => x * y >= f64::powi(2.0, -960),
+        _ => false,
+    }
+}
+
 /// Removes the entries that are exactly zero (`0 + 0i`, either sign; NaN is kept) from CSR
 /// arrays, in place. One vectorised scan when there are none, one compacting pass otherwise.
 pub(crate) fn drop_exact_zeros(
