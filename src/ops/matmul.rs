@@ -194,18 +194,21 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         let (mut lo, mut hi) = (usize::MAX, 0);
         for ka in pa[i]..pa[i + 1] {
             let (r, va) = (ia[ka], da[ka]);
-            for kb in pb[r]..pb[r + 1] {
-                let j = ib[kb];
+            for (&j, &vb) in ib[pb[r]..pb[r + 1]].iter().zip(&db[pb[r]..pb[r + 1]]) {
                 let (w, bit) = (j / 64, 1u64 << (j % 64));
-                if seen[w] & bit == 0 {
-                    words[w / 64] |= 1 << (w % 64);
-                    seen[w] |= bit;
-                    acc[j] = va * db[kb];
+                // SAFETY: j < n (the Csr invariant of b), so w < seen.len() = ⌈n/64⌉ and
+                // w/64 < words.len().
+                let (s, a) = unsafe { (seen.get_unchecked_mut(w), acc.get_unchecked_mut(j)) };
+                if *s & bit == 0 {
+                    *s |= bit;
+                    *a = va * vb;
+                    // SAFETY: as above.
+                    unsafe { *words.get_unchecked_mut(w / 64) |= 1 << (w % 64) };
                     pattern.push(j);
                     lo = lo.min(w);
                     hi = hi.max(w);
                 } else {
-                    acc[j] += va * db[kb];
+                    *a += va * vb;
                 }
             }
         }
