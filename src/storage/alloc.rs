@@ -2,6 +2,8 @@
 //! allocator. Every buffer whose size comes from a user's shape is allocated here, so a huge
 //! shape is an [`Error::TooLarge`], never an abort or a panic.
 
+use std::cell::RefCell;
+
 use faer::Mat;
 
 use crate::engine;
@@ -62,6 +64,9 @@ pub(crate) fn empty_mat(rows: usize, cols: usize) -> Result<Mat<c64>> {
 /// # Errors
 /// [`Error::TooLarge`] over the dense limit or when the allocator refuses.
 pub(crate) fn reserve_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>> {
+    if let Some(mat) = pool::take(rows, cols) {
+        return Ok(mat);
+    }
     check_dense(op, (rows, cols))?;
     let mut mat = Mat::<c64>::new();
     mat.try_reserve(rows, cols).map_err(|e| Error::TooLarge {
@@ -164,6 +169,73 @@ pub(crate) fn try_with_capacity<T>(op: &str, shape: (usize, usize), len: usize) 
     Ok(v)
 }
 
+/// Recycling of small dense buffers, per thread (issue 15, item 4). faer allocates every `Mat`
+/// with the aligned allocator, which costs about 70–90 ns even for a 2×2 matrix (a plain `Vec`
+/// of the same size: about 17 ns): more than the arithmetic of any kernel at that size. A
+/// dropped [`Dense`](crate::Dense) of at most [`pool::MAX_ENTRIES`] entries gives its buffer
+/// to its thread's pool (at most [`pool::CAPACITY`] buffers, at most 64 KiB, the oldest dropped
+/// first), and [`reserve_mat`] takes the newest buffer of the same shape from there before
+/// asking the allocator.
+pub(crate) mod pool {
+    use super::{Mat, RefCell, c64};
+
+    /// The largest matrix recycled: 16×16.
+    pub(crate) const MAX_ENTRIES: usize = 256;
+    /// Buffers kept per thread.
+    pub(crate) const CAPACITY: usize = 16;
+
+    thread_local! {
+        static POOL: RefCell<Vec<Mat<c64>>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Keeps `mat`'s buffer for reuse when it is small (and drops it otherwise).
+    pub(crate) fn give(mat: Mat<c64>) {
+        let n = mat.nrows() * mat.ncols();
+        if n == 0 || n > MAX_ENTRIES {
+            return;
+        }
+        // `try_with`: during thread teardown the pool may be gone; then the buffer is freed.
+        let _ = POOL.try_with(|p| {
+            if let Ok(mut p) = p.try_borrow_mut() {
+                // Full: the oldest buffer goes, so shapes no longer in use cannot clog the
+                // pool.
+                if p.len() == CAPACITY {
+                    p.remove(0);
+                }
+                p.push(mat);
+            }
+        });
+    }
+
+    /// A recycled buffer with capacity for exactly `rows × cols` and dimensions 0 × 0, if the
+    /// thread's pool holds one of that shape.
+    pub(crate) fn take(rows: usize, cols: usize) -> Option<Mat<c64>> {
+        let n = rows.checked_mul(cols)?;
+        if n == 0 || n > MAX_ENTRIES {
+            return None;
+        }
+        POOL.try_with(|p| {
+            let mut p = p.try_borrow_mut().ok()?;
+            let k = p
+                .iter()
+                .rposition(|m| m.nrows() == rows && m.ncols() == cols)?;
+            let mut mat = p.swap_remove(k);
+            // SAFETY: shrinking the dimensions to 0 × 0 leaves nothing to initialise; the
+            // capacity still covers rows × cols, the shape the buffer had.
+            unsafe { mat.set_dims(0, 0) };
+            Some(mat)
+        })
+        .ok()
+        .flatten()
+    }
+
+    /// The number of buffers in this thread's pool (for tests).
+    #[cfg(test)]
+    pub(crate) fn len() -> usize {
+        POOL.with(|p| p.borrow().len())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,5 +263,39 @@ mod tests {
         assert!(try_vec::<u64>("t", (0, 0), usize::MAX / 2, 0).is_err());
         let m = zeros_mat("t", 3, 2).unwrap();
         assert_eq!(m[(2, 1)], ZERO);
+    }
+
+    #[test]
+    fn small_buffers_are_recycled_by_shape() {
+        // A fresh thread: its own, empty pool.
+        std::thread::spawn(|| {
+            assert_eq!(pool::len(), 0);
+            let a = zeros_mat("t", 3, 2).unwrap();
+            let ptr = a.as_ptr();
+            pool::give(a);
+            assert_eq!(pool::len(), 1);
+            // Another shape does not take it; the same shape does, with its memory.
+            assert!(pool::take(2, 3).is_none());
+            let b = mat_from_fn("t", 3, 2, |i, j| c64::new(i as f64, j as f64)).unwrap();
+            assert_eq!((b.as_ptr(), pool::len()), (ptr, 0));
+            assert_eq!(b[(2, 1)], c64::new(2.0, 1.0));
+            // Large or empty buffers are not kept, and the pool is bounded.
+            pool::give(zeros_mat("t", 17, 16).unwrap());
+            pool::give(zeros_mat("t", 0, 4).unwrap());
+            assert_eq!(pool::len(), 0);
+            let many: Vec<_> = (0..2 * pool::CAPACITY)
+                .map(|_| zeros_mat("t", 2, 2).unwrap())
+                .collect();
+            many.into_iter().for_each(pool::give);
+            assert_eq!(pool::len(), pool::CAPACITY);
+            // A full pool of one shape still takes a new shape, dropping its oldest buffer.
+            let c = zeros_mat("t", 4, 4).unwrap();
+            let ptr = c.as_ptr();
+            pool::give(c);
+            assert_eq!(pool::len(), pool::CAPACITY);
+            assert_eq!(pool::take(4, 4).map(|m| m.as_ptr()), Some(ptr));
+        })
+        .join()
+        .unwrap();
     }
 }

@@ -53,6 +53,13 @@ pub struct Dense {
     pub(super) cols: OnceLock<Mat<c64>>,
 }
 
+impl Drop for Dense {
+    /// A small buffer goes back to its thread's pool for the next result of its shape.
+    fn drop(&mut self) {
+        alloc::pool::give(std::mem::replace(&mut self.buf, Mat::new()));
+    }
+}
+
 impl Clone for Dense {
     fn clone(&self) -> Dense {
         let (r, c) = (self.buf.nrows(), self.buf.ncols());
@@ -352,7 +359,7 @@ impl Dense {
     /// As [`col`](Dense::col).
     pub fn into_mat(mut self) -> Mat<c64> {
         self.make_col_major();
-        self.buf
+        std::mem::replace(&mut self.buf, Mat::new())
     }
 
     /// The entries in row-major nested vectors (for tests and small printouts).

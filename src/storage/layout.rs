@@ -98,7 +98,10 @@ impl Dense {
     /// assert_eq!(t.get(2, 1), c64::new(12.0, 0.0));
     /// ```
     pub fn into_transpose(self) -> Dense {
-        Dense::with_layout(self.buf, self.layout.flipped())
+        let mut d = self;
+        d.layout = d.layout.flipped();
+        d.cols = OnceLock::new();
+        d
     }
 
     /// The same matrix in `layout`: `self` unchanged when it already is, else one transposing
