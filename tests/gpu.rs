@@ -506,6 +506,42 @@ test_device!(blocks_and_predicates, |dev| {
         !polymat::isequal(&xn, &xn, 1.0, 1.0).unwrap(),
         "isequal NaN"
     );
+    // Permutations: out[rows[i], cols[j]] = a[i, j], either axis alone, and by subsystems.
+    use ops::permute::{Permutation, Subsystems};
+    let (rows, cols) = (vec![3, 0, 5, 1, 4, 2], vec![4, 2, 0, 1, 3]);
+    for (r, c) in [
+        (Some(rows.clone()), Some(cols.clone())),
+        (Some(rows.clone()), None),
+        (None, Some(cols.clone())),
+    ] {
+        let mut want = a.clone();
+        for (i, row) in a.iter().enumerate() {
+            for (j, v) in row.iter().enumerate() {
+                let p = r.as_ref().map_or(i, |r| r[i]);
+                let q = c.as_ref().map_or(j, |c| c[j]);
+                want[p][q] = *v;
+            }
+        }
+        let p = Permutation { rows: r, cols: c };
+        let got = ops::permute::indices(&x, &p, Out::Auto).unwrap();
+        dev.check(&got, &want, &format!("permute indices {p:?}"));
+    }
+    let bad = Permutation {
+        rows: Some(vec![0, 0, 1, 2, 3, 4]),
+        cols: None,
+    };
+    assert!(ops::permute::indices(&x, &bad, Out::Auto).is_err());
+    // |0⟩⊗|1⟩ in a 2×3 space (state 1), swapped to |1⟩⊗|0⟩ in 3×2 (state 2).
+    let mut ket = vec![vec![C(0.0, 0.0)]; 6];
+    ket[1][0] = C(1.0, 0.5);
+    let s = Subsystems {
+        dims: vec![2, 3],
+        order: vec![1, 0],
+    };
+    let got = ops::permute::dimensions(&dev.put(&ket), &s, Out::Auto).unwrap();
+    let mut want = vec![vec![C(0.0, 0.0)]; 6];
+    want[2][0] = C(1.0, 0.5);
+    dev.check(&got, &want, "permute dimensions");
 });
 
 /// Operations without a GPU kernel still return GPU data under `Out::Auto` (the CPU result
@@ -668,6 +704,8 @@ fn gpu_inputs_resolve_to_gpu_kernels() {
         direct(&ops::TRACE_OPER_KET.get(&[g], Out::Auto)),
         direct(&ops::ISDIAG.get(&[g], Out::Auto)),
         direct(&ops::ISEQUAL.get(&[g, g], Out::Auto)),
+        direct(&ops::PERMUTE_INDICES.get(&[g], Out::Auto)),
+        direct(&ops::PERMUTE_DIMENSIONS.get(&[g], Out::Auto)),
     ];
     for (name, is_direct) in cases {
         assert!(

@@ -34,7 +34,7 @@
 //! | eigenpairs, SVD | [`eigs`], [`svd`] | [`EIGS`], [`SVD`] | Dense, Csr (densified) |
 //! | partial trace | [`ptrace()`] | [`PTRACE`] | Dense, Csr |
 //! | reshape, vec, unvec, columns | [`reshape()`], [`column_stack`], [`column_unstack`], [`split_columns`] | [`RESHAPE`], ... | Dense, Csr |
-//! | permutations | [`permute::dimensions`], [`permute::indices`] | [`permute::DIMENSIONS`], [`permute::INDICES`] | Dense, Csr |
+//! | permutations | [`permute::dimensions`], [`permute::indices`] | [`permute::DIMENSIONS`], [`permute::INDICES`] | Dense, Csr, GpuDense |
 //! | blocks | [`block_extract`], [`block_overwrite`], [`block_build`] | [`BLOCK_EXTRACT`], [`BLOCK_OVERWRITE`] | Dense, Csr, GpuDense |
 //! | means of nonzeros | [`mean_nonzero`], [`mean_abs_nonzero`] | [`MEAN_NONZERO`], [`MEAN_ABS_NONZERO`] | Dense, Csr |
 //! | in place | [`iadd`], [`imul`] | — | Dense, Csr |

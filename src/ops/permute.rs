@@ -8,6 +8,7 @@ use std::sync::LazyLock;
 
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense, alloc};
 
 // The names before 0.2.
@@ -32,7 +33,7 @@ pub struct Subsystems {
     pub order: Vec<usize>,
 }
 
-/// `out[rows[i], cols[j]] = a[i, j]`. Kernels: Dense, Csr.
+/// `out[rows[i], cols[j]] = a[i, j]`. Kernels: Dense, Csr, GpuDense.
 pub static PERMUTE_INDICES: LazyLock<Dispatcher<Permutation>> = LazyLock::new(|| {
     Dispatcher::builder("permute_indices", 1)
         .check(|op, args, p| check_permutation(op, args[0].shape(), p))
@@ -42,11 +43,14 @@ pub static PERMUTE_INDICES: LazyLock<Dispatcher<Permutation>> = LazyLock::new(||
         .unary("permute_indices_csr", |a: &Csr, p: &Permutation| {
             indices_csr(a, p)
         })
+        .unary("permute_indices_gpu", |a: &GpuDense, p: &Permutation| {
+            a.permute(p.rows.as_deref(), p.cols.as_deref())
+        })
         .builtin()
 });
 
-/// Reorder subsystems along every axis of length `∏ dims`. Kernels: Dense, Csr (through
-/// [`PERMUTE_INDICES`]' kernels).
+/// Reorder subsystems along every axis of length `∏ dims`. Kernels: Dense, Csr, GpuDense
+/// (through [`PERMUTE_INDICES`]' kernels).
 pub static PERMUTE_DIMENSIONS: LazyLock<Dispatcher<Subsystems>> = LazyLock::new(|| {
     Dispatcher::builder("permute_dimensions", 1)
         .check(|op, args, s| subsystem_permutation(op, args[0].shape(), s).map(|_| ()))
@@ -61,6 +65,10 @@ pub static PERMUTE_DIMENSIONS: LazyLock<Dispatcher<Subsystems>> = LazyLock::new(
                 a,
                 &subsystem_permutation("permute_dimensions", a.shape(), s)?,
             )
+        })
+        .unary("permute_dimensions_gpu", |a: &GpuDense, s: &Subsystems| {
+            let p = subsystem_permutation("permute_dimensions", a.shape(), s)?;
+            a.permute(p.rows.as_deref(), p.cols.as_deref())
         })
         .builtin()
 });

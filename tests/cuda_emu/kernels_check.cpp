@@ -64,6 +64,12 @@ int main(){
   mx=0; pm_close_dev(a.data(),b2.data(),&mx,1.0,m*n); chk(mx==0,"close dev rtol");
   mx=0; pm_close_dev(a.data(),a.data(),&mx,0.0,m*n); chk(mx==0,"close dev equal");
   b2[1].im=INFINITY; mx=0; pm_close_dev(b2.data(),b2.data(),&mx,0.0,m*n); chk(std::isnan(mx),"close dev inf");
+  // permute the 5x3 `a`: rows by pr, columns by pc, then rows only
+  unsigned long long pr[5]={2,0,4,1,3}, pc[3]={1,2,0}; std::vector<cplx> pm(m*n);
+  LAUNCH(2,4, pm_permute(a.data(),pm.data(),pr,pc,m,n));
+  for(size_t i=0;i<m;i++)for(size_t j=0;j<n;j++) chk(at(pm,pr[i]+pc[j]*m)==at(a,i+j*m),"permute");
+  LAUNCH(1,3, pm_permute(a.data(),pm.data(),pr,nullptr,m,n));
+  for(size_t i=0;i<m;i++)for(size_t j=0;j<n;j++) chk(at(pm,pr[i]+j*m)==at(a,i+j*m),"permute rows");
   printf(fails?"FAILED %d\n":"all kernel index checks passed\n",fails);
   return fails!=0;
 }

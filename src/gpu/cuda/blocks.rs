@@ -1,13 +1,14 @@
-//! Blocks and comparisons on the GPU: `block_extract`, `block_overwrite`, `kron_transpose`,
-//! `trace_oper_ket`, `isdiag` and `isequal` (issue 17), on the kernels `pm_block_copy`,
-//! `pm_offdiag_max_abs`, `pm_close_dev` and `pm_strided_sum`.
+//! Blocks, permutations and comparisons on the GPU: `block_extract`, `block_overwrite`,
+//! `permute_indices`/`permute_dimensions`, `kron_transpose`, `trace_oper_ket`, `isdiag` and
+//! `isequal` (issue 17), on the kernels `pm_block_copy`, `pm_permute`, `pm_offdiag_max_abs`,
+//! `pm_close_dev` and `pm_strided_sum`.
 
 use std::ops::Range;
 
 use cudarc::driver::PushKernelArg;
 
 use super::GpuDense;
-use super::device::device;
+use super::device::{device, gpu_err};
 use super::launch::{grid, launch};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
@@ -87,6 +88,63 @@ impl GpuDense {
                 .and_then(|x| x.checked_add(at.0))
                 .ok_or_else(|| Error::argument(OP, "the block lies outside the matrix"))?;
         out.copy_block(OP, b, (b.rows.max(1), 0), (self.rows, off), b.rows, b.cols)?;
+        Ok(out)
+    }
+
+    /// `out[rows[i], cols[j]] = a[i, j]`; `None` leaves an axis alone.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless each map is a permutation of its axis (checked in
+    /// every build: the kernel writes device memory at the mapped positions).
+    pub(crate) fn permute(
+        &self,
+        rows: Option<&[usize]>,
+        cols: Option<&[usize]>,
+    ) -> Result<GpuDense> {
+        const OP: &str = "permute";
+        let is_permutation = |p: &[usize], len: usize| {
+            let mut seen = vec![false; len];
+            p.len() == len
+                && p.iter()
+                    .all(|&x| x < len && !std::mem::replace(&mut seen[x], true))
+        };
+        if !rows.is_none_or(|r| is_permutation(r, self.rows))
+            || !cols.is_none_or(|c| is_permutation(c, self.cols))
+        {
+            return Err(Error::argument(
+                OP,
+                "a map is not a permutation of its axis",
+            ));
+        }
+        let dev = device()?;
+        let mut out = GpuDense::uninit(dev, self.rows, self.cols)?;
+        if self.len() == 0 {
+            return Ok(out);
+        }
+        let upload = |p: Option<&[usize]>| {
+            p.map(|p| {
+                let v: Vec<u64> = p.iter().map(|&x| x as u64).collect();
+                dev.stream.clone_htod(&v).map_err(gpu_err(OP))
+            })
+            .transpose()
+        };
+        let (r, c) = (upload(rows)?, upload(cols)?);
+        let (m, n, null) = (self.rows as u64, self.cols as u64, 0u64);
+        let mut l = dev.stream.launch_builder(&dev.f.permute);
+        l.arg(&self.buf).arg(&mut out.buf);
+        match &r {
+            Some(r) => l.arg(r),
+            None => l.arg(&null),
+        };
+        match &c {
+            Some(c) => l.arg(c),
+            None => l.arg(&null),
+        };
+        l.arg(&m).arg(&n);
+        // SAFETY: the maps were checked above to be permutations of 0..m and 0..n, so every
+        // position written, rows[i] + cols[j]·m, is below m·n, the length of `out`; the reads
+        // are the m·n entries of `self`.
+        unsafe { launch(OP, l, grid(self.len())) }?;
         Ok(out)
     }
 

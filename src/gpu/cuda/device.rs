@@ -30,6 +30,7 @@ pub(super) struct Funcs {
     pub(super) block_copy: CudaFunction,
     pub(super) offdiag_max_abs: CudaFunction,
     pub(super) close_dev: CudaFunction,
+    pub(super) permute: CudaFunction,
 }
 
 /// Device 0 with everything polymat needs on it, created once per process.
@@ -106,6 +107,7 @@ fn open() -> std::result::Result<Device, String> {
         block_copy: load("pm_block_copy")?,
         offdiag_max_abs: load("pm_offdiag_max_abs")?,
         close_dev: load("pm_close_dev")?,
+        permute: load("pm_permute")?,
     };
     let name = ctx.name().unwrap_or_else(|_| "CUDA device 0".into());
     Ok(Device {

@@ -263,3 +263,17 @@ extern "C" __global__ void pm_close_dev(const cplx* a, const cplx* b, double* ou
     }
     block_max_into(m, out);
 }
+
+// out[rows[i] + cols[j]*m] = a[i + j*m] for an m x n matrix; a null `rows` or `cols` leaves that
+// axis alone. `rows` and `cols` are permutations (checked on the host), so writes are disjoint.
+extern "C" __global__ void pm_permute(const cplx* a, cplx* out, const unsigned long long* rows,
+                                      const unsigned long long* cols, unsigned long long m,
+                                      unsigned long long n) {
+    GRID_STRIDE(k, m * n) {
+        unsigned long long i = k % m;
+        unsigned long long j = k / m;
+        unsigned long long r = rows ? rows[i] : i;
+        unsigned long long c = cols ? cols[j] : j;
+        out[r + c * m] = a[k];
+    }
+}
