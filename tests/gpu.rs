@@ -542,6 +542,46 @@ test_device!(blocks_and_predicates, |dev| {
     let mut want = vec![vec![C(0.0, 0.0)]; 6];
     want[2][0] = C(1.0, 0.5);
     dev.check(&got, &want, "permute dimensions");
+    // Partial traces of a 12×12 operator on dims (2, 3, 2), keeping each subset.
+    let op = rand(12, 12, 47);
+    let x = dev.put(&op);
+    for keep in [
+        vec![0],
+        vec![1],
+        vec![2],
+        vec![0, 2],
+        vec![2, 1],
+        vec![],
+        vec![0, 1, 2],
+    ] {
+        let dims = [2usize, 3, 2];
+        let digits = |i: usize| [i / 6, (i / 2) % 3, i % 2];
+        let mut sorted = keep.clone();
+        sorted.sort_unstable();
+        let k: usize = sorted.iter().map(|&s| dims[s]).product();
+        let kept = |i: usize| {
+            sorted
+                .iter()
+                .fold(0, |acc, &s| acc * dims[s] + digits(i)[s])
+        };
+        let traced_same = |i: usize, j: usize| {
+            (0..3).all(|s| sorted.contains(&s) || digits(i)[s] == digits(j)[s])
+        };
+        let mut want = vec![vec![C(0.0, 0.0); k]; k];
+        for i in 0..12 {
+            for j in 0..12 {
+                if traced_same(i, j) {
+                    want[kept(i)][kept(j)] += op[i][j];
+                }
+            }
+        }
+        let p = ops::Ptrace {
+            dims: dims.to_vec(),
+            keep: keep.clone(),
+        };
+        let got = polymat::ptrace(&x, &p, Out::Auto).unwrap();
+        dev.check(&got, &want, &format!("ptrace keep {keep:?}"));
+    }
 });
 
 /// Operations without a GPU kernel still return GPU data under `Out::Auto` (the CPU result
@@ -706,6 +746,7 @@ fn gpu_inputs_resolve_to_gpu_kernels() {
         direct(&ops::ISEQUAL.get(&[g, g], Out::Auto)),
         direct(&ops::PERMUTE_INDICES.get(&[g], Out::Auto)),
         direct(&ops::PERMUTE_DIMENSIONS.get(&[g], Out::Auto)),
+        direct(&ops::PTRACE.get(&[g], Out::Auto)),
     ];
     for (name, is_direct) in cases {
         assert!(

@@ -138,6 +138,7 @@ impl GpuDense {
         pub(crate) fn block(&self, rows: &std::ops::Range<usize>, cols: &std::ops::Range<usize>) -> Result<GpuDense>;
         pub(crate) fn overwrite_block(&self, b: &GpuDense, at: (usize, usize)) -> Result<GpuDense>;
         pub(crate) fn kron_transpose(&self, b: &GpuDense) -> Result<GpuDense>;
+        pub(crate) fn ptrace_map(&self, full: &[usize], k: usize, r: usize) -> Result<GpuDense>;
         pub(crate) fn permute(&self, rows: Option<&[usize]>, cols: Option<&[usize]>) -> Result<GpuDense>;
         pub(crate) fn trace_oper_ket(&self, n: usize) -> Result<c64>;
         pub(crate) fn isdiag(&self, atol: f64) -> Result<bool>;

@@ -32,7 +32,7 @@
 //! | a⁻¹, a·x = b | [`inv`], [`solve()`] | [`INV`], [`SOLVE`] | Dense (LU, QR), Csr (sparse LU) |
 //! | √a, log a | [`sqrtm`], [`logm`] | [`SQRTM`], [`LOGM`] | Dense, Csr (densified) |
 //! | eigenpairs, SVD | [`eigs`], [`svd`] | [`EIGS`], [`SVD`] | Dense, Csr (densified) |
-//! | partial trace | [`ptrace()`] | [`PTRACE`] | Dense, Csr |
+//! | partial trace | [`ptrace()`] | [`PTRACE`] | Dense, Csr, GpuDense |
 //! | reshape, vec, unvec, columns | [`reshape()`], [`column_stack`], [`column_unstack`], [`split_columns`] | [`RESHAPE`], ... | Dense, Csr |
 //! | permutations | [`permute::dimensions`], [`permute::indices`] | [`permute::DIMENSIONS`], [`permute::INDICES`] | Dense, Csr, GpuDense |
 //! | blocks | [`block_extract`], [`block_overwrite`], [`block_build`] | [`BLOCK_EXTRACT`], [`BLOCK_OVERWRITE`] | Dense, Csr, GpuDense |

@@ -4,6 +4,7 @@ use std::sync::LazyLock;
 
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense, alloc};
 
 /// Subsystem dimensions and the subsystems to keep, for [`ptrace()`].
@@ -15,12 +16,16 @@ pub struct Ptrace {
     pub keep: Vec<usize>,
 }
 
-/// Trace out the subsystems not in `keep`. Kernels: Dense, Csr.
+/// Trace out the subsystems not in `keep`. Kernels: Dense, Csr, GpuDense.
 pub static PTRACE: LazyLock<Dispatcher<Ptrace>> = LazyLock::new(|| {
     Dispatcher::builder("ptrace", 1)
         .check(|op, args, p| Layout::new(op, args[0].shape(), p).map(|_| ()))
         .unary("ptrace_dense", |a: &Dense, p: &Ptrace| ptrace_dense(a, p))
         .unary("ptrace_csr", |a: &Csr, p: &Ptrace| ptrace_csr(a, p))
+        .unary("ptrace_gpu", |a: &GpuDense, p: &Ptrace| {
+            let l = Layout::new("ptrace", a.shape(), p)?;
+            a.ptrace_map(&l.full, l.k, l.r)
+        })
         .builtin()
 });
 

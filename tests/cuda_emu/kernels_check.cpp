@@ -70,6 +70,11 @@ int main(){
   for(size_t i=0;i<m;i++)for(size_t j=0;j<n;j++) chk(at(pm,pr[i]+pc[j]*m)==at(a,i+j*m),"permute");
   LAUNCH(1,3, pm_permute(a.data(),pm.data(),pr,nullptr,m,n));
   for(size_t i=0;i<m;i++)for(size_t j=0;j<n;j++) chk(at(pm,pr[i]+j*m)==at(a,i+j*m),"permute rows");
+  // ptrace of a 6x6 operator on dims (2, 3) keeping subsystem 0: full index i = 3*s0 + s1
+  { size_t N=6,K=2,R=3; auto A6=randm(N*N); std::vector<unsigned long long> full(K*R);
+    for(size_t i=0;i<N;i++) full[(i%3)*K + i/3]=i;
+    std::vector<cplx> pt(K*K); LAUNCH(2,3, pm_ptrace(A6.data(),pt.data(),full.data(),K,R,N));
+    for(size_t p=0;p<K;p++)for(size_t q=0;q<K;q++){ C w=0; for(size_t t=0;t<R;t++) w+=at(A6,(3*p+t)+(3*q+t)*N); chk(std::abs(at(pt,p+q*K)-w)<1e-14,"ptrace"); } }
   printf(fails?"FAILED %d\n":"all kernel index checks passed\n",fails);
   return fails!=0;
 }

@@ -21,7 +21,6 @@ impl GpuDense {
     /// # Errors
     /// [`Error::InvalidArgument`] if either block reaches past its matrix (checked in every
     /// build: the kernel writes device memory).
-    #[allow(clippy::too_many_arguments)]
     fn copy_block(
         &mut self,
         op: &'static str,
@@ -145,6 +144,44 @@ impl GpuDense {
         // position written, rows[i] + cols[j]·m, is below m·n, the length of `out`; the reads
         // are the m·n entries of `self`.
         unsafe { launch(OP, l, grid(self.len())) }?;
+        Ok(out)
+    }
+
+    /// The partial trace of this n×n operator: `out[p, q] = Σ_t a[full[t·k + p], full[t·k + q]]`
+    /// for kept indices `p, q < k` and traced `t < r`, where `full[t·k + p]` is the full index of
+    /// the pair (the host's subsystem bookkeeping).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless the operator is square, `full` has `k·r` entries and
+    /// every entry is below n (checked in every build: the kernel reads device memory there).
+    pub(crate) fn ptrace_map(&self, full: &[usize], k: usize, r: usize) -> Result<GpuDense> {
+        const OP: &str = "ptrace";
+        let n = self.rows;
+        if self.cols != n || k.checked_mul(r) != Some(full.len()) || full.iter().any(|&x| x >= n) {
+            return Err(Error::argument(
+                OP,
+                "the index map does not fit the operator",
+            ));
+        }
+        let dev = device()?;
+        let mut out = GpuDense::zeros(k, k)?;
+        if k == 0 || r == 0 {
+            return Ok(out);
+        }
+        let map: Vec<u64> = full.iter().map(|&x| x as u64).collect();
+        let map = dev.stream.clone_htod(&map).map_err(gpu_err(OP))?;
+        let (k64, r64, n64) = (k as u64, r as u64, n as u64);
+        let mut l = dev.stream.launch_builder(&dev.f.ptrace);
+        l.arg(&self.buf)
+            .arg(&mut out.buf)
+            .arg(&map)
+            .arg(&k64)
+            .arg(&r64)
+            .arg(&n64);
+        // SAFETY: out holds k·k entries (one per thread index below k²); every read,
+        // full[t·k + p] + full[t·k + q]·n with entries of `full` below n, is below n², the
+        // length of `self`; the map holds k·r entries, indexed by t·k + p < r·k.
+        unsafe { launch(OP, l, grid(k * k)) }?;
         Ok(out)
     }
 

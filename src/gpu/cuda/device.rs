@@ -31,6 +31,7 @@ pub(super) struct Funcs {
     pub(super) offdiag_max_abs: CudaFunction,
     pub(super) close_dev: CudaFunction,
     pub(super) permute: CudaFunction,
+    pub(super) ptrace: CudaFunction,
 }
 
 /// Device 0 with everything polymat needs on it, created once per process.
@@ -108,6 +109,7 @@ fn open() -> std::result::Result<Device, String> {
         offdiag_max_abs: load("pm_offdiag_max_abs")?,
         close_dev: load("pm_close_dev")?,
         permute: load("pm_permute")?,
+        ptrace: load("pm_ptrace")?,
     };
     let name = ctx.name().unwrap_or_else(|_| "CUDA device 0".into());
     Ok(Device {

@@ -277,3 +277,23 @@ extern "C" __global__ void pm_permute(const cplx* a, cplx* out, const unsigned l
         out[r + c * m] = a[k];
     }
 }
+
+// Partial trace of an n x n matrix: out[p + q*k] = sum_t a[full[t*k + p] + full[t*k + q]*n] for
+// kept indices p, q < k and traced t < r; `full[t*k + p]` is the full index of the pair (p, t).
+extern "C" __global__ void pm_ptrace(const cplx* a, cplx* out, const unsigned long long* full,
+                                     unsigned long long k, unsigned long long r,
+                                     unsigned long long n) {
+    GRID_STRIDE(idx, k * k) {
+        unsigned long long p = idx % k;
+        unsigned long long q = idx / k;
+        cplx s;
+        s.re = 0.0;
+        s.im = 0.0;
+        for (unsigned long long t = 0; t < r; t++) {
+            cplx v = a[full[t * k + p] + full[t * k + q] * n];
+            s.re += v.re;
+            s.im += v.im;
+        }
+        out[idx] = s;
+    }
+}
