@@ -582,6 +582,36 @@ test_device!(blocks_and_predicates, |dev| {
         let got = polymat::ptrace(&x, &p, Out::Auto).unwrap();
         dev.check(&got, &want, &format!("ptrace keep {keep:?}"));
     }
+    // Means over the non-zero entries (an all-zero matrix gives 0).
+    let mut sparse = rand(7, 9, 48);
+    for (i, row) in sparse.iter_mut().enumerate() {
+        for (j, v) in row.iter_mut().enumerate() {
+            if (i + 2 * j) % 3 != 0 {
+                *v = C(0.0, 0.0);
+            }
+        }
+    }
+    let nz: Vec<c64> = sparse
+        .iter()
+        .flatten()
+        .copied()
+        .filter(|v| *v != C(0.0, 0.0))
+        .collect();
+    let mean = nz.iter().sum::<c64>() / nz.len() as f64;
+    let mean_abs = nz.iter().map(|v| v.norm()).sum::<f64>() / nz.len() as f64;
+    let xs = dev.put(&sparse);
+    scalar_close(ops::mean_nonzero(&xs).unwrap(), mean, "mean_nonzero");
+    real_close(
+        ops::mean_abs_nonzero(&xs).unwrap(),
+        mean_abs,
+        "mean_abs_nonzero",
+    );
+    let zero = dev.put(&vec![vec![C(0.0, 0.0); 3]; 2]);
+    scalar_close(
+        ops::mean_nonzero(&zero).unwrap(),
+        C(0.0, 0.0),
+        "mean_nonzero of 0",
+    );
 });
 
 /// Operations without a GPU kernel still return GPU data under `Out::Auto` (the CPU result
@@ -747,6 +777,8 @@ fn gpu_inputs_resolve_to_gpu_kernels() {
         direct(&ops::PERMUTE_INDICES.get(&[g], Out::Auto)),
         direct(&ops::PERMUTE_DIMENSIONS.get(&[g], Out::Auto)),
         direct(&ops::PTRACE.get(&[g], Out::Auto)),
+        direct(&ops::MEAN_NONZERO.get(&[g], Out::Auto)),
+        direct(&ops::MEAN_ABS_NONZERO.get(&[g], Out::Auto)),
     ];
     for (name, is_direct) in cases {
         assert!(

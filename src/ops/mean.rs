@@ -4,11 +4,12 @@ use std::sync::LazyLock;
 
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
+use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
 use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
-/// The mean of the nonzero entries. Kernels: Dense, Csr.
+/// The mean of the nonzero entries. Kernels: Dense, Csr, GpuDense.
 pub static MEAN_NONZERO: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("mean_nonzero", 1)
         .unary("mean_nonzero_dense", |a: &Dense, _: &()| {
@@ -17,10 +18,14 @@ pub static MEAN_NONZERO: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .unary("mean_nonzero_csr", |a: &Csr, _: &()| {
             Ok(mean_nonzero_csr(a))
         })
+        .unary("mean_nonzero_gpu", |a: &GpuDense, _: &()| {
+            let (sum, _, count) = a.sum_nonzero()?;
+            Ok(mean((sum, count)))
+        })
         .builtin()
 });
 
-/// The mean absolute value of the nonzero entries. Kernels: Dense, Csr.
+/// The mean absolute value of the nonzero entries. Kernels: Dense, Csr, GpuDense.
 pub static MEAN_ABS_NONZERO: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
     Dispatcher::builder("mean_abs_nonzero", 1)
         .unary("mean_abs_nonzero_dense", |a: &Dense, _: &()| {
@@ -28,6 +33,10 @@ pub static MEAN_ABS_NONZERO: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
         })
         .unary("mean_abs_nonzero_csr", |a: &Csr, _: &()| {
             Ok(mean_abs_nonzero_csr(a))
+        })
+        .unary("mean_abs_nonzero_gpu", |a: &GpuDense, _: &()| {
+            let (_, abs, count) = a.sum_nonzero()?;
+            Ok(mean((abs, count)))
         })
         .builtin()
 });

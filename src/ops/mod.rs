@@ -36,7 +36,7 @@
 //! | reshape, vec, unvec, columns | [`reshape()`], [`column_stack`], [`column_unstack`], [`split_columns`] | [`RESHAPE`], ... | Dense, Csr |
 //! | permutations | [`permute::dimensions`], [`permute::indices`] | [`permute::DIMENSIONS`], [`permute::INDICES`] | Dense, Csr, GpuDense |
 //! | blocks | [`block_extract`], [`block_overwrite`], [`block_build`] | [`BLOCK_EXTRACT`], [`BLOCK_OVERWRITE`] | Dense, Csr, GpuDense |
-//! | means of nonzeros | [`mean_nonzero`], [`mean_abs_nonzero`] | [`MEAN_NONZERO`], [`MEAN_ABS_NONZERO`] | Dense, Csr |
+//! | means of nonzeros | [`mean_nonzero`], [`mean_abs_nonzero`] | [`MEAN_NONZERO`], [`MEAN_ABS_NONZERO`] | Dense, Csr, GpuDense |
 //! | in place | [`iadd`], [`imul`] | — | Dense, Csr |
 //! | to faer / sprs | [`extract()`] | — | any kind |
 //! | 0, 1, diagonals | [`zeros`], [`identity`], [`diag`], [`one_element`], [`zeros_like`], [`identity_like`] | [`ZEROS`], [`IDENTITY`], [`DIAG`] | Dense, Csr |

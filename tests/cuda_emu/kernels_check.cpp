@@ -75,6 +75,11 @@ int main(){
     for(size_t i=0;i<N;i++) full[(i%3)*K + i/3]=i;
     std::vector<cplx> pt(K*K); LAUNCH(2,3, pm_ptrace(A6.data(),pt.data(),full.data(),K,R,N));
     for(size_t p=0;p<K;p++)for(size_t q=0;q<K;q++){ C w=0; for(size_t t=0;t<R;t++) w+=at(A6,(3*p+t)+(3*q+t)*N); chk(std::abs(at(pt,p+q*K)-w)<1e-14,"ptrace"); } }
+  // sums over the non-zero entries: a with two entries zeroed, one NaN
+  { auto z=a; z[1]={0,0}; z[4]={-0.0,0.0}; double o4[4]; pm_sum_nonzero(z.data(),o4,m*n);
+    C sw=0; double aw=0, cw=0; for(size_t k=0;k<m*n;k++) if(!(z[k].re==0&&z[k].im==0)){ sw+=at(z,k); aw+=std::abs(at(z,k)); cw+=1; }
+    chk(std::abs(C(o4[0],o4[1])-sw)<1e-14 && std::abs(o4[2]-aw)<1e-14 && o4[3]==cw && cw==m*n-2,"sum nonzero");
+    z[0].re=NAN; pm_sum_nonzero(z.data(),o4,m*n); chk(std::isnan(o4[0]) && o4[3]==cw,"sum nonzero nan"); }
   printf(fails?"FAILED %d\n":"all kernel index checks passed\n",fails);
   return fails!=0;
 }

@@ -9,7 +9,7 @@ use cudarc::driver::PushKernelArg;
 
 use super::GpuDense;
 use super::device::{device, gpu_err};
-use super::launch::{grid, launch};
+use super::launch::{grid, launch, one_block};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
 use crate::shape::same_shape;
@@ -183,6 +183,26 @@ impl GpuDense {
         // length of `self`; the map holds k·r entries, indexed by t·k + p < r·k.
         unsafe { launch(OP, l, grid(k * k)) }?;
         Ok(out)
+    }
+
+    /// Over the entries that are not `0 + 0i`: their sum, the sum of their moduli, and how many
+    /// there are (one block; NaN counts as non-zero, as on the CPU).
+    pub(crate) fn sum_nonzero(&self) -> Result<(c64, f64, usize)> {
+        const OP: &str = "mean_nonzero";
+        if self.len() == 0 {
+            return Ok((c64::new(0.0, 0.0), 0.0, 0));
+        }
+        let dev = device()?;
+        let mut out = dev.stream.alloc_zeros::<f64>(4).map_err(gpu_err(OP))?;
+        let n = self.len() as u64;
+        let mut l = dev.stream.launch_builder(&dev.f.sum_nonzero);
+        l.arg(&self.buf).arg(&mut out).arg(&n);
+        // SAFETY: reads the `len` entries of this buffer, writes the four f64 of `out`.
+        unsafe { launch(OP, l, one_block()) }?;
+        let v = dev.stream.clone_dtoh(&out).map_err(gpu_err(OP))?;
+        dev.stream.synchronize().map_err(gpu_err(OP))?;
+        // The count is a sum of ones below 2⁵³ for any matrix that fits a GPU: exact.
+        Ok((c64::new(v[0], v[1]), v[2], v[3] as usize))
     }
 
     /// `aᵀ ⊗ b`: the transpose, then the Kronecker product (two element-wise kernels).

@@ -32,6 +32,7 @@ pub(super) struct Funcs {
     pub(super) close_dev: CudaFunction,
     pub(super) permute: CudaFunction,
     pub(super) ptrace: CudaFunction,
+    pub(super) sum_nonzero: CudaFunction,
 }
 
 /// Device 0 with everything polymat needs on it, created once per process.
@@ -110,6 +111,7 @@ fn open() -> std::result::Result<Device, String> {
         close_dev: load("pm_close_dev")?,
         permute: load("pm_permute")?,
         ptrace: load("pm_ptrace")?,
+        sum_nonzero: load("pm_sum_nonzero")?,
     };
     let name = ctx.name().unwrap_or_else(|_| "CUDA device 0".into());
     Ok(Device {

@@ -297,3 +297,33 @@ extern "C" __global__ void pm_ptrace(const cplx* a, cplx* out, const unsigned lo
         out[idx] = s;
     }
 }
+
+// out[0..4] = (sum re, sum im, sum |a|, count) over the entries that are not 0 + 0i (NaN counts
+// as non-zero, as on the CPU); one block.
+extern "C" __global__ void pm_sum_nonzero(const cplx* a, double* out, unsigned long long n) {
+    __shared__ double s[4][256];
+    double re = 0.0, im = 0.0, ab = 0.0, cnt = 0.0;
+    for (unsigned long long t = threadIdx.x; t < n; t += blockDim.x) {
+        cplx v = a[t];
+        if (!(v.re == 0.0 && v.im == 0.0)) {
+            re += v.re;
+            im += v.im;
+            ab += cabs_(v);
+            cnt += 1.0;
+        }
+    }
+    s[0][threadIdx.x] = re;
+    s[1][threadIdx.x] = im;
+    s[2][threadIdx.x] = ab;
+    s[3][threadIdx.x] = cnt;
+    __syncthreads();
+    for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) {
+            for (int c = 0; c < 4; c++) s[c][threadIdx.x] += s[c][threadIdx.x + w];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        for (int c = 0; c < 4; c++) out[c] = s[c][0];
+    }
+}

@@ -23,7 +23,7 @@ pub(super) fn grid(n: usize) -> LaunchConfig {
     }
 }
 
-fn one_block() -> LaunchConfig {
+pub(super) fn one_block() -> LaunchConfig {
     LaunchConfig {
         grid_dim: (1, 1, 1),
         block_dim: (BLOCK, 1, 1),
