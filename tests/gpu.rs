@@ -612,6 +612,12 @@ test_device!(blocks_and_predicates, |dev| {
         C(0.0, 0.0),
         "mean_nonzero of 0",
     );
+    // expect_super: a 9×9 superoperator on a 3×3 state, against Tr(unstack(S·ρ)).
+    let (sup, rho) = (rand(9, 9, 49), rand(9, 1, 50));
+    let prod = matmul(&sup, &rho);
+    let want = prod[0][0] + prod[4][0] + prod[8][0];
+    let got = polymat::expect_super(&dev.put(&sup), &dev.put(&rho)).unwrap();
+    scalar_close(got, want, "expect_super");
 });
 
 /// Operations without a GPU kernel still return GPU data under `Out::Auto` (the CPU result
@@ -779,6 +785,7 @@ fn gpu_inputs_resolve_to_gpu_kernels() {
         direct(&ops::PTRACE.get(&[g], Out::Auto)),
         direct(&ops::MEAN_NONZERO.get(&[g], Out::Auto)),
         direct(&ops::MEAN_ABS_NONZERO.get(&[g], Out::Auto)),
+        direct(&ops::EXPECT_SUPER.get(&[g, g], Out::Auto)),
     ];
     for (name, is_direct) in cases {
         assert!(

@@ -139,6 +139,7 @@ impl GpuDense {
         pub(crate) fn overwrite_block(&self, b: &GpuDense, at: (usize, usize)) -> Result<GpuDense>;
         pub(crate) fn kron_transpose(&self, b: &GpuDense) -> Result<GpuDense>;
         pub(crate) fn sum_nonzero(&self) -> Result<(c64, f64, usize)>;
+        pub(crate) fn expect_super(&self, rho: &GpuDense, n: usize) -> Result<c64>;
         pub(crate) fn ptrace_map(&self, full: &[usize], k: usize, r: usize) -> Result<GpuDense>;
         pub(crate) fn permute(&self, rows: Option<&[usize]>, cols: Option<&[usize]>) -> Result<GpuDense>;
         pub(crate) fn trace_oper_ket(&self, n: usize) -> Result<c64>;

@@ -215,7 +215,8 @@ pub fn trace_oper_ket_csr(a: &Csr) -> Result<c64> {
         .sum())
 }
 
-/// `Tr(unstack(S·vec(ρ)))`. Kernels: (Dense, Dense), (Csr, Dense), (Csr, Csr).
+/// `Tr(unstack(S·vec(ρ)))`. Kernels: (Dense, Dense), (Csr, Dense), (Csr, Csr),
+/// (GpuDense, GpuDense).
 pub static EXPECT_SUPER: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("expect_super", 2)
         .check(|op, args, _| super_shapes(op, args[0].shape(), args[1].shape()).map(|_| ()))
@@ -227,6 +228,9 @@ pub static EXPECT_SUPER: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         })
         .binary("expect_super_csr", |s: &Csr, r: &Csr, _: &()| {
             expect_super_csr(s, r)
+        })
+        .binary("expect_super_gpu", |s: &GpuDense, r: &GpuDense, _: &()| {
+            s.expect_super(r, super_shapes("expect_super", s.shape(), r.shape())?)
         })
         .builtin()
 });

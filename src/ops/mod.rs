@@ -28,7 +28,7 @@
 //! | drop tiny parts | [`tidyup()`] | [`TIDYUP`] | Dense, Csr |
 //! | ket·bra | [`matmul_outer()`] | [`MATMUL_OUTER`] | generic (density-based output), GpuDense |
 //! | aᵀ ⊗ b | [`kron_transpose()`] | [`KRON_TRANSPOSE`] | Dense, Csr, GpuDense |
-//! | superoperator expectation | [`expect_super`], [`trace_oper_ket`] | [`EXPECT_SUPER`], [`TRACE_OPER_KET`] | Dense, Csr (GpuDense: `trace_oper_ket`) |
+//! | superoperator expectation | [`expect_super`], [`trace_oper_ket`] | [`EXPECT_SUPER`], [`TRACE_OPER_KET`] | Dense, Csr, GpuDense |
 //! | a⁻¹, a·x = b | [`inv`], [`solve()`] | [`INV`], [`SOLVE`] | Dense (LU, QR), Csr (sparse LU) |
 //! | √a, log a | [`sqrtm`], [`logm`] | [`SQRTM`], [`LOGM`] | Dense, Csr (densified) |
 //! | eigenpairs, SVD | [`eigs`], [`svd`] | [`EIGS`], [`SVD`] | Dense, Csr (densified) |

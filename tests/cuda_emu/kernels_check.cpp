@@ -80,6 +80,11 @@ int main(){
     C sw=0; double aw=0, cw=0; for(size_t k=0;k<m*n;k++) if(!(z[k].re==0&&z[k].im==0)){ sw+=at(z,k); aw+=std::abs(at(z,k)); cw+=1; }
     chk(std::abs(C(o4[0],o4[1])-sw)<1e-14 && std::abs(o4[2]-aw)<1e-14 && o4[3]==cw && cw==m*n-2,"sum nonzero");
     z[0].re=NAN; pm_sum_nonzero(z.data(),o4,m*n); chk(std::isnan(o4[0]) && o4[3]==cw,"sum nonzero nan"); }
+  // expect_super: a 9x9 superoperator on 3x3 states, one state entry zero
+  { size_t n3=3, N=9; auto S=randm(N*N), rv=randm(N); rv[4]={0,0}; std::vector<cplx> e(1);
+    pm_expect_super(S.data(),rv.data(),e.data(),n3);
+    C w=0; for(size_t k=0;k<N;k++) for(size_t i=0;i<n3;i++) w+=at(S,i*(n3+1)+k*N)*at(rv,k);
+    chk(std::abs(at(e,0)-w)<1e-13,"expect_super"); }
   printf(fails?"FAILED %d\n":"all kernel index checks passed\n",fails);
   return fails!=0;
 }

@@ -205,6 +205,32 @@ impl GpuDense {
         Ok((c64::new(v[0], v[1]), v[2], v[3] as usize))
     }
 
+    /// The expectation value of this n²×n² superoperator on the n²×1 state `rho`:
+    /// `Σ_k ρ_k Σ_{i<n} S[i(n+1), k]`, only the rows of `S` that land on the diagonal (one block).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] unless the shapes are n²×n² and n²×1 (checked in every
+    /// build: the kernel reads device memory by them).
+    pub(crate) fn expect_super(&self, rho: &GpuDense, n: usize) -> Result<c64> {
+        const OP: &str = "expect_super";
+        let nn = n.checked_mul(n);
+        if nn != Some(rho.rows) || rho.cols != 1 || self.shape() != (rho.rows, rho.rows) {
+            return Err(Error::argument(OP, "the shapes must be n²×n² and n²×1"));
+        }
+        if n == 0 {
+            return Ok(c64::new(0.0, 0.0));
+        }
+        let dev = device()?;
+        let mut out = GpuDense::uninit(dev, 1, 1)?;
+        let n64 = n as u64;
+        let mut l = dev.stream.launch_builder(&dev.f.expect_super);
+        l.arg(&self.buf).arg(&rho.buf).arg(&mut out.buf).arg(&n64);
+        // SAFETY: with n² = rows of ρ and S of n²×n² (checked above), every read index
+        // i·(n+1) + k·n² (i < n, k < n²) is below n⁴, and ρ is read at k < n².
+        unsafe { launch(OP, l, one_block()) }?;
+        Ok(out.to_dense()?.get(0, 0))
+    }
+
     /// `aᵀ ⊗ b`: the transpose, then the Kronecker product (two element-wise kernels).
     pub(crate) fn kron_transpose(&self, b: &GpuDense) -> Result<GpuDense> {
         self.transpose(false)?.kron(b)

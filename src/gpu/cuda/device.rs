@@ -33,6 +33,7 @@ pub(super) struct Funcs {
     pub(super) permute: CudaFunction,
     pub(super) ptrace: CudaFunction,
     pub(super) sum_nonzero: CudaFunction,
+    pub(super) expect_super: CudaFunction,
 }
 
 /// Device 0 with everything polymat needs on it, created once per process.
@@ -112,6 +113,7 @@ fn open() -> std::result::Result<Device, String> {
         permute: load("pm_permute")?,
         ptrace: load("pm_ptrace")?,
         sum_nonzero: load("pm_sum_nonzero")?,
+        expect_super: load("pm_expect_super")?,
     };
     let name = ctx.name().unwrap_or_else(|_| "CUDA device 0".into());
     Ok(Device {

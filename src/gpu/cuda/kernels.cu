@@ -327,3 +327,42 @@ extern "C" __global__ void pm_sum_nonzero(const cplx* a, double* out, unsigned l
         for (int c = 0; c < 4; c++) out[c] = s[c][0];
     }
 }
+
+// *out = sum_k r[k] * sum_{i<n} s[i*(n+1) + k*nn] for an nn x nn superoperator s (nn = n*n) and
+// an nn x 1 state r: the expectation value Tr(unstack(s r)); one block.
+extern "C" __global__ void pm_expect_super(const cplx* s, const cplx* r, cplx* out,
+                                           unsigned long long n) {
+    __shared__ double sre[256];
+    __shared__ double sim[256];
+    unsigned long long nn = n * n;
+    double re = 0.0, im = 0.0;
+    for (unsigned long long k = threadIdx.x; k < nn; k += blockDim.x) {
+        cplx rk = r[k];
+        if (rk.re == 0.0 && rk.im == 0.0) continue;
+        cplx col;
+        col.re = 0.0;
+        col.im = 0.0;
+        for (unsigned long long i = 0; i < n; i++) {
+            cplx v = s[i * (n + 1) + k * nn];
+            col.re += v.re;
+            col.im += v.im;
+        }
+        cplx p = cmul(col, rk);
+        re += p.re;
+        im += p.im;
+    }
+    sre[threadIdx.x] = re;
+    sim[threadIdx.x] = im;
+    __syncthreads();
+    for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) {
+            sre[threadIdx.x] += sre[threadIdx.x + w];
+            sim[threadIdx.x] += sim[threadIdx.x + w];
+        }
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) {
+        out[0].re = sre[0];
+        out[0].im = sim[0];
+    }
+}
