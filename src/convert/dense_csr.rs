@@ -341,10 +341,10 @@ fn fill_rows(
             } else {
                 PAR_ROW_BLOCK
             };
+            // The block's write cursors, on the stack: `step` ≤ PAR_ROW_BLOCK rows.
+            let mut next = [0usize; PAR_ROW_BLOCK];
             for r0 in rows.clone().step_by(step) {
                 let r1 = (r0 + step).min(rows.end);
-                // On the stack: `step` ≤ PAR_ROW_BLOCK rows.
-                let mut next = [0usize; PAR_ROW_BLOCK];
                 for (q, p) in next.iter_mut().zip(&indptr[r0..r1]) {
                     *q = p - base;
                 }

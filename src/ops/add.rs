@@ -248,8 +248,8 @@ pub fn add_dense_csr(a: &Dense, b: &Csr, scale: c64) -> Result<Dense> {
     Ok(out)
 }
 
-/// `out += scale·s`, entry by entry.
-fn scatter_add(out: &mut Dense, s: &Csr, scale: c64) {
+/// `out += scale·s`, entry by entry, in `out`'s layout (also `iadd` of a Csr into a Dense).
+pub(crate) fn scatter_add(out: &mut Dense, s: &Csr, scale: c64) {
     let (p, idx, val) = (s.indptr(), s.indices(), s.data());
     let row_major = out.layout() == crate::storage::Layout::RowMajor;
     let buf = out.buffer_mut();

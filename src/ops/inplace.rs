@@ -36,7 +36,7 @@ pub fn iadd(a: &mut Data, b: &Data, scale: c64) -> Result<bool> {
             return Ok(true);
         }
         if let Some(src) = b.downcast_ref::<Csr>() {
-            iadd_dense_csr(dst, src, scale);
+            super::add::scatter_add(dst, src, scale);
             return Ok(true);
         }
     }
@@ -91,19 +91,6 @@ fn iadd_dense(dst: &mut Dense, src: &Dense, scale: c64) {
             for (i, d) in col.iter_mut().enumerate() {
                 *d += scale * other[(j, i)];
             }
-        }
-    }
-}
-
-/// `dst ← dst + scale·src` for a Dense `dst` and a Csr `src` of equal shape.
-fn iadd_dense_csr(dst: &mut Dense, src: &Csr, scale: c64) {
-    let (p, idx, val) = (src.indptr(), src.indices(), src.data());
-    let row_major = dst.layout() == crate::storage::Layout::RowMajor;
-    let buf = dst.buffer_mut();
-    for i in 0..src.shape().0 {
-        for k in p[i]..p[i + 1] {
-            let at = if row_major { (idx[k], i) } else { (i, idx[k]) };
-            buf[at] += scale * val[k];
         }
     }
 }

@@ -216,14 +216,24 @@ impl Dense {
     /// [`Error::InvalidDense`] if the length does not match, [`Error::TooLarge`] as for
     /// [`Dense::try_zeros`].
     pub fn from_col_major(rows: usize, cols: usize, values: &[c64]) -> Result<Dense> {
+        Dense::buffer_from("Dense::from_col_major", (rows, cols), (rows, cols), values)
+            .map(Dense::new)
+    }
+
+    /// `values` copied into a `buffer.0 × buffer.1` column-major buffer; the length error names
+    /// the matrix shape `shape` (the constructors from a flat slice, in either layout).
+    pub(super) fn buffer_from(
+        op: &str,
+        (rows, cols): (usize, usize),
+        (brows, bcols): (usize, usize),
+        values: &[c64],
+    ) -> Result<Mat<c64>> {
         if rows.checked_mul(cols) != Some(values.len()) {
             return Err(Error::InvalidDense {
                 reason: format!("{} values cannot fill a {rows}×{cols} matrix", values.len()),
             });
         }
-        Dense::from_fn_for("Dense::from_col_major", rows, cols, |i, j| {
-            values[i + j * rows]
-        })
+        alloc::mat_from_fn(op, brows, bcols, |i, j| values[i + j * brows])
     }
 
     /// `(rows, columns)`.

@@ -8,7 +8,7 @@ use rayon::prelude::*;
 
 use super::{Dense, alloc};
 use crate::engine::{self, Family};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::scalar::c64;
 
 /// The order of a [`Dense`](crate::Dense) buffer (QuTiP's `fortran` flag).
@@ -108,7 +108,7 @@ impl Dense {
     /// copy.
     ///
     /// # Errors
-    /// [`Error::TooLarge`] if the copy cannot be allocated.
+    /// [`Error::TooLarge`](crate::Error::TooLarge) if the copy cannot be allocated.
     pub fn into_layout(self, layout: Layout) -> Result<Dense> {
         if self.layout == layout {
             return Ok(self);
@@ -125,18 +125,12 @@ impl Dense {
     /// contiguous copy, no reordering).
     ///
     /// # Errors
-    /// [`Error::InvalidDense`] if the length does not match, [`Error::TooLarge`] as for
+    /// [`Error::InvalidDense`](crate::Error::InvalidDense) if the length does not match, [`Error::TooLarge`](crate::Error::TooLarge) as for
     /// [`Dense::try_zeros`].
     pub fn from_row_major(rows: usize, cols: usize, values: &[c64]) -> Result<Dense> {
-        if rows.checked_mul(cols) != Some(values.len()) {
-            return Err(Error::InvalidDense {
-                reason: format!("{} values cannot fill a {rows}×{cols} matrix", values.len()),
-            });
-        }
-        alloc::mat_from_fn("Dense::from_row_major", cols, rows, |j, i| {
-            values[j + i * cols]
-        })
-        .map(|buf| Dense::with_layout(buf, Layout::RowMajor))
+        // The row-major buffer is the column-major cols × rows matrix of the same values.
+        Dense::buffer_from("Dense::from_row_major", (rows, cols), (cols, rows), values)
+            .map(|buf| Dense::with_layout(buf, Layout::RowMajor))
     }
 
     /// The buffer transposed into new column-major memory (the other layout's buffer): faer's

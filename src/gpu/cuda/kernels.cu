@@ -132,25 +132,18 @@ extern "C" __global__ void pm_lincomb(const cplx* x1, const cplx* x2, const cplx
     }
 }
 
-// out[0] = sum of a[start + t*stride], t < count; one block of 256 threads, fixed order.
-extern "C" __global__ void pm_strided_sum(const cplx* a, cplx* out, unsigned long long start,
-                                          unsigned long long stride,
-                                          unsigned long long count) {
+// Block-level sum of (re, im) over the threads of one block, written to out[0] by thread 0
+// (the one-block reductions: strided sums, superoperator expectations).
+__device__ void block_sum_into(double re, double im, cplx* out) {
     __shared__ double sre[256];
     __shared__ double sim[256];
-    double re = 0.0, im = 0.0;
-    for (unsigned long long t = threadIdx.x; t < count; t += blockDim.x) {
-        cplx v = a[start + t * stride];
-        re += v.re;
-        im += v.im;
-    }
     sre[threadIdx.x] = re;
     sim[threadIdx.x] = im;
     __syncthreads();
-    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
-        if (threadIdx.x < s) {
-            sre[threadIdx.x] += sre[threadIdx.x + s];
-            sim[threadIdx.x] += sim[threadIdx.x + s];
+    for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
+        if (threadIdx.x < w) {
+            sre[threadIdx.x] += sre[threadIdx.x + w];
+            sim[threadIdx.x] += sim[threadIdx.x + w];
         }
         __syncthreads();
     }
@@ -158,6 +151,19 @@ extern "C" __global__ void pm_strided_sum(const cplx* a, cplx* out, unsigned lon
         out[0].re = sre[0];
         out[0].im = sim[0];
     }
+}
+
+// out[0] = sum of a[start + t*stride], t < count; one block of 256 threads, fixed order.
+extern "C" __global__ void pm_strided_sum(const cplx* a, cplx* out, unsigned long long start,
+                                          unsigned long long stride,
+                                          unsigned long long count) {
+    double re = 0.0, im = 0.0;
+    for (unsigned long long t = threadIdx.x; t < count; t += blockDim.x) {
+        cplx v = a[start + t * stride];
+        re += v.re;
+        im += v.im;
+    }
+    block_sum_into(re, im, out);
 }
 
 // Non-negative doubles order like their bit patterns, so atomicMax on the bits is a max.
@@ -332,8 +338,6 @@ extern "C" __global__ void pm_sum_nonzero(const cplx* a, double* out, unsigned l
 // an nn x 1 state r: the expectation value Tr(unstack(s r)); one block.
 extern "C" __global__ void pm_expect_super(const cplx* s, const cplx* r, cplx* out,
                                            unsigned long long n) {
-    __shared__ double sre[256];
-    __shared__ double sim[256];
     unsigned long long nn = n * n;
     double re = 0.0, im = 0.0;
     for (unsigned long long k = threadIdx.x; k < nn; k += blockDim.x) {
@@ -351,18 +355,5 @@ extern "C" __global__ void pm_expect_super(const cplx* s, const cplx* r, cplx* o
         re += p.re;
         im += p.im;
     }
-    sre[threadIdx.x] = re;
-    sim[threadIdx.x] = im;
-    __syncthreads();
-    for (unsigned int w = blockDim.x / 2; w > 0; w >>= 1) {
-        if (threadIdx.x < w) {
-            sre[threadIdx.x] += sre[threadIdx.x + w];
-            sim[threadIdx.x] += sim[threadIdx.x + w];
-        }
-        __syncthreads();
-    }
-    if (threadIdx.x == 0) {
-        out[0].re = sre[0];
-        out[0].im = sim[0];
-    }
+    block_sum_into(re, im, out);
 }
