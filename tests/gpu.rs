@@ -620,6 +620,138 @@ test_device!(blocks_and_predicates, |dev| {
     scalar_close(got, want, "expect_super");
 });
 
+/// A dense Dense from a reference, for the host-side identities below.
+fn dense_of(r: &Ref) -> Dense {
+    let (m, n) = common::shape(r);
+    Dense::from_fn(m, n, |i, j| r[i][j])
+}
+
+fn ref_of(d: &Dense) -> Ref {
+    let (m, n) = d.shape();
+    (0..m)
+        .map(|i| (0..n).map(|j| d.get(i, j)).collect())
+        .collect()
+}
+
+// inv, solve, eigs and svd: cuSOLVER on the GPU (getrf/getrs, heevd, gesvd), faer on the CPU;
+// checked by their identities, so both halves test the same claims.
+test_device!(decompositions, |dev| {
+    // A well-conditioned general matrix: random plus 4·I.
+    let n = 24;
+    let a = common::zip(&rand(n, n, 61), &eye(n), |p, q| p + C(4.0, 0.0) * q);
+    let x = dev.put(&a);
+    let inv = polymat::inv(&x, Out::Auto).unwrap();
+    assert_eq!(inv.kind(), dev.kind(), "inv stays on {dev:?}");
+    dev.check(
+        &polymat::matmul(&x, &inv, Out::Auto).unwrap(),
+        &eye(n),
+        "a·inv(a)",
+    );
+    let b = rand(n, 3, 62);
+    for method in [
+        ops::SolveMethod::Lu,
+        ops::SolveMethod::Gmres(ops::Iterative::default().tol(1e-13)),
+    ] {
+        let sol = polymat::solve(&x, &dev.put(&b), method.clone(), Out::Auto).unwrap();
+        assert_eq!(sol.kind(), dev.kind(), "solve {method:?} stays on {dev:?}");
+        dev.check(
+            &polymat::matmul(&x, &sol, Out::Auto).unwrap(),
+            &b,
+            &format!("a·solve(a, b) by {method:?}"),
+        );
+    }
+    // Singular to working precision: an exact zero pivot, and a rank-one perturbation of
+    // machine size (no zero pivot, but the condition estimate refuses it).
+    let zero = vec![vec![C(0.0, 0.0); 3]; 3];
+    let e = polymat::inv(&dev.put(&zero), Out::Auto).unwrap_err();
+    assert!(matches!(e, Error::Numerical { .. }), "{e}");
+    let mut near = vec![vec![C(1.0, 0.0); 3]; 3];
+    near[2][2] = C(1.0 + 1e-17, 0.0);
+    near[1][0] = C(1.0 + 4e-16, 0.0);
+    let e = polymat::solve(
+        &dev.put(&near),
+        &dev.put(&rand(3, 1, 63)),
+        ops::SolveMethod::Lu,
+        Out::Auto,
+    )
+    .unwrap_err();
+    assert!(matches!(e, Error::Numerical { .. }), "{e}");
+    // Hermitian eigenpairs, all and a few, in both orders.
+    let h = common::zip(&a, &adjoint(&a), |p, q| p + q);
+    let hx = dev.put(&h);
+    for (order, count) in [(ops::EigOrder::Low, None), (ops::EigOrder::High, Some(5))] {
+        let o = ops::EigsOptions {
+            order,
+            count,
+            ..Default::default()
+        };
+        let e = polymat::eigs(&hx, o).unwrap();
+        let k = count.unwrap_or(n);
+        assert_eq!(e.values.len(), k);
+        let sorted = e.values.windows(2).all(|w| match order {
+            ops::EigOrder::Low => w[0].re <= w[1].re,
+            ops::EigOrder::High => w[0].re >= w[1].re,
+        });
+        assert!(sorted && e.values.iter().all(|v| v.im == 0.0), "{order:?}");
+        let v = ref_of(e.vectors.as_ref().unwrap());
+        let av = matmul(&h, &v);
+        let vl: Ref = (0..n)
+            .map(|i| (0..k).map(|j| v[i][j] * e.values[j]).collect())
+            .collect();
+        common::assert_ref_close(&av, &vl, &format!("h·v = v·λ ({order:?}) on {dev:?}"));
+        let gram = matmul(&adjoint(&v), &v);
+        common::assert_ref_close(&gram, &eye(k), "orthonormal eigenvectors");
+    }
+    let only = polymat::eigs(
+        &hx,
+        ops::EigsOptions {
+            vectors: false,
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let all = polymat::eigs(&dense_of(&h).into(), Default::default()).unwrap();
+    for (p, q) in only.values.iter().zip(&all.values) {
+        scalar_close(*p, *q, "eigenvalues without vectors");
+    }
+    // A general matrix: the general solver (on the CPU for GPU data), same eigenvalues.
+    let g = polymat::eigs(&x, Default::default()).unwrap();
+    let gd = polymat::eigs(&dense_of(&a).into(), Default::default()).unwrap();
+    for (p, q) in g.values.iter().zip(&gd.values) {
+        scalar_close(*p, *q, "general eigenvalues");
+    }
+    // Thin SVD of a tall, a wide and an empty matrix; values only.
+    for (m, k) in [(9, 5), (4, 7), (0, 3)] {
+        let r = rand(m, k, 64 + m as u64);
+        // (A reference with no rows loses its column count: build the 0×k input directly.)
+        let host = if m == 0 {
+            Dense::zeros(0, k)
+        } else {
+            dense_of(&r)
+        };
+        let input = polymat::to(dev.kind(), &host.into()).unwrap();
+        let d = polymat::svd(&input, true).unwrap();
+        let p = m.min(k);
+        assert_eq!(d.s.len(), p);
+        assert!(d.s.windows(2).all(|w| w[0] >= w[1]), "nonincreasing");
+        let (u, vh) = (d.u.as_ref().unwrap(), d.vh.as_ref().unwrap());
+        assert_eq!((u.shape(), vh.shape()), ((m, p), (p, k)));
+        let (u, vh) = (ref_of(u), ref_of(vh));
+        let us: Ref = u
+            .iter()
+            .map(|row| row.iter().zip(&d.s).map(|(x, s)| x * s).collect())
+            .collect();
+        if m > 0 {
+            common::assert_ref_close(&matmul(&us, &vh), &r, &format!("u·s·vh {m}×{k}"));
+        }
+        let plain = polymat::svd(&input, false).unwrap();
+        assert!(plain.u.is_none() && plain.vh.is_none());
+        for (p, q) in plain.s.iter().zip(&d.s) {
+            real_close(*p, *q, "singular values without vectors");
+        }
+    }
+});
+
 /// Operations without a GPU kernel still return GPU data under `Out::Auto` (the CPU result
 /// is moved back), so a chain of operations never falls off the GPU.
 #[test]
@@ -786,6 +918,10 @@ fn gpu_inputs_resolve_to_gpu_kernels() {
         direct(&ops::MEAN_NONZERO.get(&[g], Out::Auto)),
         direct(&ops::MEAN_ABS_NONZERO.get(&[g], Out::Auto)),
         direct(&ops::EXPECT_SUPER.get(&[g, g], Out::Auto)),
+        direct(&ops::INV.get(&[g], Out::Auto)),
+        direct(&ops::SOLVE.get(&[g, g], Out::Auto)),
+        direct(&ops::EIGS.get(&[g], Out::Auto)),
+        direct(&ops::SVD.get(&[g], Out::Auto)),
     ];
     for (name, is_direct) in cases {
         assert!(
@@ -877,9 +1013,9 @@ fn placement_policy() {
         "identity_csr"
     );
     // No GPU kernel: the GPU operand is downloaded (weight 2).
-    let r = ops::INV.get(&[g], Out::Auto).unwrap();
+    let r = ops::SQRTM.get(&[g], Out::Auto).unwrap();
     assert!(
-        !r.is_direct() && r.kernel_name() == "inv_dense",
+        !r.is_direct() && r.kernel_name() == "sqrtm_dense",
         "{}",
         r.kernel_name()
     );

@@ -30,6 +30,25 @@ pub(crate) fn probe() -> Result<()> {
     no_gpu()
 }
 
+pub(crate) fn solver_available() -> bool {
+    false
+}
+
+/// An LU factorisation on the GPU; none can exist in this build.
+pub(crate) struct GpuLu {
+    never: Infallible,
+}
+
+impl GpuLu {
+    pub(crate) fn solve(&self, b: &GpuDense, adjoint: bool) -> Result<GpuDense> {
+        let _ = (b, adjoint);
+        match self.never {}
+    }
+}
+
+/// `(u, s, vh)` of a GPU SVD.
+pub(crate) type GpuSvd = (Option<GpuDense>, Vec<f64>, Option<GpuDense>);
+
 /// A dense complex matrix in GPU memory (see the `cuda` feature). In this build polymat has no
 /// CUDA support: every constructor returns [`Error::NoGpu`].
 pub struct GpuDense {
@@ -145,5 +164,8 @@ impl GpuDense {
         pub(crate) fn trace_oper_ket(&self, n: usize) -> Result<c64>;
         pub(crate) fn isdiag(&self, atol: f64) -> Result<bool>;
         pub(crate) fn isequal(&self, b: &GpuDense, atol: f64, rtol: f64) -> Result<bool>;
+        pub(crate) fn lu(&self, op: &'static str) -> Result<GpuLu>;
+        pub(crate) fn eigh(&self, vectors: bool) -> Result<(Vec<f64>, Option<GpuDense>)>;
+        pub(crate) fn svd(&self, vectors: bool) -> Result<GpuSvd>;
     }
 }

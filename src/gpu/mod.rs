@@ -58,6 +58,7 @@ use cuda as backend;
 use dummy as backend;
 
 pub use backend::GpuDense;
+pub(crate) use backend::{GpuLu, solver_available};
 
 use crate::error::Result;
 use crate::storage::{Data, Kind};

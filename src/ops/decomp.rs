@@ -10,6 +10,7 @@ use crate::convert::builtin::csr_to_dense;
 use crate::dispatch::{Dispatcher, Out, Specialisation, plain_output};
 use crate::engine;
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
@@ -52,6 +53,9 @@ pub static EIGS: LazyLock<Dispatcher<EigsOptions, Eigen>> = LazyLock::new(|| {
                 EigsMethod::Krylov => super::krylov_eigs::eigs_dense_krylov(a, o),
                 _ => eigs_dense(a, *o),
             }
+        })
+        .unary("eigs_gpu", |a: &GpuDense, o: &EigsOptions| {
+            super::gpu_linalg::eigs_gpu(a, o)
         })
         .specialisation(
             Specialisation::unary("eigs_csr", |a: &Csr, o: &EigsOptions| {
@@ -165,7 +169,20 @@ pub fn eigs_dense(a: &Dense, options: EigsOptions) -> Result<Eigen> {
             .map_err(|e| no_convergence("eigs", e))?;
         (s, None)
     };
-    let hermitian_values = if hermitian {
+    let vectors = vectors.as_ref().map(|u| u.as_ref());
+    order_eigen(values, vectors, hermitian, &options)
+}
+
+/// The eigenpairs of an `n × n` matrix from a solver, sorted and cut to `count` as `options`
+/// ask, the vectors normalised to unit 2-norm (shared by the dense and the GPU kernel).
+pub(crate) fn order_eigen(
+    values: Vec<c64>,
+    vectors: Option<faer::MatRef<'_, c64>>,
+    hermitian: bool,
+    options: &EigsOptions,
+) -> Result<Eigen> {
+    let n = values.len();
+    let hermitian_values: Vec<c64> = if hermitian {
         values.iter().map(|v| c64::new(v.re, 0.0)).collect()
     } else {
         values
@@ -199,6 +216,9 @@ pub fn eigs_dense(a: &Dense, options: EigsOptions) -> Result<Eigen> {
 pub static SVD: LazyLock<Dispatcher<bool, Svd>> = LazyLock::new(|| {
     Dispatcher::builder("svd", 1)
         .unary("svd_dense", |a: &Dense, v: &bool| svd_dense(a, *v))
+        .unary("svd_gpu", |a: &GpuDense, v: &bool| {
+            super::gpu_linalg::svd_gpu(a, *v)
+        })
         .specialisation(via_dense("svd_csr", csr_to_dense, |d: &Dense, v: &bool| {
             svd_dense(d, *v)
         }))

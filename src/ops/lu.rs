@@ -5,7 +5,7 @@
 use faer::linalg::solvers::{PartialPivLu, SolveCore};
 use faer::sparse::linalg::solvers::Lu as SparseLu;
 use faer::sparse::{SparseColMatRef, SymbolicSparseColMatRef};
-use faer::{Conj, Mat};
+use faer::{Conj, Mat, MatMut};
 
 use crate::engine;
 use crate::error::{Error, Result};
@@ -98,21 +98,17 @@ impl Factorised {
     }
 
     /// `a⁻¹·b` (or `a⁻ᴴ·b` with `adjoint`), in place.
-    fn solve_mat(&self, x: &mut Mat<c64>, adjoint: bool) {
+    fn solve_mat(&self, x: MatMut<'_, c64>, adjoint: bool) {
         match (self, adjoint) {
-            (Factorised::Dense { lu, .. }, false) => {
-                lu.solve_in_place_with_conj(Conj::No, x.as_mut())
-            }
+            (Factorised::Dense { lu, .. }, false) => lu.solve_in_place_with_conj(Conj::No, x),
             (Factorised::Dense { lu, .. }, true) => {
-                lu.solve_transpose_in_place_with_conj(Conj::Yes, x.as_mut())
+                lu.solve_transpose_in_place_with_conj(Conj::Yes, x)
             }
             // The factorisation is of aᵀ: a = (aᵀ)ᵀ and aᴴ = conj(aᵀ).
             (Factorised::Sparse { lu, .. }, false) => {
-                lu.solve_transpose_in_place_with_conj(Conj::No, x.as_mut())
+                lu.solve_transpose_in_place_with_conj(Conj::No, x)
             }
-            (Factorised::Sparse { lu, .. }, true) => {
-                lu.solve_in_place_with_conj(Conj::Yes, x.as_mut())
-            }
+            (Factorised::Sparse { lu, .. }, true) => lu.solve_in_place_with_conj(Conj::Yes, x),
         }
     }
 
@@ -124,73 +120,103 @@ impl Factorised {
         let mut x = b.clone().into_mat();
         if b.shape().0 > 0 && b.shape().1 > 0 {
             let _avx = engine::AvxGuard::for_size(b.shape().0);
-            self.solve_mat(&mut x, false);
+            self.solve_mat(x.as_mut(), false);
         }
         finite(self.op(), x).map(Dense::new)
     }
 
     /// Refuses matrices whose estimated reciprocal condition number is below [`RCOND_MIN`].
     fn check_condition(&self, n: usize, norm1: f64) -> Result<()> {
-        if n == 0 {
-            return Ok(());
-        }
-        let inv_norm = self.inverse_norm_estimate(n);
-        let rcond = if norm1 > 0.0 && inv_norm.is_finite() && inv_norm > 0.0 {
-            1.0 / (norm1 * inv_norm)
-        } else {
-            0.0
-        };
-        if rcond < RCOND_MIN || !rcond.is_finite() {
-            return Err(Error::Numerical {
-                op: self.op().to_owned(),
-                reason: format!(
-                    "the matrix is singular to working precision: estimated reciprocal \
-                     condition number {rcond:.3e} < {RCOND_MIN:.3e}"
-                ),
-            });
-        }
-        Ok(())
+        check_condition(self.op(), n, norm1, |v, adjoint| {
+            self.solve_mat(MatMut::from_column_major_slice_mut(v, n, 1), adjoint);
+            Ok(())
+        })
     }
+}
 
-    /// `‖a⁻¹‖₁` by Hager's and Higham's estimator (LAPACK's `zlacn2`), plus Higham's
-    /// alternating test vector: a few solves with `a` and `aᴴ`.
-    fn inverse_norm_estimate(&self, n: usize) -> f64 {
-        let norm1 = |m: &Mat<c64>| m.col(0).iter().map(|z| z.norm()).sum::<f64>();
-        let mut x = Mat::from_fn(n, 1, |_, _| c64::new(1.0 / n as f64, 0.0));
-        let mut est = 0.0f64;
-        let mut last_j = usize::MAX;
-        for iter in 0..5 {
-            let mut y = x.clone();
-            self.solve_mat(&mut y, false);
-            let new = norm1(&y);
-            if !new.is_finite() {
-                return f64::INFINITY;
-            }
-            if iter > 0 && new <= est {
-                break;
-            }
-            est = new;
-            let mut z = Mat::from_fn(n, 1, |i, _| {
-                let v = y[(i, 0)];
+/// Refuses an `n × n` matrix of 1-norm `norm1` whose estimated reciprocal condition number is
+/// below [`RCOND_MIN`]; `solve(v, adjoint)` overwrites the column `v` with `a⁻¹·v` (or
+/// `a⁻ᴴ·v`) from a factorisation of `a`: the dense and sparse LUs here, cuSOLVER's on the GPU.
+///
+/// # Errors
+/// [`Error::Numerical`] naming the estimate; the errors of `solve`.
+pub(crate) fn check_condition(
+    op: &str,
+    n: usize,
+    norm1: f64,
+    solve: impl FnMut(&mut [c64], bool) -> Result<()>,
+) -> Result<()> {
+    if n == 0 {
+        return Ok(());
+    }
+    let inv_norm = inverse_norm_estimate(n, solve)?;
+    let rcond = if norm1 > 0.0 && inv_norm.is_finite() && inv_norm > 0.0 {
+        1.0 / (norm1 * inv_norm)
+    } else {
+        0.0
+    };
+    if rcond < RCOND_MIN || !rcond.is_finite() {
+        return Err(Error::Numerical {
+            op: op.to_owned(),
+            reason: format!(
+                "the matrix is singular to working precision: estimated reciprocal \
+                 condition number {rcond:.3e} < {RCOND_MIN:.3e}"
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// `‖a⁻¹‖₁` by Hager's and Higham's estimator (LAPACK's `zlacn2`), plus Higham's alternating
+/// test vector: a few solves with `a` and `aᴴ`.
+fn inverse_norm_estimate(
+    n: usize,
+    mut solve: impl FnMut(&mut [c64], bool) -> Result<()>,
+) -> Result<f64> {
+    let norm1 = |v: &[c64]| v.iter().map(|z| z.norm()).sum::<f64>();
+    let mut x = vec![c64::new(1.0 / n as f64, 0.0); n];
+    let mut est = 0.0f64;
+    let mut last_j = usize::MAX;
+    for iter in 0..5 {
+        let mut y = x.clone();
+        solve(&mut y, false)?;
+        let new = norm1(&y);
+        if !new.is_finite() {
+            return Ok(f64::INFINITY);
+        }
+        if iter > 0 && new <= est {
+            break;
+        }
+        est = new;
+        let mut z: Vec<c64> = y
+            .iter()
+            .map(|&v| {
                 if v.norm() == 0.0 {
                     c64::new(1.0, 0.0)
                 } else {
                     v / v.norm()
                 }
-            });
-            self.solve_mat(&mut z, true);
-            let (j, zmax) = (0..n).fold((0, -1.0f64), |(bj, bv), i| {
-                let v = z[(i, 0)].norm();
-                if v > bv { (i, v) } else { (bj, bv) }
-            });
-            let ztx: f64 = (0..n).map(|i| (z[(i, 0)].conj() * x[(i, 0)]).re).sum();
-            if (iter > 0 && zmax <= ztx) || j == last_j {
-                break;
+            })
+            .collect();
+        solve(&mut z, true)?;
+        let (j, zmax) = z.iter().enumerate().fold((0, -1.0f64), |(bj, bv), (i, v)| {
+            if v.norm() > bv {
+                (i, v.norm())
+            } else {
+                (bj, bv)
             }
-            last_j = j;
-            x = Mat::from_fn(n, 1, |i, _| c64::new(f64::from(u8::from(i == j)), 0.0));
+        });
+        let ztx: f64 = z.iter().zip(&x).map(|(z, x)| (z.conj() * x).re).sum();
+        if (iter > 0 && zmax <= ztx) || j == last_j {
+            break;
         }
-        let mut alt = Mat::from_fn(n, 1, |i, _| {
+        last_j = j;
+        x = (0..n)
+            .map(|i| c64::new(f64::from(u8::from(i == j)), 0.0))
+            .collect();
+    }
+    let mut alt: Vec<c64> = (0..n)
+        .map(|i| {
             let sign = if i % 2 == 0 { 1.0 } else { -1.0 };
             let frac = if n > 1 {
                 i as f64 / (n - 1) as f64
@@ -198,8 +224,8 @@ impl Factorised {
                 0.0
             };
             c64::new(sign * (1.0 + frac), 0.0)
-        });
-        self.solve_mat(&mut alt, false);
-        est.max(2.0 * norm1(&alt) / (3.0 * n as f64))
-    }
+        })
+        .collect();
+    solve(&mut alt, false)?;
+    Ok(est.max(2.0 * norm1(&alt) / (3.0 * n as f64)))
 }

@@ -53,6 +53,7 @@ pub mod expm;
 pub mod expm_multiply;
 pub mod extract;
 pub mod funm;
+mod gpu_linalg;
 pub mod inner;
 pub mod inplace;
 pub mod kron;

@@ -14,6 +14,7 @@ use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
 use crate::error::{Error, Result};
+use crate::gpu::GpuDense;
 use crate::krylov::LinearMap;
 use crate::krylov::iterative::{self, Method};
 use crate::storage::{Csr, Data, Dense};
@@ -177,6 +178,9 @@ pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("inv", 1)
         .check(check_square)
         .unary("inv_dense", |a: &Dense, _: &()| inv_dense(a))
+        .unary("inv_gpu", |a: &GpuDense, _: &()| {
+            super::gpu_linalg::inv_gpu(a)
+        })
         .specialisation(via_dense("inv_csr", csr_to_dense, |d: &Dense, _: &()| {
             dense_to_csr(&inv_dense(d)?)
         }))
@@ -231,6 +235,10 @@ pub static SOLVE: LazyLock<Dispatcher<SolveMethod>> = LazyLock::new(|| {
         .binary("solve_csr_dense", |a: &Csr, b: &Dense, m: &SolveMethod| {
             solve_csr_dense(a, b, m)
         })
+        .binary(
+            "solve_gpu",
+            |a: &GpuDense, b: &GpuDense, m: &SolveMethod| super::gpu_linalg::solve_gpu(a, b, m),
+        )
         .specialisation(
             Specialisation::binary("solve_csr", |a: &Csr, b: &Csr, m: &SolveMethod| {
                 dense_to_csr(&solve_csr_dense(a, &csr_to_dense(b)?, m)?)
@@ -411,7 +419,7 @@ pub fn solve_csr_dense(a: &Csr, b: &Dense, method: &SolveMethod) -> Result<Dense
 
 /// The generic kernel: iterative methods through the dispatchers (the result in `b`'s kind),
 /// direct ones on Dense copies.
-fn solve_data(a: &Data, b: &Data, method: &SolveMethod) -> Result<Data> {
+pub(super) fn solve_data(a: &Data, b: &Data, method: &SolveMethod) -> Result<Data> {
     if let Some((m, o)) = method.iterative() {
         let op = matrix_map(a);
         if b.shape().1 == 1 {

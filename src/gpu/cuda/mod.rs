@@ -1,12 +1,14 @@
 //! The CUDA backend of [`GpuDense`] (feature `cuda`): the type and its transfers here; device
 //! discovery in `device`, the NVRTC kernels in `launch` (element-wise work and reductions) and
-//! `blocks` (block copies and comparisons), cuBLAS in `blas`, matrix functions in `expm`.
+//! `blocks` (block copies and comparisons), cuBLAS in `blas`, matrix functions in `expm`,
+//! cuSOLVER (LU, Hermitian eigensolver, SVD) in `solver`.
 
 mod blas;
 mod blocks;
 mod device;
 mod expm;
 mod launch;
+mod solver;
 
 use std::fmt;
 
@@ -14,6 +16,7 @@ use cudarc::driver::CudaSlice;
 
 use device::{Device, device, gpu_err};
 pub(crate) use device::{device_name, probe, stream, synchronize};
+pub(crate) use solver::{GpuLu, solver_available};
 
 use crate::error::{Error, Result};
 use crate::scalar::c64;
