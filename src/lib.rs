@@ -111,7 +111,7 @@ pub use engine::{
     THREADS_ENV, clear_upper_vector_state, dense_limit, set_dense_limit, set_threads, threads,
 };
 pub use error::{Error, Result, Shape};
-pub use gpu::GpuDense;
+pub use gpu::{GpuCsr, GpuDense};
 pub use ops::{
     add, add_scaled, adjoint, block_build, block_extract, block_overwrite, column_stack,
     column_unstack, conj, diag, eigs, expect, expect_super, expm, expm_multiply, extract, iadd,

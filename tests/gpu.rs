@@ -752,6 +752,141 @@ test_device!(decompositions, |dev| {
     }
 });
 
+/// The sparse kind of a device: Csr on the CPU, GpuCsr on the GPU.
+fn sparse_kind(dev: Device) -> Kind {
+    match dev {
+        Device::Cpu => Kind::CSR,
+        Device::Gpu => Kind::GPU_CSR,
+    }
+}
+
+// GpuCsr's kernels (cuSPARSE SpMV/SpMM and csr2csc, polymat's sum, trace, expectation and
+// Kronecker kernels) against the Csr kernels' answers, on sparse inputs with empty rows.
+test_device!(sparse_kernels, |dev| {
+    let sk = sparse_kind(dev);
+    let sparse = |m: usize, n: usize, seed: u64| random_ref(&mut Rng::new(seed), m, n, 0.3);
+    let check = |d: &Data, want: &Ref, kind: Kind, what: &str| {
+        assert_eq!(d.kind(), kind, "{what}: kind on {dev:?}");
+        assert_data_close(d, want, &format!("{what} on {dev:?}"));
+    };
+    let (a, b) = (sparse(7, 7, 71), sparse(7, 7, 72));
+    let (x, y) = (make(&a, sk), make(&b, sk));
+    let s = C(0.5, -2.0);
+    check(
+        &polymat::add(&x, &y, Out::Auto).unwrap(),
+        &common::zip(&a, &b, |p, q| p + q),
+        sk,
+        "add",
+    );
+    check(
+        &polymat::add_scaled(&x, &y, s, Out::Auto).unwrap(),
+        &common::zip(&a, &b, |p, q| p + s * q),
+        sk,
+        "add_scaled",
+    );
+    // a − a is exactly zero everywhere: no entry is stored.
+    let zero = polymat::sub(&x, &x, Out::Auto).unwrap();
+    check(&zero, &vec![vec![C(0.0, 0.0); 7]; 7], sk, "a - a");
+    let host = polymat::to(Kind::CSR, &zero).unwrap();
+    assert_eq!(
+        host.downcast_ref::<Csr>().unwrap().nnz(),
+        0,
+        "a - a stores nothing"
+    );
+    check(
+        &polymat::mul(&x, s, Out::Auto).unwrap(),
+        &map(&a, |p| s * p),
+        sk,
+        "mul",
+    );
+    check(
+        &polymat::neg(&x, Out::Auto).unwrap(),
+        &map(&a, |p| -p),
+        sk,
+        "neg",
+    );
+    check(
+        &polymat::adjoint(&x, Out::Auto).unwrap(),
+        &adjoint(&a),
+        sk,
+        "adjoint",
+    );
+    check(
+        &polymat::transpose(&x, Out::Auto).unwrap(),
+        &common::transpose(&a),
+        sk,
+        "transpose",
+    );
+    check(
+        &polymat::conj(&x, Out::Auto).unwrap(),
+        &map(&a, |p| p.conj()),
+        sk,
+        "conj",
+    );
+    let wide = sparse(3, 5, 73);
+    check(
+        &polymat::adjoint(&make(&wide, sk), Out::Auto).unwrap(),
+        &adjoint(&wide),
+        sk,
+        "adjoint 3×5",
+    );
+    scalar_close(polymat::trace(&x).unwrap(), common::trace(&a), "trace");
+    let k = sparse(2, 3, 74);
+    check(
+        &polymat::kron(&x, &make(&k, sk), Out::Auto).unwrap(),
+        &kron(&a, &k),
+        sk,
+        "kron",
+    );
+    // Products with dense data: a ket (SpMV) and a matrix (SpMM), on the device's dense kind.
+    for cols in [1, 4] {
+        let v = rand(7, cols, 75 + cols as u64);
+        check(
+            &polymat::matmul(&x, &dev.put(&v), Out::Auto).unwrap(),
+            &matmul(&a, &v),
+            dev.kind(),
+            &format!("sparse·dense with {cols} columns"),
+        );
+    }
+    // Expectation values in a ket and in a density matrix.
+    let psi = rand(7, 1, 77);
+    let want = matmul(&adjoint(&psi), &matmul(&a, &psi))[0][0];
+    scalar_close(
+        polymat::expect(&x, &dev.put(&psi)).unwrap(),
+        want,
+        "expect ket",
+    );
+    let rho = rand(7, 7, 78);
+    let want = common::trace(&matmul(&a, &rho));
+    scalar_close(
+        polymat::expect(&x, &dev.put(&rho)).unwrap(),
+        want,
+        "expect oper",
+    );
+    // Sparse·sparse stays sparse (a Csr kernel, moved back to the device).
+    check(
+        &polymat::matmul(&x, &y, Out::Auto).unwrap(),
+        &matmul(&a, &b),
+        sk,
+        "sparse·sparse",
+    );
+    // Densify on the device, and back to the host.
+    check(
+        &polymat::to(dev.kind(), &x).unwrap(),
+        &a,
+        dev.kind(),
+        "densify",
+    );
+    let back = polymat::to(Kind::CSR, &x).unwrap();
+    assert_data_close(&back, &a, "download");
+    // An empty matrix and one with no stored entries.
+    let empty = polymat::to(sk, &Csr::zeros(0, 3).into()).unwrap();
+    assert_eq!(empty.shape(), (0, 3));
+    assert_eq!(polymat::adjoint(&empty, Out::Auto).unwrap().shape(), (3, 0));
+    let none = polymat::to(sk, &Csr::zeros(4, 4).into()).unwrap();
+    scalar_close(polymat::trace(&none).unwrap(), C(0.0, 0.0), "trace of 0");
+});
+
 /// Operations without a GPU kernel still return GPU data under `Out::Auto` (the CPU result
 /// is moved back), so a chain of operations never falls off the GPU.
 #[test]
@@ -870,6 +1005,152 @@ fn every_operation_keeps_gpu_data_on_the_gpu() {
     assert_eq!(r.kernel_name(), "split_columns_gpu");
 }
 
+/// GpuCsr inputs keep their results on the GPU under `Out::Auto`; operations with a sparse
+/// kernel keep them sparse (GpuCsr), through a GpuCsr kernel or a Csr one and an upload.
+#[test]
+fn every_operation_keeps_gpu_csr_on_the_gpu() {
+    let (c, g, s, d) = (Kind::GPU_CSR, Kind::GPU_DENSE, Kind::CSR, Kind::DENSE);
+    let on_gpu = |kinds: &[Kind], e: &polymat::Explanation, what: &str| {
+        assert!(
+            e.result == Some(c) || e.result == Some(g),
+            "{what} {kinds:?} under Out::Auto returns {:?}:\n{e}",
+            e.result
+        );
+    };
+    macro_rules! check {
+        ($($op:ident: $arity:expr),* $(,)?) => {{
+            let mut checked = 0;
+            $(
+                let tuples: Vec<Vec<Kind>> = match $arity {
+                    1 => vec![vec![c]],
+                    _ => vec![vec![c, c], vec![c, g], vec![g, c], vec![c, s], vec![d, c]],
+                };
+                for kinds in tuples {
+                    let e = ops::$op.explain(&kinds, Out::Auto).unwrap();
+                    on_gpu(&kinds, &e, stringify!($op));
+                    checked += 1;
+                }
+            )*
+            checked
+        }};
+    }
+    let checked = check!(
+        ADD: 2, SUB: 2, MUL: 1, NEG: 1, MATMUL: 2, MATMUL_DAG: 2, MULTIPLY: 2, KRON: 2,
+        ADJOINT: 1, TRANSPOSE: 1, CONJ: 1, POW: 1, EXPM: 1, TIDYUP: 1, RESHAPE: 1,
+        PERMUTE_INDICES: 1, PTRACE: 1, INV: 1, SOLVE: 2,
+    );
+    assert_eq!(checked, 12 + 7 * 5);
+    // Sparse in, sparse out, and never densified on the way.
+    for (name, e) in [
+        ("add", ops::ADD.explain(&[c, c], Out::Auto).unwrap()),
+        ("mul", ops::MUL.explain(&[c], Out::Auto).unwrap()),
+        ("kron", ops::KRON.explain(&[c, c], Out::Auto).unwrap()),
+        ("matmul", ops::MATMUL.explain(&[c, c], Out::Auto).unwrap()),
+        (
+            "multiply",
+            ops::MULTIPLY.explain(&[c, c], Out::Auto).unwrap(),
+        ),
+        ("adjoint", ops::ADJOINT.explain(&[c], Out::Auto).unwrap()),
+        ("tidyup", ops::TIDYUP.explain(&[c], Out::Auto).unwrap()),
+    ] {
+        assert_eq!(e.result, Some(c), "{name}:\n{e}");
+        let text = e.to_string();
+        assert!(
+            !text.contains("GpuDense") && !text.contains("-> Dense"),
+            "{name}:\n{text}"
+        );
+    }
+    // Direct GpuCsr kernels.
+    for (name, want) in [
+        (
+            ops::ADD
+                .get(&[c, c], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "add_gpucsr",
+        ),
+        (
+            ops::MUL
+                .get(&[c], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "mul_gpucsr",
+        ),
+        (
+            ops::NEG
+                .get(&[c], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "neg_gpucsr",
+        ),
+        (
+            ops::KRON
+                .get(&[c, c], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "kron_gpucsr",
+        ),
+        (
+            ops::ADJOINT
+                .get(&[c], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "adjoint_gpucsr",
+        ),
+        (
+            ops::TRANSPOSE
+                .get(&[c], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "transpose_gpucsr",
+        ),
+        (
+            ops::CONJ
+                .get(&[c], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "conj_gpucsr",
+        ),
+        (
+            ops::TRACE
+                .get(&[c], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "trace_gpucsr",
+        ),
+        (
+            ops::MATMUL
+                .get(&[c, g], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "matmul_gpucsr_gpu",
+        ),
+        (
+            ops::EXPECT
+                .get(&[c, g], Out::Auto)
+                .unwrap()
+                .kernel_name()
+                .to_owned(),
+            "expect_gpucsr_gpu",
+        ),
+    ] {
+        assert_eq!(name, want);
+    }
+    // expm densifies on the GPU and runs there, not through the CPU.
+    let e = ops::EXPM.explain(&[c], Out::Auto).unwrap();
+    assert_eq!(e.kernel, "expm_gpucsr", "{e}");
+    assert_eq!(e.result, Some(g), "{e}");
+}
+
 /// Every operation with a GPU kernel takes it directly for GPU inputs.
 #[test]
 fn gpu_inputs_resolve_to_gpu_kernels() {
@@ -947,7 +1228,13 @@ fn placement_policy() {
         let r = ops::ADD.get(&pair, Out::Auto).unwrap();
         assert_eq!(r.kernel_name(), "add_gpu", "{pair:?}");
         let r = ops::MATMUL.get(&pair, Out::Auto).unwrap();
-        assert_eq!(r.kernel_name(), "matmul_gpu", "{pair:?}");
+        // A Csr left operand goes up as GpuCsr (weight 1, no densifying) for cuSPARSE.
+        let want = if pair[0] == s {
+            "matmul_gpucsr_gpu"
+        } else {
+            "matmul_gpu"
+        };
+        assert_eq!(r.kernel_name(), want, "{pair:?}");
     }
     for out in [Out::Auto, Out::Dense, Out::Csr] {
         for a in [d, s] {
@@ -1032,6 +1319,10 @@ fn kind_and_out_names() {
     assert_eq!(Out::from(Kind::GPU_DENSE), Out::GpuDense);
     assert_eq!(Out::GpuDense.kind(), Some(Kind::GPU_DENSE));
     assert_eq!(Kind::GPU_DENSE.to_string(), "GpuDense");
+    assert_eq!("gpucsr".parse::<Kind>().unwrap(), Kind::GPU_CSR);
+    assert_eq!("GpuCsr".parse::<Out>().unwrap(), Out::GpuCsr);
+    assert_eq!(Out::from(Kind::GPU_CSR), Out::GpuCsr);
+    assert_eq!(Kind::GPU_CSR.to_string(), "GpuCsr");
 }
 
 /// Without a usable GPU every entry point returns `Error::NoGpu`, never panics.
@@ -1051,6 +1342,14 @@ fn no_gpu_is_an_error() {
         Err(Error::NoGpu { .. })
     ));
     assert!(matches!(GpuDense::zeros(2, 2), Err(Error::NoGpu { .. })));
+    assert!(matches!(
+        polymat::GpuCsr::from_csr(&Csr::identity(2)),
+        Err(Error::NoGpu { .. })
+    ));
+    assert!(is_no_gpu(polymat::to(
+        Kind::GPU_CSR,
+        &Csr::identity(2).into()
+    )));
     assert!(matches!(GpuDense::identity(2), Err(Error::NoGpu { .. })));
     assert!(is_no_gpu(polymat::to(
         Kind::GPU_DENSE,

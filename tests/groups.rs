@@ -14,8 +14,12 @@ fn c(re: f64) -> c64 {
 fn builtin_groups() {
     let r = registry();
     assert_eq!(r.kinds_in(Group::DENSE), vec![Kind::DENSE, Kind::GPU_DENSE]);
-    assert_eq!(r.kinds_in(Group::SPARSE), vec![Kind::CSR, Kind::DIA]);
-    assert_eq!(r.kinds_in(Group::GPU), vec![Kind::GPU_DENSE]);
+    assert_eq!(
+        r.kinds_in(Group::SPARSE),
+        vec![Kind::CSR, Kind::DIA, Kind::GPU_CSR]
+    );
+    assert_eq!(r.kinds_in(Group::GPU), vec![Kind::GPU_DENSE, Kind::GPU_CSR]);
+    assert_eq!(r.groups_of(Kind::GPU_CSR), vec![Group::SPARSE, Group::GPU]);
     assert_eq!(r.groups_of(Kind::GPU_DENSE), vec![Group::DENSE, Group::GPU]);
     // Built-in kinds keep their groups.
     let mine = Group::new("mine").unwrap();

@@ -376,12 +376,21 @@ fn singular_and_overflowing_results_are_errors() {
 fn contracts_are_checked() {
     let err = Dispatcher::<()>::builder("wide", 20).build().unwrap_err();
     assert!(matches!(err, Error::InvalidArgument { .. }), "{err}");
-    let ok = Dispatcher::<()>::builder("eight", 8)
-        .specialisation(Specialisation::generic("g", 8, |a: &[&Data], _, _: &()| {
+    let ok = Dispatcher::<()>::builder("six", 6)
+        .specialisation(Specialisation::generic("g", 6, |a: &[&Data], _, _: &()| {
             Ok(a[0].clone())
         }))
         .build();
     assert!(ok.is_ok());
+    // Eight inputs are allowed, but with the five built-in kinds the table (5⁸·6 cells) passes
+    // MAX_TABLE_CELLS: refused with the reason, not built.
+    let err = Dispatcher::<()>::builder("eight", 8)
+        .specialisation(Specialisation::generic("g", 8, |a: &[&Data], _, _: &()| {
+            Ok(a[0].clone())
+        }))
+        .build()
+        .unwrap_err();
+    assert!(err.to_string().contains("cells"), "{err}");
     for w in [f64::MAX, 1e308, polymat::convert::MAX_WEIGHT * 1.5] {
         let e = registry()
             .add_conversions([Conversion::new(|d: &Diagonal| Ok(d.clone()), w)])

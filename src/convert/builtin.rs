@@ -2,12 +2,18 @@
 
 pub(crate) use super::dense_csr::{csr_to_dense, dense_to_csr};
 use super::{Batch, Conversion, Group};
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::storage::{Csr, Dense};
 
-/// Dense, Csr, GpuDense and Dia (in that order: their kinds are fixed) and the converters, with
-/// QuTiP's and qutip-jax's weights (entering the GPU weighs 1, leaving it 2), and their groups
-/// (GpuDense in the sticky GPU group, so GPU data stays there under `Out::Auto`).
+/// Dense, Csr, GpuDense, Dia and GpuCsr (in that order: their kinds are fixed) and the
+/// converters, with QuTiP's and qutip-jax's weights (entering the GPU weighs 1, leaving it 2),
+/// and their groups (GpuDense and GpuCsr in the sticky GPU group, so GPU data stays there under
+/// `Out::Auto`).
+///
+/// GpuCsr → GpuDense weighs [`GPU_DENSIFY_WEIGHT`]: more than a round trip through a CPU sparse
+/// kernel (download 2 + upload 1), so an operation with a Csr kernel and no GpuCsr kernel keeps
+/// GpuCsr data sparse, and less than densifying through the CPU (2 + 1 + 1), so an operation that
+/// needs dense data densifies on the GPU.
 pub(super) fn register(b: &mut Batch) {
     b.register_type::<Dense>("Dense", &["dense", "mat", "matrix"])
         .register_type::<Csr>("Csr", &["csr", "sparse"])
@@ -21,4 +27,13 @@ pub(super) fn register(b: &mut Batch) {
         .add_to_group::<GpuDense>(Group::DENSE)
         .add_to_group::<GpuDense>(Group::GPU);
     super::dia::register(b);
+    b.register_type::<GpuCsr>("GpuCsr", &["gpucsr", "gpu_csr", "cuda_csr"])
+        .add_conversion(Conversion::new(GpuCsr::from_csr, 1.0))
+        .add_conversion(Conversion::new(GpuCsr::to_csr, 2.0))
+        .add_conversion(Conversion::new(GpuCsr::to_gpu_dense, GPU_DENSIFY_WEIGHT));
+    b.add_to_group::<GpuCsr>(Group::SPARSE)
+        .add_to_group::<GpuCsr>(Group::GPU);
 }
+
+/// The weight of GpuCsr → GpuDense (see [`register`]).
+const GPU_DENSIFY_WEIGHT: f64 = 3.5;

@@ -204,7 +204,8 @@ impl Batch {
     ///     .add_to_group::<Band>(Group::SPARSE);
     /// registry().commit(b)?;
     /// let band = registry().kind_of::<Band>()?;
-    /// assert_eq!(registry().kinds_in(Group::SPARSE), vec![polymat::Kind::CSR, polymat::Kind::DIA, band]);
+    /// use polymat::Kind;
+    /// assert_eq!(registry().kinds_in(Group::SPARSE), vec![Kind::CSR, Kind::DIA, Kind::GPU_CSR, band]);
     /// # Ok::<(), polymat::Error>(())
     /// ```
     pub fn add_to_group<T: Storage>(&mut self, group: Group) -> &mut Batch {

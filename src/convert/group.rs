@@ -6,8 +6,8 @@ use std::sync::{LazyLock, RwLock};
 
 use crate::error::{Error, Result};
 
-/// A named family of storage kinds: `dense` (Dense, GpuDense), `sparse` (Csr), `gpu` (GpuDense),
-/// or one a user creates. A kind may belong to several groups.
+/// A named family of storage kinds: `dense` (Dense, GpuDense), `sparse` (Csr, Dia, GpuCsr), `gpu`
+/// (GpuDense, GpuCsr), or one a user creates. A kind may belong to several groups.
 ///
 /// Groups do two things:
 ///
@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 /// ```
 /// use polymat::{Group, Kind, Out, registry};
 ///
-/// assert_eq!(registry().kinds_in(Group::SPARSE), vec![Kind::CSR, Kind::DIA]);
+/// assert_eq!(registry().kinds_in(Group::SPARSE), vec![Kind::CSR, Kind::DIA, Kind::GPU_CSR]);
 /// assert!(Group::GPU.is_sticky() && !Group::DENSE.is_sticky());
 /// assert_eq!("sparse".parse::<Group>()?, Group::SPARSE);
 ///
@@ -64,9 +64,9 @@ fn read_groups<T>(f: impl FnOnce(&[GroupInfo]) -> T) -> T {
 impl Group {
     /// Dense storage: [`Dense`](crate::Dense), [`GpuDense`](crate::GpuDense).
     pub const DENSE: Group = Group(0);
-    /// Sparse storage: [`Csr`](crate::Csr).
+    /// Sparse storage: [`Csr`](crate::Csr), [`Dia`](crate::Dia), [`GpuCsr`](crate::GpuCsr).
     pub const SPARSE: Group = Group(1);
-    /// GPU memory: [`GpuDense`](crate::GpuDense). Sticky: `Out::Auto` keeps GPU data on the GPU.
+    /// GPU memory: [`GpuDense`](crate::GpuDense), [`GpuCsr`](crate::GpuCsr). Sticky: `Out::Auto` keeps GPU data on the GPU.
     pub const GPU: Group = Group(2);
 
     /// The group called `name` (case-insensitive), created if it does not exist.

@@ -188,6 +188,7 @@ impl ConversionRegistry {
         debug_assert_eq!(reg.kind_of::<crate::storage::Dense>(), Ok(Kind::DENSE));
         debug_assert_eq!(reg.kind_of::<crate::storage::Csr>(), Ok(Kind::CSR));
         debug_assert_eq!(reg.kind_of::<crate::gpu::GpuDense>(), Ok(Kind::GPU_DENSE));
+        debug_assert_eq!(reg.kind_of::<crate::gpu::GpuCsr>(), Ok(Kind::GPU_CSR));
         reg
     }
 

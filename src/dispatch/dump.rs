@@ -14,8 +14,9 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
     /// ```
     /// use polymat::{Kind, Out, ops::ADD};
     /// let table = ADD.table();
-    /// // Dense, Csr, GpuDense and Dia for two inputs, 5 outputs each: every cell is served.
-    /// assert_eq!(table.len(), 4 * 4 * 5);
+    /// // Dense, Csr, GpuDense, Dia and GpuCsr for two inputs, 6 outputs each: every cell is
+    /// // served.
+    /// assert_eq!(table.len(), 5 * 5 * 6);
     /// let cell = table.iter().find(|e| e.inputs == [Kind::CSR, Kind::DENSE] && e.out == Out::Csr);
     /// assert_eq!(cell.map(|e| e.kernel.as_str()), Some("add_csr_dense"));
     /// ```

@@ -45,6 +45,8 @@ pub enum Out {
     GpuDense,
     /// [`Dia`](crate::Dia).
     Dia,
+    /// [`GpuCsr`](crate::GpuCsr): sparse GPU memory (needs the `cuda` feature and a GPU).
+    GpuCsr,
     /// Any registered kind.
     Kind(Kind),
     /// The cheapest kind of a [`Group`] for these inputs (`Out::Group(Group::SPARSE)`: "some
@@ -64,6 +66,7 @@ impl Out {
             Out::Csr => Some(Kind::CSR),
             Out::GpuDense => Some(Kind::GPU_DENSE),
             Out::Dia => Some(Kind::DIA),
+            Out::GpuCsr => Some(Kind::GPU_CSR),
             Out::Kind(k) => Some(k),
             Out::Group(_) => None,
         }
@@ -109,6 +112,7 @@ impl From<Kind> for Out {
             Kind::CSR => Out::Csr,
             Kind::GPU_DENSE => Out::GpuDense,
             Kind::DIA => Out::Dia,
+            Kind::GPU_CSR => Out::GpuCsr,
             k => Out::Kind(k),
         }
     }

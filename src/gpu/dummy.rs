@@ -8,7 +8,7 @@ use std::fmt;
 use crate::error::{Error, Result};
 use crate::scalar::c64;
 use crate::storage::Diagonals;
-use crate::storage::{Dense, Storage};
+use crate::storage::{Csr, Dense, Storage};
 
 pub(crate) const REASON: &str = "polymat was built without the `cuda` feature";
 
@@ -31,6 +31,10 @@ pub(crate) fn probe() -> Result<()> {
 }
 
 pub(crate) fn solver_available() -> bool {
+    false
+}
+
+pub(crate) fn sparse_available() -> bool {
     false
 }
 
@@ -167,5 +171,64 @@ impl GpuDense {
         pub(crate) fn lu(&self, op: &'static str) -> Result<GpuLu>;
         pub(crate) fn eigh(&self, vectors: bool) -> Result<(Vec<f64>, Option<GpuDense>)>;
         pub(crate) fn svd(&self, vectors: bool) -> Result<GpuSvd>;
+    }
+}
+
+/// A sparse complex matrix in GPU memory (see the `cuda` feature). In this build polymat has no
+/// CUDA support: every constructor returns [`Error::NoGpu`].
+pub struct GpuCsr {
+    never: Infallible,
+}
+
+impl fmt::Debug for GpuCsr {
+    fn fmt(&self, _: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.never {}
+    }
+}
+
+impl Storage for GpuCsr {
+    fn shape(&self) -> (usize, usize) {
+        match self.never {}
+    }
+}
+
+impl GpuCsr {
+    /// Copies a [`Csr`] to the GPU.
+    ///
+    /// # Errors
+    /// Always [`Error::NoGpu`] in this build.
+    pub fn from_csr(a: &Csr) -> Result<GpuCsr> {
+        let _ = a;
+        no_gpu()
+    }
+
+    unreachable_methods! {
+        /// Copies the matrix back to host memory.
+        ///
+        /// # Errors
+        /// Unreachable in this build.
+        pub fn to_csr(&self) -> Result<Csr>;
+        /// The same matrix as a [`GpuDense`], on the GPU.
+        ///
+        /// # Errors
+        /// Unreachable in this build.
+        pub fn to_gpu_dense(&self) -> Result<GpuDense>;
+        /// A copy in new GPU memory.
+        ///
+        /// # Errors
+        /// Unreachable in this build.
+        pub fn try_clone(&self) -> Result<GpuCsr>;
+        /// `(rows, columns)`.
+        pub fn shape(&self) -> (usize, usize);
+        /// The number of stored entries.
+        pub fn nnz(&self) -> usize;
+        pub(crate) fn scale(&self, s: c64) -> Result<GpuCsr>;
+        pub(crate) fn conj(&self) -> Result<GpuCsr>;
+        pub(crate) fn trace(&self) -> Result<c64>;
+        pub(crate) fn expect(&self, state: &GpuDense) -> Result<c64>;
+        pub(crate) fn add_scaled(&self, b: &GpuCsr, s: c64) -> Result<GpuCsr>;
+        pub(crate) fn kron(&self, b: &GpuCsr) -> Result<GpuCsr>;
+        pub(crate) fn matmul_dense(&self, b: &GpuDense) -> Result<GpuDense>;
+        pub(crate) fn transpose(&self, conj: bool) -> Result<GpuCsr>;
     }
 }

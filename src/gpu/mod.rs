@@ -57,8 +57,8 @@ use cuda as backend;
 #[cfg(not(feature = "cuda"))]
 use dummy as backend;
 
-pub use backend::GpuDense;
-pub(crate) use backend::{GpuLu, solver_available};
+pub use backend::{GpuCsr, GpuDense};
+pub(crate) use backend::{GpuLu, solver_available, sparse_available};
 
 use crate::error::Result;
 use crate::storage::{Data, Kind};
@@ -116,5 +116,12 @@ impl From<GpuDense> for Data {
     /// A handle of kind [`Kind::GPU_DENSE`].
     fn from(value: GpuDense) -> Data {
         Data::with_kind(Kind::GPU_DENSE, value)
+    }
+}
+
+impl From<GpuCsr> for Data {
+    /// A handle of kind [`Kind::GPU_CSR`].
+    fn from(value: GpuCsr) -> Data {
+        Data::with_kind(Kind::GPU_CSR, value)
     }
 }

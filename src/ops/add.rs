@@ -8,7 +8,7 @@ use super::check_same_shape;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::Result;
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::scalar::{ONE, ZERO};
 use crate::shape::same_shape;
@@ -33,6 +33,9 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
             super::dia::add_dia(a, b, *s)
         })
         .binary("add_gpu", |a: &GpuDense, b: &GpuDense, s: &c64| {
+            a.add_scaled(b, *s)
+        })
+        .binary("add_gpucsr", |a: &GpuCsr, b: &GpuCsr, s: &c64| {
             a.add_scaled(b, *s)
         })
         .builtin()

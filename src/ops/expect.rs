@@ -15,7 +15,7 @@ use super::transpose::transpose_csr;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::{ZERO, c64};
 use crate::shape::expect_shapes;
 use crate::storage::{Csr, Data, Dense, Dia};
@@ -36,6 +36,9 @@ pub static EXPECT: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
             super::dia::expect_dia_dense(o, s)
         })
         .binary("expect_gpu", |o: &GpuDense, s: &GpuDense, _: &()| {
+            o.expect(s)
+        })
+        .binary("expect_gpucsr_gpu", |o: &GpuCsr, s: &GpuDense, _: &()| {
             o.expect(s)
         })
         .builtin()

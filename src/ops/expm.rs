@@ -10,14 +10,15 @@ use faer::linalg::matmul::matmul as faer_matmul;
 
 use super::{check_square, via_dense};
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
-use crate::dispatch::{Dispatcher, Out};
+use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
 use crate::error::{Error, Result};
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense};
 
-/// `exp(a)` for square `a`. Kernels: Dense → Dense, Csr → Csr, Csr → Dense.
+/// `exp(a)` for square `a`. Kernels: Dense → Dense, Csr → Csr, Csr → Dense, GpuDense →
+/// GpuDense, GpuCsr → GpuDense (densified on the GPU).
 ///
 /// The Csr kernels run the dense algorithm: the exponential of a sparse matrix is in general
 /// dense, and a sparse Padé evaluation is two orders of magnitude slower at small sizes (QuTiP
@@ -35,6 +36,11 @@ pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             dense_to_csr(&expm_dense(d)?)
         }))
         .unary("expm_gpu", |a: &GpuDense, _: &()| a.expm())
+        .specialisation(
+            // GpuCsr densifies on the GPU (up to the dense limit) and runs the GPU kernel.
+            Specialisation::unary("expm_gpucsr", |a: &GpuCsr, _: &()| a.to_gpu_dense()?.expm())
+                .converts_internally_to::<GpuDense>(),
+        )
         .builtin()
 });
 

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::Result;
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::shape::{indptr_len, kron_shape, product};
 use crate::storage::{Csr, Data, Dense, Dia, alloc};
 
@@ -21,6 +21,7 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             super::dia::kron_dia(a, b)
         })
         .binary("kron_gpu", |a: &GpuDense, b: &GpuDense, _: &()| a.kron(b))
+        .binary("kron_gpucsr", |a: &GpuCsr, b: &GpuCsr, _: &()| a.kron(b))
         .builtin()
 });
 

@@ -9,7 +9,7 @@ use super::transpose::transpose_csr;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::scalar::{ONE, ZERO};
 use crate::shape::{indptr_len, matmul_shapes};
@@ -40,6 +40,12 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         })
         .binary("matmul_gpu", |a: &GpuDense, b: &GpuDense, _: &()| {
             a.matmul(b)
+        })
+        .binary("matmul_gpucsr_gpu", |a: &GpuCsr, b: &GpuDense, _: &()| {
+            super::gpu_sparse::matmul_gpucsr_dense(a, b)
+        })
+        .binary("matmul_gpucsr_host", |a: &GpuCsr, b: &GpuCsr, _: &()| {
+            super::gpu_sparse::matmul_gpucsr(a, b)
         })
         .builtin()
 });

@@ -54,6 +54,7 @@ pub mod expm_multiply;
 pub mod extract;
 pub mod funm;
 mod gpu_linalg;
+mod gpu_sparse;
 pub mod inner;
 pub mod inplace;
 pub mod kron;

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use super::{csr_map, dense_map};
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::ZERO;
 use crate::scalar::c64;
 use crate::storage::{Csr, Data, Dense, Dia};
@@ -17,6 +17,7 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
         .unary("mul_csr", |a: &Csr, s: &c64| Ok(mul_csr(a, *s)))
         .unary("mul_dia", |a: &Dia, s: &c64| super::dia::mul_dia(a, *s))
         .unary("mul_gpu", |a: &GpuDense, s: &c64| a.scale(*s))
+        .unary("mul_gpucsr", |a: &GpuCsr, s: &c64| a.scale(*s))
         .builtin()
 });
 
@@ -29,6 +30,9 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             super::dia::mul_dia(a, c64::new(-1.0, 0.0))
         })
         .unary("neg_gpu", |a: &GpuDense, _: &()| {
+            a.scale(c64::new(-1.0, 0.0))
+        })
+        .unary("neg_gpucsr", |a: &GpuCsr, _: &()| {
             a.scale(c64::new(-1.0, 0.0))
         })
         .builtin()

@@ -6,7 +6,7 @@ use super::check_square;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::Result;
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::ZERO;
 use crate::scalar::c64;
 use crate::shape::square;
@@ -20,6 +20,7 @@ pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .unary("trace_csr", |a: &Csr, _: &()| trace_csr(a))
         .unary("trace_dia", |a: &Dia, _: &()| super::dia::trace_dia(a))
         .unary("trace_gpu", |a: &GpuDense, _: &()| a.trace())
+        .unary("trace_gpucsr", |a: &GpuCsr, _: &()| a.trace())
         .builtin()
 });
 

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 use super::{csr_map, dense_map};
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::shape::indptr_len;
 use crate::storage::{Csr, Data, Dense, Dia, alloc};
@@ -19,6 +19,9 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             super::dia::transpose_dia(a, true)
         })
         .unary("adjoint_gpu", |a: &GpuDense, _: &()| a.transpose(true))
+        .unary("adjoint_gpucsr", |a: &GpuCsr, _: &()| {
+            super::gpu_sparse::transpose_gpucsr(a, true)
+        })
         .builtin()
 });
 
@@ -31,6 +34,9 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             super::dia::transpose_dia(a, false)
         })
         .unary("transpose_gpu", |a: &GpuDense, _: &()| a.transpose(false))
+        .unary("transpose_gpucsr", |a: &GpuCsr, _: &()| {
+            super::gpu_sparse::transpose_gpucsr(a, false)
+        })
         .builtin()
 });
 
@@ -43,6 +49,7 @@ pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .unary("conj_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| x.conj())))
         .unary("conj_dia", |a: &Dia, _: &()| super::dia::conj_dia(a))
         .unary("conj_gpu", |a: &GpuDense, _: &()| a.conj())
+        .unary("conj_gpucsr", |a: &GpuCsr, _: &()| a.conj())
         .builtin()
 });
 

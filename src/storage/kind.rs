@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 ///
 /// Kinds are cheap to copy and compare and index the dispatch tables directly. The built-in
 /// kinds have fixed values ([`Kind::DENSE`], [`Kind::CSR`], [`Kind::GPU_DENSE`],
-/// [`Kind::DIA`]); user kinds get the next free index
+/// [`Kind::DIA`], [`Kind::GPU_CSR`]); user kinds get the next free index
 /// when they are registered. A kind displays as its registered name and parses from its name or
 /// any alias, case-insensitively.
 ///
@@ -35,6 +35,9 @@ impl Kind {
     pub const GPU_DENSE: Kind = Kind(2);
     /// Diagonal storage, [`Dia`](crate::Dia).
     pub const DIA: Kind = Kind(3);
+    /// Compressed sparse row storage in GPU memory, [`GpuCsr`](crate::GpuCsr). Registered in
+    /// every build; creating a value needs the `cuda` feature and a GPU.
+    pub const GPU_CSR: Kind = Kind(4);
 
     /// The kind's index, dense from 0 in registration order.
     #[inline]

@@ -1,6 +1,7 @@
-// Checks the index math and results of every kernel in src/gpu/cuda/kernels.cu on the CPU against
+// Checks the index math and results of every kernel in src/gpu/cuda/kernels.cu and sparse.cu on the CPU against
 // naive loops; compiled with stub.h by tests/cuda_kernels_emulated.rs.
 #include "../../src/gpu/cuda/kernels.cu"
+#include "../../src/gpu/cuda/sparse.cu"
 typedef std::complex<double> C;
 static unsigned long long seed=12345;
 static double rnd(){ seed = seed*6364136223846793005ULL+1442695040888963407ULL; return ((seed>>11)*(1.0/9007199254740992.0))*2-1; }
@@ -10,6 +11,11 @@ static int fails=0;
 static void chk(bool ok,const char*w){ if(!ok){printf("FAIL %s\n",w);fails++;} }
 // Run a grid-stride kernel with several simulated blocks/threads (no syncthreads inside).
 #define LAUNCH(B,T, call) do{ gridDim.x=B; blockDim.x=T; for(unsigned b=0;b<B;b++) for(unsigned t=0;t<T;t++){blockIdx.x=b;threadIdx.x=t; call;} gridDim.x=1;blockDim.x=1;blockIdx.x=0;threadIdx.x=0;}while(0)
+// A random CSR matrix (sorted columns, density about 0.4, row 1 left empty) and its dense copy.
+struct Csr { size_t r, c; std::vector<int> p, i; std::vector<cplx> d; std::vector<C> dense; };
+static Csr rcsr(size_t r, size_t c){ Csr m{r,c,{0},{},{},std::vector<C>(r*c,0.0)};
+  for(size_t a=0;a<r;a++){ for(size_t b=0;b<c;b++){ if(a!=1 && rnd()<-0.2){ cplx v{rnd(),rnd()}; m.i.push_back((int)b); m.d.push_back(v); m.dense[a+b*r]=C(v.re,v.im);} } m.p.push_back((int)m.i.size()); }
+  if(m.i.empty()){ m.i.push_back(0); m.d.push_back({0,0}); } return m; }
 int main(){
   size_t m=5,n=3;
   auto a=randm(m*n); std::vector<cplx> out(m*n);
@@ -85,6 +91,39 @@ int main(){
     pm_expect_super(S.data(),rv.data(),e.data(),n3);
     C w=0; for(size_t k=0;k<N;k++) for(size_t i=0;i<n3;i++) w+=at(S,i*(n3+1)+k*N)*at(rv,k);
     chk(std::abs(at(e,0)-w)<1e-13,"expect_super"); }
+  // ----- sparse.cu -----
+  { Csr A=rcsr(6,5); std::vector<cplx> D(30,{0,0});
+    LAUNCH(2,3, pm_csr_to_dense(A.p.data(),A.i.data(),A.d.data(),D.data(),6));
+    bool ok=true; for(size_t k=0;k<30;k++) ok&=at(D,k)==A.dense[k]; chk(ok,"csr to dense");
+    Csr S=rcsr(6,6); std::vector<cplx> part(1); pm_csr_trace(S.p.data(),S.i.data(),S.d.data(),part.data(),6);
+    C tr=0; for(int k=0;k<6;k++) tr+=S.dense[k*7]; chk(std::abs(at(part,0)-tr)<1e-14,"csr trace");
+    auto psi=randm(6); pm_csr_expect(S.p.data(),S.i.data(),S.d.data(),psi.data(),part.data(),6,1);
+    C w=0; for(size_t a=0;a<6;a++){ C row=0; for(size_t b=0;b<6;b++) row+=S.dense[a+b*6]*at(psi,b); w+=std::conj(at(psi,a))*row; }
+    chk(std::abs(at(part,0)-w)<1e-13,"csr expect ket");
+    auto rho=randm(36); pm_csr_expect(S.p.data(),S.i.data(),S.d.data(),rho.data(),part.data(),6,0);
+    w=0; for(size_t a=0;a<6;a++) for(size_t b=0;b<6;b++) w+=S.dense[a+b*6]*at(rho,b+a*6);
+    chk(std::abs(at(part,0)-w)<1e-13,"csr expect oper");
+    // add: count, prefix sums, fill; then a + (-1)·a stores nothing
+    Csr B=rcsr(6,5); double sr=0.5, si=-2; std::vector<unsigned long long> cnt(6);
+    LAUNCH(2,2, pm_csr_add(A.p.data(),A.i.data(),A.d.data(),B.p.data(),B.i.data(),B.d.data(),sr,si,nullptr,nullptr,nullptr,cnt.data(),6));
+    std::vector<int> cp{0}; for(size_t a=0;a<6;a++) cp.push_back(cp.back()+(int)cnt[a]);
+    std::vector<int> ci(cp.back()+1); std::vector<cplx> cd(cp.back()+1);
+    LAUNCH(2,2, pm_csr_add(A.p.data(),A.i.data(),A.d.data(),B.p.data(),B.i.data(),B.d.data(),sr,si,cp.data(),ci.data(),cd.data(),cnt.data(),6));
+    std::vector<C> got(30,0.0); ok=true;
+    for(size_t a=0;a<6;a++) for(int k=cp[a];k<cp[a+1];k++){ got[a+ci[k]*6]=at(cd,k); if(k>cp[a]) ok&=ci[k]>ci[k-1]; }
+    for(size_t k=0;k<30;k++) ok&=std::abs(got[k]-(A.dense[k]+C(sr,si)*B.dense[k]))<1e-14;
+    chk(ok,"csr add");
+    LAUNCH(1,4, pm_csr_add(A.p.data(),A.i.data(),A.d.data(),A.p.data(),A.i.data(),A.d.data(),-1.0,0.0,nullptr,nullptr,nullptr,cnt.data(),6));
+    ok=true; for(size_t a=0;a<6;a++) ok&=cnt[a]==0; chk(ok,"csr add cancels");
+    // kron of a 3x2 and a 2x3 matrix: offsets from the row lengths
+    Csr K1=rcsr(3,2), K2=rcsr(2,3); size_t R=6, Cn=6; std::vector<int> kp{0};
+    for(size_t r=0;r<R;r++){ size_t ia=r/2, ib=r%2; kp.push_back(kp.back()+(K1.p[ia+1]-K1.p[ia])*(K2.p[ib+1]-K2.p[ib])); }
+    std::vector<int> ki(kp.back()+1); std::vector<cplx> kd(kp.back()+1);
+    LAUNCH(2,2, pm_csr_kron(K1.p.data(),K1.i.data(),K1.d.data(),K2.p.data(),K2.i.data(),K2.d.data(),kp.data(),ki.data(),kd.data(),2,3,R));
+    std::vector<C> kg(R*Cn,0.0); ok=true;
+    for(size_t r=0;r<R;r++) for(int k=kp[r];k<kp[r+1];k++){ kg[r+ki[k]*R]=at(kd,k); if(k>kp[r]) ok&=ki[k]>ki[k-1]; }
+    for(size_t r=0;r<R;r++) for(size_t c=0;c<Cn;c++) ok&=std::abs(kg[r+c*R]-K1.dense[r/2+(c/3)*3]*K2.dense[r%2+(c%3)*2])<1e-14;
+    chk(ok,"csr kron"); }
   printf(fails?"FAILED %d\n":"all kernel index checks passed\n",fails);
   return fails!=0;
 }

@@ -9,8 +9,8 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 
 use crate::error::{Error, Result};
 
-/// The NVRTC source of the element-wise and reduction kernels.
-const KERNELS: &str = include_str!("kernels.cu");
+/// The NVRTC source of the element-wise and reduction kernels, GpuDense's and GpuCsr's.
+const KERNELS: &str = concat!(include_str!("kernels.cu"), include_str!("sparse.cu"));
 
 /// The kernels, loaded once from the compiled module.
 pub(super) struct Funcs {
@@ -34,6 +34,11 @@ pub(super) struct Funcs {
     pub(super) ptrace: CudaFunction,
     pub(super) sum_nonzero: CudaFunction,
     pub(super) expect_super: CudaFunction,
+    pub(super) csr_to_dense: CudaFunction,
+    pub(super) csr_trace: CudaFunction,
+    pub(super) csr_expect: CudaFunction,
+    pub(super) csr_add: CudaFunction,
+    pub(super) csr_kron: CudaFunction,
 }
 
 /// Device 0 with everything polymat needs on it, created once per process.
@@ -114,6 +119,11 @@ fn open() -> std::result::Result<Device, String> {
         ptrace: load("pm_ptrace")?,
         sum_nonzero: load("pm_sum_nonzero")?,
         expect_super: load("pm_expect_super")?,
+        csr_to_dense: load("pm_csr_to_dense")?,
+        csr_trace: load("pm_csr_trace")?,
+        csr_expect: load("pm_csr_expect")?,
+        csr_add: load("pm_csr_add")?,
+        csr_kron: load("pm_csr_kron")?,
     };
     let name = ctx.name().unwrap_or_else(|_| "CUDA device 0".into());
     Ok(Device {

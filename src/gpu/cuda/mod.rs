@@ -1,22 +1,27 @@
 //! The CUDA backend of [`GpuDense`] (feature `cuda`): the type and its transfers here; device
 //! discovery in `device`, the NVRTC kernels in `launch` (element-wise work and reductions) and
 //! `blocks` (block copies and comparisons), cuBLAS in `blas`, matrix functions in `expm`,
-//! cuSOLVER (LU, Hermitian eigensolver, SVD) in `solver`.
+//! cuSOLVER (LU, Hermitian eigensolver, SVD) in `solver`; [`GpuCsr`] in `csr` (its kernels in
+//! `sparse.cu`) and `sparse_blas` (cuSPARSE).
 
 mod blas;
 mod blocks;
+mod csr;
 mod device;
 mod expm;
 mod launch;
 mod solver;
+mod sparse_blas;
 
 use std::fmt;
 
 use cudarc::driver::CudaSlice;
 
+pub use csr::GpuCsr;
 use device::{Device, device, gpu_err};
 pub(crate) use device::{device_name, probe, stream, synchronize};
 pub(crate) use solver::{GpuLu, solver_available};
+pub(crate) use sparse_blas::sparse_available;
 
 use crate::error::{Error, Result};
 use crate::scalar::c64;

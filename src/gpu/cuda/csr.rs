@@ -1,0 +1,439 @@
+//! [`GpuCsr`]: compressed sparse rows in device memory, its transfers, and the kernels of
+//! `sparse.cu` (densify, trace, expectation, sum, Kronecker product). The cuSPARSE products and
+//! the transpose are in `sparse_blas`.
+
+use std::fmt;
+
+use cudarc::driver::{CudaSlice, PushKernelArg};
+
+use super::device::{Device, device, gpu_err};
+use super::launch::{BLOCK, grid, launch};
+use super::{Elem, GpuDense, as_pairs, to_c64};
+use crate::error::{Error, Result};
+use crate::scalar::{ZERO, c64};
+use crate::shape::{expect_shapes, kron_shape, same_shape, square};
+use crate::storage::{Csr, Storage};
+
+/// A sparse complex matrix in GPU memory: compressed sparse rows with 32-bit row offsets and
+/// column indices (cuSPARSE's `CUSPARSE_INDEX_32I`, as CuPy's `csr_matrix`), columns strictly
+/// increasing within each row, on polymat's CUDA stream.
+///
+/// Created from a [`Csr`] ([`GpuCsr::from_csr`]) or by any operation with `Out::GpuCsr`. The
+/// products with [`GpuDense`] run in cuSPARSE (SpMV, SpMM), the transpose in cuSPARSE's
+/// `csr2csc`; sums, scaling, trace, expectation values and Kronecker products in polymat's own
+/// kernels. At most 2³¹ − 1 rows, columns and stored entries (the 32-bit indices).
+pub struct GpuCsr {
+    pub(super) rows: usize,
+    pub(super) cols: usize,
+    pub(super) nnz: usize,
+    /// `rows + 1` offsets.
+    pub(super) indptr: CudaSlice<i32>,
+    /// `max(nnz, 1)` column indices (one unused entry when empty).
+    pub(super) indices: CudaSlice<i32>,
+    /// `max(nnz, 1)` values.
+    pub(super) data: CudaSlice<Elem>,
+}
+
+impl fmt::Debug for GpuCsr {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "GpuCsr({}×{}, {} stored)",
+            self.rows, self.cols, self.nnz
+        )
+    }
+}
+
+impl Storage for GpuCsr {
+    fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+}
+
+/// `x` as a 32-bit index, or the error naming what does not fit.
+pub(super) fn index32(op: &'static str, what: &str, x: usize) -> Result<i32> {
+    i32::try_from(x).map_err(|_| Error::Gpu {
+        op: op.to_owned(),
+        reason: format!("{what} {x} exceeds GpuCsr's 32-bit indices (2^31 - 1)"),
+    })
+}
+
+impl GpuCsr {
+    /// Storage for `rows + 1` offsets and `nnz` entries, none of it set.
+    pub(super) fn uninit(
+        op: &'static str,
+        dev: &Device,
+        shape: (usize, usize),
+        nnz: usize,
+    ) -> Result<GpuCsr> {
+        let (rows, cols) = shape;
+        index32(op, "the row count", rows)?;
+        index32(op, "the column count", cols)?;
+        index32(op, "the number of stored entries", nnz)?;
+        // SAFETY: each caller writes the offsets and the first `nnz` entries before reading.
+        let (indptr, indices, data) = unsafe {
+            (
+                dev.stream.alloc::<i32>(rows + 1).map_err(gpu_err(op))?,
+                dev.stream.alloc::<i32>(nnz.max(1)).map_err(gpu_err(op))?,
+                dev.stream.alloc::<Elem>(nnz.max(1)).map_err(gpu_err(op))?,
+            )
+        };
+        Ok(GpuCsr {
+            rows,
+            cols,
+            nnz,
+            indptr,
+            indices,
+            data,
+        })
+    }
+
+    /// Copies a [`Csr`] to the GPU.
+    ///
+    /// # Errors
+    /// [`Error::NoGpu`] without a usable GPU; [`Error::Gpu`] if the allocation fails or a
+    /// dimension or the number of stored entries passes 2³¹ − 1.
+    pub fn from_csr(a: &Csr) -> Result<GpuCsr> {
+        const OP: &str = "upload";
+        let dev = device()?;
+        let mut m = GpuCsr::uninit(OP, dev, a.shape(), a.nnz())?;
+        // Every offset is at most nnz and every column below cols, both checked to fit.
+        let indptr: Vec<i32> = a.indptr().iter().map(|&p| p as i32).collect();
+        dev.stream
+            .memcpy_htod(&indptr, &mut m.indptr)
+            .map_err(gpu_err(OP))?;
+        if a.nnz() > 0 {
+            let indices: Vec<i32> = a.indices().iter().map(|&c| c as i32).collect();
+            dev.stream
+                .memcpy_htod(&indices, &mut m.indices)
+                .map_err(gpu_err(OP))?;
+            dev.stream
+                .memcpy_htod(as_pairs(a.data()), &mut m.data)
+                .map_err(gpu_err(OP))?;
+        }
+        Ok(m)
+    }
+
+    /// Copies the matrix back to host memory (waits for queued work); the structure is
+    /// validated on the way in.
+    ///
+    /// # Errors
+    /// [`Error::Gpu`] if the copy (or earlier queued work) fails.
+    pub fn to_csr(&self) -> Result<Csr> {
+        const OP: &str = "download";
+        let dev = device()?;
+        let indptr = dev.stream.clone_dtoh(&self.indptr).map_err(gpu_err(OP))?;
+        let (indices, data) = if self.nnz > 0 {
+            (
+                dev.stream
+                    .clone_dtoh(&self.indices.slice(..self.nnz))
+                    .map_err(gpu_err(OP))?,
+                dev.stream
+                    .clone_dtoh(&self.data.slice(..self.nnz))
+                    .map_err(gpu_err(OP))?,
+            )
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        dev.stream.synchronize().map_err(gpu_err(OP))?;
+        let widen = |v: Vec<i32>| v.into_iter().map(|x| x.max(0) as usize).collect::<Vec<_>>();
+        Csr::from_raw(
+            (self.rows, self.cols),
+            widen(indptr),
+            widen(indices),
+            data.into_iter().map(to_c64).collect(),
+        )
+    }
+
+    /// The same matrix as a [`GpuDense`], on the GPU.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`] past the dense limit ([`set_dense_limit`](crate::set_dense_limit)),
+    /// as for Csr → Dense: sparse GPU data is never densified silently past it;
+    /// [`Error::Gpu`] if the allocation fails.
+    pub fn to_gpu_dense(&self) -> Result<GpuDense> {
+        const OP: &str = "densify";
+        crate::storage::alloc::check_dense(OP, self.shape())?;
+        let dev = device()?;
+        let mut out = GpuDense::zeros(self.rows, self.cols)?;
+        if self.nnz == 0 {
+            return Ok(out);
+        }
+        let rows = self.rows as u64;
+        let mut l = dev.stream.launch_builder(&dev.f.csr_to_dense);
+        l.arg(&self.indptr)
+            .arg(&self.indices)
+            .arg(&self.data)
+            .arg(&mut out.buf)
+            .arg(&rows);
+        // SAFETY: offsets and columns describe a valid rows×cols CSR matrix (the invariant of
+        // GpuCsr), so every write i + col·rows lands inside the rows·cols output.
+        unsafe { launch(OP, l, grid(self.rows)) }?;
+        Ok(out)
+    }
+
+    /// A copy in new GPU memory.
+    ///
+    /// # Errors
+    /// [`Error::Gpu`] if the allocation fails.
+    pub fn try_clone(&self) -> Result<GpuCsr> {
+        let dev = device()?;
+        let copy = |op| gpu_err(op);
+        Ok(GpuCsr {
+            rows: self.rows,
+            cols: self.cols,
+            nnz: self.nnz,
+            indptr: dev.stream.clone_dtod(&self.indptr).map_err(copy("clone"))?,
+            indices: dev
+                .stream
+                .clone_dtod(&self.indices)
+                .map_err(copy("clone"))?,
+            data: dev.stream.clone_dtod(&self.data).map_err(copy("clone"))?,
+        })
+    }
+
+    /// `(rows, columns)`.
+    pub fn shape(&self) -> (usize, usize) {
+        (self.rows, self.cols)
+    }
+
+    /// The number of stored entries.
+    pub fn nnz(&self) -> usize {
+        self.nnz
+    }
+
+    /// The device buffers `(row offsets, column indices, values)`: `rows + 1` offsets, then
+    /// `nnz` columns and values `[re, im]` (one unused entry each when `nnz` is 0), on
+    /// [`gpu::stream`](crate::gpu::stream). For raw cuSPARSE / kernel interop.
+    pub fn cuda_slices(&self) -> (&CudaSlice<i32>, &CudaSlice<i32>, &CudaSlice<[f64; 2]>) {
+        (&self.indptr, &self.indices, &self.data)
+    }
+
+    /// The same structure with each value mapped by the GpuDense kernel `f` (scale, conj).
+    fn map_values(
+        &self,
+        op: &'static str,
+        f: impl Fn(&GpuDense) -> Result<GpuDense>,
+    ) -> Result<GpuCsr> {
+        let dev = device()?;
+        let values = GpuDense {
+            rows: self.nnz,
+            cols: 1,
+            buf: dev.stream.clone_dtod(&self.data).map_err(gpu_err(op))?,
+        };
+        let mapped = f(&values)?;
+        Ok(GpuCsr {
+            rows: self.rows,
+            cols: self.cols,
+            nnz: self.nnz,
+            indptr: dev.stream.clone_dtod(&self.indptr).map_err(gpu_err(op))?,
+            indices: dev.stream.clone_dtod(&self.indices).map_err(gpu_err(op))?,
+            data: mapped.buf,
+        })
+    }
+
+    /// `s·a` (the structure is kept, as for Csr).
+    pub(crate) fn scale(&self, s: c64) -> Result<GpuCsr> {
+        self.map_values("mul", |v| v.scale(s))
+    }
+
+    /// The entry-wise complex conjugate.
+    pub(crate) fn conj(&self) -> Result<GpuCsr> {
+        self.map_values("conj", GpuDense::conj)
+    }
+
+    /// Sums the per-block partials a reduction kernel wrote, in block order.
+    fn sum_partials(op: &'static str, dev: &Device, partial: &CudaSlice<Elem>) -> Result<c64> {
+        let host = dev.stream.clone_dtoh(partial).map_err(gpu_err(op))?;
+        dev.stream.synchronize().map_err(gpu_err(op))?;
+        Ok(host.into_iter().map(to_c64).sum())
+    }
+
+    /// Blocks for a row reduction over `n` rows, and a buffer for their partial sums.
+    fn partials(op: &'static str, dev: &Device, n: usize) -> Result<(u32, CudaSlice<Elem>)> {
+        let blocks = n.div_ceil(BLOCK as usize).clamp(1, 1024) as u32;
+        let buf = dev
+            .stream
+            .alloc_zeros::<Elem>(blocks as usize)
+            .map_err(gpu_err(op))?;
+        Ok((blocks, buf))
+    }
+
+    fn reduction_config(blocks: u32) -> cudarc::driver::LaunchConfig {
+        cudarc::driver::LaunchConfig {
+            grid_dim: (blocks, 1, 1),
+            block_dim: (BLOCK, 1, 1),
+            shared_mem_bytes: 0,
+        }
+    }
+
+    /// `Tr a` for square `a`.
+    pub(crate) fn trace(&self) -> Result<c64> {
+        const OP: &str = "trace";
+        square(OP, self.shape())?;
+        if self.nnz == 0 {
+            return Ok(ZERO);
+        }
+        let dev = device()?;
+        let (blocks, mut partial) = GpuCsr::partials(OP, dev, self.rows)?;
+        let n = self.rows as u64;
+        let mut l = dev.stream.launch_builder(&dev.f.csr_trace);
+        l.arg(&self.indptr)
+            .arg(&self.indices)
+            .arg(&self.data)
+            .arg(&mut partial)
+            .arg(&n);
+        // SAFETY: rows i < n read offsets i and i + 1 (n + 1 held) and entries between them;
+        // block b writes partial[b], b < blocks.
+        unsafe { launch(OP, l, GpuCsr::reduction_config(blocks)) }?;
+        GpuCsr::sum_partials(OP, dev, &partial)
+    }
+
+    /// `⟨ψ|a|ψ⟩` for a ket `state`, `Tr(a·ρ)` for an operator `state` (QuTiP's `expect`).
+    pub(crate) fn expect(&self, state: &GpuDense) -> Result<c64> {
+        const OP: &str = "expect";
+        expect_shapes(OP, self.shape(), state.shape())?;
+        let ket = i32::from(state.cols == 1);
+        if self.nnz == 0 || self.rows == 0 {
+            return Ok(ZERO);
+        }
+        let dev = device()?;
+        let (blocks, mut partial) = GpuCsr::partials(OP, dev, self.rows)?;
+        let n = self.rows as u64;
+        let mut l = dev.stream.launch_builder(&dev.f.csr_expect);
+        l.arg(&self.indptr)
+            .arg(&self.indices)
+            .arg(&self.data)
+            .arg(&state.buf)
+            .arg(&mut partial)
+            .arg(&n)
+            .arg(&ket);
+        // SAFETY: `a` is n×n (checked), its columns are below n, and the state holds n entries
+        // (ket) or n·n (operator), so every read state[c] / state[c + i·n] is inside it.
+        unsafe { launch(OP, l, GpuCsr::reduction_config(blocks)) }?;
+        GpuCsr::sum_partials(OP, dev, &partial)
+    }
+
+    /// Prefix sums of per-row counts as 32-bit offsets (on the host: one download of `rows`
+    /// counts, one upload of the offsets).
+    fn offsets(
+        op: &'static str,
+        counts: impl Iterator<Item = usize>,
+        rows: usize,
+    ) -> Result<Vec<i32>> {
+        let mut indptr = Vec::with_capacity(rows + 1);
+        let mut total = 0usize;
+        indptr.push(0);
+        for c in counts {
+            total = total.saturating_add(c);
+            indptr.push(index32(op, "the number of stored entries", total)?);
+        }
+        Ok(indptr)
+    }
+
+    /// `a + s·b`, dropping the entries that come out exactly zero (as the Csr kernel does).
+    pub(crate) fn add_scaled(&self, b: &GpuCsr, s: c64) -> Result<GpuCsr> {
+        const OP: &str = "add";
+        same_shape(OP, self.shape(), b.shape())?;
+        let dev = device()?;
+        let rows = self.rows as u64;
+        let (sr, si) = (s.re, s.im);
+        // Pass 1: the length of each row of the result.
+        let mut counts = dev
+            .stream
+            .alloc_zeros::<u64>(self.rows.max(1))
+            .map_err(gpu_err(OP))?;
+        // A null `cp` (and unused `ci`, `cd`) selects the counting pass.
+        let null: u64 = 0;
+        if self.rows > 0 {
+            let mut l = dev.stream.launch_builder(&dev.f.csr_add);
+            l.arg(&self.indptr)
+                .arg(&self.indices)
+                .arg(&self.data)
+                .arg(&b.indptr)
+                .arg(&b.indices)
+                .arg(&b.data)
+                .arg(&sr)
+                .arg(&si)
+                .arg(&null)
+                .arg(&null)
+                .arg(&null)
+                .arg(&mut counts)
+                .arg(&rows);
+            // SAFETY: both operands are valid CSR of `rows` rows; with a null `cp` the kernel
+            // only writes counts[i], i < rows.
+            unsafe { launch(OP, l, grid(self.rows)) }?;
+        }
+        let host = dev.stream.clone_dtoh(&counts).map_err(gpu_err(OP))?;
+        dev.stream.synchronize().map_err(gpu_err(OP))?;
+        let indptr = GpuCsr::offsets(
+            OP,
+            host.iter().take(self.rows).map(|&c| c as usize),
+            self.rows,
+        )?;
+        let nnz = indptr[self.rows] as usize;
+        let mut out = GpuCsr::uninit(OP, dev, self.shape(), nnz)?;
+        dev.stream
+            .memcpy_htod(&indptr, &mut out.indptr)
+            .map_err(gpu_err(OP))?;
+        if nnz > 0 {
+            let mut l = dev.stream.launch_builder(&dev.f.csr_add);
+            l.arg(&self.indptr)
+                .arg(&self.indices)
+                .arg(&self.data)
+                .arg(&b.indptr)
+                .arg(&b.indices)
+                .arg(&b.data)
+                .arg(&sr)
+                .arg(&si)
+                .arg(&out.indptr)
+                .arg(&mut out.indices)
+                .arg(&mut out.data)
+                .arg(&mut counts)
+                .arg(&rows);
+            // SAFETY: the offsets are the prefix sums of the counts this same merge produced,
+            // so row i writes exactly its counts[i] entries from indptr[i], all below nnz.
+            unsafe { launch(OP, l, grid(self.rows)) }?;
+        }
+        Ok(out)
+    }
+
+    /// `a ⊗ b`. Products that come out exactly zero are kept as stored zeros.
+    pub(crate) fn kron(&self, b: &GpuCsr) -> Result<GpuCsr> {
+        const OP: &str = "kron";
+        let shape = kron_shape(OP, self.shape(), b.shape())?;
+        let nnz = self.nnz.saturating_mul(b.nnz);
+        let dev = device()?;
+        let mut out = GpuCsr::uninit(OP, dev, shape, nnz)?;
+        let ap = dev.stream.clone_dtoh(&self.indptr).map_err(gpu_err(OP))?;
+        let bp = dev.stream.clone_dtoh(&b.indptr).map_err(gpu_err(OP))?;
+        dev.stream.synchronize().map_err(gpu_err(OP))?;
+        let len = |p: &[i32], i: usize| (p[i + 1] - p[i]) as usize;
+        let counts = (0..shape.0).map(|r| len(&ap, r / b.rows) * len(&bp, r % b.rows));
+        let indptr = GpuCsr::offsets(OP, counts, shape.0)?;
+        dev.stream
+            .memcpy_htod(&indptr, &mut out.indptr)
+            .map_err(gpu_err(OP))?;
+        if nnz > 0 {
+            let (br, bc, rows) = (b.rows as u64, b.cols as u64, shape.0 as u64);
+            let mut l = dev.stream.launch_builder(&dev.f.csr_kron);
+            l.arg(&self.indptr)
+                .arg(&self.indices)
+                .arg(&self.data)
+                .arg(&b.indptr)
+                .arg(&b.indices)
+                .arg(&b.data)
+                .arg(&out.indptr)
+                .arg(&mut out.indices)
+                .arg(&mut out.data)
+                .arg(&br)
+                .arg(&bc)
+                .arg(&rows);
+            // SAFETY: row r writes len_a(r / br)·len_b(r % br) entries from indptr[r], the
+            // counts its offsets were summed from, so every write is below nnz; the columns
+            // a_col·bc + b_col are below ac·bc, which fits 32 bits (checked by `uninit`).
+            unsafe { launch(OP, l, grid(shape.0)) }?;
+        }
+        Ok(out)
+    }
+}
