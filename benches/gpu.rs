@@ -7,7 +7,11 @@
 //! ```
 //!
 //! Cases: `matmul`, `add`, `expm` at n = 256 … 8192 (the CPU side stops where one call takes
-//! seconds: matmul and expm at n ≤ 1024, add at every n). Every GPU sample ends with
+//! seconds: matmul and expm at n ≤ 1024, add at every n); `eigh` and `svd` (cuSOLVER heevd,
+//! gesvd) at n = 256 … 4096 (CPU at n ≤ 1024); GpuCsr SpMV (one ket) and SpMM (16 columns) on
+//! the XXZ chain of N = 16 … 22 spins against Csr on the CPU (`spmv`, `spmm`;
+//! `benches/gpu_sparse_anchor.py` times CuPy's `cupyx.scipy.sparse` and `torch.linalg` on the
+//! same matrices). Every GPU sample ends with
 //! `gpu::synchronize()`, so queued work is counted. `cublas_raw` calls `cublasZgemm_v2` on the
 //! same input buffers into a preallocated output; polymat's call goes through the dispatcher
 //! and allocates its result from the stream-ordered pool. Without a GPU the bench prints why and
@@ -20,7 +24,10 @@ use criterion::{BenchmarkId, Criterion};
 use cudarc::cublas::CudaBlas;
 use cudarc::cublas::sys as blas;
 use cudarc::driver::{DevicePtr, DevicePtrMut};
-use polymat::{Data, Dense, GpuDense, Out, c64, gpu};
+use polymat::{Data, Dense, GpuDense, Kind, Out, c64, gpu};
+
+#[path = "../examples/common/xxz.rs"]
+mod xxz;
 
 const SIZES: [usize; 6] = [256, 512, 1024, 2048, 4096, 8192];
 const CPU_MATMUL_MAX: usize = 1024;
@@ -171,6 +178,80 @@ fn bench_expm(c: &mut Criterion) {
     }
 }
 
+fn bench_decompositions(c: &mut Criterion) {
+    for n in [256, 512, 1024, 2048, 4096] {
+        let a = random(n, 6, 1.0);
+        let h: Data = polymat::add(
+            &a.clone().into(),
+            &polymat::adjoint(&a.clone().into(), Out::Auto).unwrap(),
+            Out::Auto,
+        )
+        .unwrap();
+        let gh = polymat::to(Kind::GPU_DENSE, &h).unwrap();
+        let ga = polymat::to(Kind::GPU_DENSE, &a.into()).unwrap();
+        let herm = polymat::ops::EigsOptions {
+            hermitian: Some(true),
+            ..Default::default()
+        };
+        let mut g = configure(c, "gpu_eigh", n);
+        g.bench_with_input(BenchmarkId::new("polymat_gpu", n), &n, |bch, _| {
+            bch.iter(|| black_box(polymat::eigs(&gh, herm).unwrap()))
+        });
+        if n <= CPU_MATMUL_MAX {
+            g.bench_with_input(BenchmarkId::new("dense_cpu", n), &n, |bch, _| {
+                bch.iter(|| black_box(polymat::eigs(&h, herm).unwrap()))
+            });
+        }
+        g.finish();
+        let mut g = configure(c, "gpu_svd", n);
+        g.bench_with_input(BenchmarkId::new("polymat_gpu", n), &n, |bch, _| {
+            bch.iter(|| black_box(polymat::svd(&ga, true).unwrap()))
+        });
+        if n <= CPU_MATMUL_MAX {
+            let ca = polymat::to(Kind::DENSE, &ga).unwrap();
+            g.bench_with_input(BenchmarkId::new("dense_cpu", n), &n, |bch, _| {
+                bch.iter(|| black_box(polymat::svd(&ca, true).unwrap()))
+            });
+        }
+        g.finish();
+    }
+}
+
+fn bench_sparse(c: &mut Criterion) {
+    for spins in [16, 18, 20, 22] {
+        let h = xxz::xxz(spins, 1.0, 0.7).unwrap();
+        let dim = 1usize << spins;
+        let gh = polymat::to(Kind::GPU_CSR, &h).unwrap();
+        for (group, cols) in [("gpu_spmv", 1), ("gpu_spmm", 16)] {
+            let x = random_rect(dim, cols, 7);
+            let (cx, gx): (Data, Data) =
+                (x.clone().into(), GpuDense::from_dense(&x).unwrap().into());
+            let mut g = configure(c, group, dim);
+            g.bench_with_input(BenchmarkId::new("polymat_gpu", spins), &spins, |bch, _| {
+                bch.iter_custom(|iters| {
+                    timed_gpu(iters, || {
+                        black_box(polymat::matmul(&gh, &gx, Out::Auto).unwrap());
+                    })
+                })
+            });
+            g.bench_with_input(BenchmarkId::new("csr_cpu", spins), &spins, |bch, _| {
+                bch.iter(|| black_box(polymat::matmul(&h, &cx, Out::Auto).unwrap()))
+            });
+            g.finish();
+        }
+    }
+}
+
+fn random_rect(rows: usize, cols: usize, seed: u64) -> Dense {
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    Dense::from_fn(rows, cols, |_, _| {
+        s ^= s >> 12;
+        s ^= s << 25;
+        s ^= s >> 27;
+        c64::new((s >> 11) as f64 / (1u64 << 53) as f64, 0.5)
+    })
+}
+
 fn main() {
     if let Err(e) = gpu::check() {
         eprintln!("gpu bench skipped: {e}");
@@ -181,5 +262,7 @@ fn main() {
     bench_matmul(&mut c);
     bench_add(&mut c);
     bench_expm(&mut c);
+    bench_decompositions(&mut c);
+    bench_sparse(&mut c);
     c.final_summary();
 }

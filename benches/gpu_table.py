@@ -36,3 +36,21 @@ for group in ("gpu_matmul", "gpu_add", "gpu_expm"):
         ratio = f"{g / raw:.3f}" if raw else "–"
         speed = f"{cpu / g:.1f}×" if cpu else "–"
         print(f"| {group[4:]} | {n} | {fmt(g)} | {fmt(raw)} | {ratio} | {fmt(cpu)} | {speed} |")
+
+print()
+print("| op | n | polymat GPU | CPU | CPU / GPU |")
+print("|---|---:|---:|---:|---:|")
+for group, cpu_variant, sizes in (
+    ("gpu_eigh", "dense_cpu", (256, 512, 1024, 2048, 4096)),
+    ("gpu_svd", "dense_cpu", (256, 512, 1024, 2048, 4096)),
+    ("gpu_spmv", "csr_cpu", (16, 18, 20, 22)),
+    ("gpu_spmm", "csr_cpu", (16, 18, 20, 22)),
+):
+    for n in sizes:
+        g = median(group, "polymat_gpu", n)
+        if g is None:
+            continue
+        cpu = median(group, cpu_variant, n)
+        speed = f"{cpu / g:.1f}×" if cpu else "–"
+        label = f"N = {n}" if group in ("gpu_spmv", "gpu_spmm") else str(n)
+        print(f"| {group[4:]} | {label} | {fmt(g)} | {fmt(cpu)} | {speed} |")

@@ -856,6 +856,11 @@ test_device!(sparse_kernels, |dev| {
         want,
         "expect ket",
     );
+    scalar_close(
+        polymat::inner_op(&dev.put(&psi), &x, &dev.put(&psi)).unwrap(),
+        matmul(&adjoint(&psi), &matmul(&a, &psi))[0][0],
+        "inner_op",
+    );
     let rho = rand(7, 7, 78);
     let want = common::trace(&matmul(&a, &rho));
     scalar_close(

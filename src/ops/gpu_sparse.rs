@@ -5,6 +5,7 @@
 
 use crate::error::Result;
 use crate::gpu::{self, GpuCsr, GpuDense};
+use crate::scalar::c64;
 
 /// GpuCsr·GpuDense: cuSPARSE SpMV (one column) or SpMM.
 pub(crate) fn matmul_gpucsr_dense(a: &GpuCsr, b: &GpuDense) -> Result<GpuDense> {
@@ -28,4 +29,10 @@ pub(crate) fn transpose_gpucsr(a: &GpuCsr, conj: bool) -> Result<GpuCsr> {
 /// densify the right operand on the GPU for SpMM, which fails past the dense limit.
 pub(crate) fn matmul_gpucsr(a: &GpuCsr, b: &GpuCsr) -> Result<GpuCsr> {
     GpuCsr::from_csr(&super::matmul::matmul_csr(&a.to_csr()?, &b.to_csr()?)?)
+}
+
+/// `⟨l|o|r⟩` for a GpuCsr operator: SpMV, then cuBLAS's dot product (the operator is never
+/// densified).
+pub(crate) fn inner_op_gpucsr(l: &GpuDense, o: &GpuCsr, r: &GpuDense) -> Result<c64> {
+    l.inner(&matmul_gpucsr_dense(o, r)?)
 }

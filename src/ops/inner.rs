@@ -7,7 +7,7 @@ use faer::ColRef;
 use super::matmul::matmul_csr;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
-use crate::gpu::GpuDense;
+use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::{ZERO, c64};
 use crate::shape::{inner_op_shapes, inner_shapes, is_bra};
 use crate::storage::{Csr, Data, Dense};
@@ -42,6 +42,12 @@ pub static INNER_OP: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .ternary(
             "inner_op_gpu",
             |l: &GpuDense, o: &GpuDense, r: &GpuDense, _: &()| l.inner_op(o, r),
+        )
+        .ternary(
+            "inner_op_gpucsr",
+            |l: &GpuDense, o: &GpuCsr, r: &GpuDense, _: &()| {
+                super::gpu_sparse::inner_op_gpucsr(l, o, r)
+            },
         )
         .builtin()
 });
