@@ -1,14 +1,19 @@
-//! GPU storage: [`GpuDense`], a dense complex matrix in CUDA device memory.
+//! GPU storage: [`GpuDense`], a dense complex matrix in CUDA device memory, and [`GpuCsr`], a
+//! sparse one (compressed sparse rows with 32-bit indices).
 //!
-//! `GpuDense` is a storage kind like any other ([`Kind::GPU_DENSE`](crate::Kind::GPU_DENSE),
-//! [`Out::GpuDense`](crate::Out::GpuDense)), registered in every build. With the cargo feature
-//! `cuda` it lives on device 0 through [cudarc](https://docs.rs/cudarc): products and sums run
-//! in cuBLAS (Zgemm, Zgeam, Zdotc, Dznrm2), element-wise work and reductions in kernels compiled
-//! once per process with NVRTC, and buffers come from the driver's stream-ordered memory pool,
-//! so repeated shapes reuse memory. Without the feature, or without a usable GPU at run time,
-//! every GPU entry point returns [`Error::NoGpu`](crate::Error::NoGpu) — never a panic: the
-//! driver, cuBLAS and NVRTC libraries are probed before the first call into them, and the
-//! answer is cached.
+//! Both are storage kinds like any other ([`Kind::GPU_DENSE`](crate::Kind::GPU_DENSE),
+//! [`Out::GpuDense`](crate::Out::GpuDense), [`Kind::GPU_CSR`](crate::Kind::GPU_CSR),
+//! [`Out::GpuCsr`](crate::Out::GpuCsr)), registered in every build. With the cargo feature
+//! `cuda` they live on device 0 through [cudarc](https://docs.rs/cudarc): dense products and
+//! sums run in cuBLAS (Zgemm, Zgeam, Zdotc, Dznrm2), `inv`/`solve` (getrf/getrs), Hermitian
+//! `eigs` (heevd) and `svd` (gesvd) in cuSOLVER, sparse products (SpMV, SpMM) and transposes
+//! (csr2cscEx2) in cuSPARSE, element-wise work, reductions and GpuCsr's sums, traces,
+//! expectation values and Kronecker products in kernels compiled once per process with NVRTC;
+//! buffers come from the driver's stream-ordered memory pool, so repeated shapes reuse memory.
+//! Without the feature, or without a usable GPU at run time, every GPU entry point returns
+//! [`Error::NoGpu`](crate::Error::NoGpu) — never a panic: the driver, cuBLAS and NVRTC
+//! libraries are probed before the first call into them, cuSOLVER and cuSPARSE before their
+//! first use (without them those operations take their CPU path), and the answers are cached.
 //!
 //! # Where work runs
 //!
@@ -20,10 +25,15 @@
 //! * mixed CPU/GPU inputs → the CPU operands are uploaded and the GPU kernel runs (a tie with
 //!   a CPU route, as for `GpuDense + Csr`, goes to the GPU kernel);
 //! * all inputs on the CPU → CPU kernels; a GPU route would cost at least one upload more;
-//! * operations without a GPU kernel (decompositions, solves, …) download their GPU operands,
-//!   run on the CPU and upload the result: `GpuDense` is in the sticky group
-//!   [`Group::GPU`](crate::Group::GPU), so under `Out::Auto` every operation that returns a
-//!   matrix returns GPU data when an input is GPU data (`explain()` shows the upload);
+//! * operations without a GPU kernel (matrix functions such as `sqrtm`, general `eigs`, …)
+//!   download their GPU operands, run on the CPU and upload the result: `GpuDense` and `GpuCsr`
+//!   are in the sticky group [`Group::GPU`](crate::Group::GPU), so under `Out::Auto` every
+//!   operation that returns a matrix returns GPU data when an input is GPU data (`explain()`
+//!   shows the upload);
+//! * GpuCsr stays sparse: GpuCsr → GpuDense weighs more than a round trip through a CPU sparse
+//!   kernel, so an operation with a Csr kernel but no GpuCsr kernel runs the Csr kernel and
+//!   uploads a GpuCsr; only operations that need dense data densify, on the GPU, up to the
+//!   dense limit;
 //! * an explicit `Out` always wins: `Out::Dense` on GPU inputs computes on the GPU and
 //!   downloads the result.
 //!
