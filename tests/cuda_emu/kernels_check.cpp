@@ -30,9 +30,10 @@ int main(){
   for(size_t p=0;p<R;p++)for(size_t q=0;q<Cc;q++){ size_t f=p*Cc+q; chk(at(Y,p+q*R)==at(X,f/N+(f%N)*M),"reshape"); }
   // lincomb
   size_t nn=4; auto x1=randm(nn*nn),x2=randm(nn*nn),x3=randm(nn*nn); std::vector<cplx> L(nn*nn);
-  LAUNCH(1,3, pm_lincomb(x1.data(),x2.data(),x3.data(),L.data(),0.5,2,3,4,nn));
-  for(size_t i=0;i<nn;i++)for(size_t j=0;j<nn;j++){size_t k=i+j*nn; C w=2.0*at(x1,k)+3.0*at(x2,k)+4.0*at(x3,k)+(i==j?0.5:0.0); chk(std::abs(at(L,k)-w)<1e-14,"lincomb");}
-  LAUNCH(1,3, pm_lincomb(x1.data(),nullptr,nullptr,L.data(),0.5,2,3,4,nn));
+  auto x4=randm(nn*nn);
+  LAUNCH(1,3, pm_lincomb(x1.data(),x2.data(),x3.data(),x4.data(),L.data(),0.5,2,3,4,-1.5,nn));
+  for(size_t i=0;i<nn;i++)for(size_t j=0;j<nn;j++){size_t k=i+j*nn; C w=2.0*at(x1,k)+3.0*at(x2,k)+4.0*at(x3,k)-1.5*at(x4,k)+(i==j?0.5:0.0); chk(std::abs(at(L,k)-w)<1e-14,"lincomb");}
+  LAUNCH(1,3, pm_lincomb(x1.data(),nullptr,nullptr,nullptr,L.data(),0.5,2,3,4,5,nn));
   for(size_t i=0;i<nn;i++)for(size_t j=0;j<nn;j++){size_t k=i+j*nn; C w=2.0*at(x1,k)+(i==j?0.5:0.0); chk(std::abs(at(L,k)-w)<1e-14,"lincomb null");}
   // add_strided: diag offset -1 of 3x4: start r0 + c0*rows = 1, stride 4, count 2
   std::vector<cplx> D(12,{0,0}); std::vector<cplx> vals={{2,1},{3,0}};

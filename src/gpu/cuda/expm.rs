@@ -1,10 +1,9 @@
 //! Matrix functions on the GPU from products only: powers and the exponential.
 
-use cudarc::cublas::sys::cublasOperation_t::CUBLAS_OP_N;
-
 use super::GpuDense;
 use crate::error::{Error, Result};
-use crate::scalar::{ONE, c64};
+use crate::gpu::taylor::{self, Powers};
+use crate::scalar::c64;
 use crate::shape::square;
 
 impl GpuDense {
@@ -32,11 +31,9 @@ impl GpuDense {
         }
     }
 
-    /// `exp(a)`: scaling and squaring around a degree-18 Taylor polynomial evaluated by
-    /// Paterson–Stockmeyer, so only Zgemm is needed (7 products plus one per squaring).
-    ///
-    /// `a` is scaled by `2⁻ˢ` so that `‖a/2ˢ‖₁ ≤ 1`; the truncation error is then below
-    /// `e/19! ≈ 2·10⁻¹⁷`, under the rounding of the products.
+    /// `exp(a)`: Bader–Blanes–Casas, the degree chosen from the 1-norm (T₁ … T₁₈, at most 5
+    /// products) and scaling and squaring beyond θ₁₈ (see `gpu::taylor`), on cuBLAS products and
+    /// the element-wise combination kernel.
     pub(crate) fn expm(&self) -> Result<GpuDense> {
         const OP: &str = "expm";
         let n = self.rows;
@@ -56,39 +53,8 @@ impl GpuDense {
                 reason: reason.into(),
             });
         }
-        let s = if norm > 1.0 {
-            norm.log2().ceil() as i32
-        } else {
-            0
-        };
-        let x = self.scale(c64::new(0.5f64.powi(s), 0.0))?;
-        let x2 = x.matmul(&x)?;
-        let x3 = x2.matmul(&x)?;
-        let x4 = x2.matmul(&x2)?;
-        // Taylor coefficients 1/k!, k = 0..=18.
-        let mut c = [0.0f64; 19];
-        c[0] = 1.0;
-        for k in 1..19 {
-            c[k] = c[k - 1] / k as f64;
-        }
-        // p = B0 + X4·(B1 + X4·(B2 + X4·(B3 + X4·B4))), Bᵢ = Σ_{r<4} c_{4i+r} Xʳ (B4 stops at X²).
-        let block = |i: usize, with_x3: bool| {
-            let c3 = if with_x3 { c[4 * i + 3] } else { 0.0 };
-            GpuDense::lincomb(
-                &x,
-                [Some(&x2), with_x3.then_some(&x3)],
-                [c[4 * i], c[4 * i + 1], c[4 * i + 2], c3],
-            )
-        };
-        let mut acc = block(4, false)?;
-        for i in (0..4).rev() {
-            let b = block(i, true)?;
-            acc = GpuDense::gemm(OP, &x4, CUBLAS_OP_N, &acc, CUBLAS_OP_N, ONE, ONE, Some(&b))?;
-        }
-        for _ in 0..s {
-            acc = acc.matmul(&acc)?;
-        }
-        if !acc.norm_max()?.is_finite() {
+        let e = taylor::expm(self, norm, |a, f| a.scale(c64::new(f, 0.0)))?;
+        if !e.norm_max()?.is_finite() {
             return Err(Error::Numerical {
                 op: OP.into(),
                 reason: format!(
@@ -97,6 +63,36 @@ impl GpuDense {
                 ),
             });
         }
-        Ok(acc)
+        Ok(e)
+    }
+}
+
+impl Powers for GpuDense {
+    fn mul(&self, other: &GpuDense) -> Result<GpuDense> {
+        self.matmul(other)
+    }
+
+    fn comb(c0: f64, terms: &[(f64, &GpuDense)]) -> Result<GpuDense> {
+        let Some(((c1, x1), rest)) = terms.split_first() else {
+            return Err(Error::argument(
+                "expm",
+                "a Taylor term combination needs a matrix",
+            ));
+        };
+        let (head, tail) = rest.split_at(rest.len().min(3));
+        let coef = |i: usize| head.get(i).map_or(0.0, |t| t.0);
+        let mut out = GpuDense::lincomb(
+            x1,
+            [
+                head.first().map(|t| t.1),
+                head.get(1).map(|t| t.1),
+                head.get(2).map(|t| t.1),
+            ],
+            [c0, *c1, coef(0), coef(1), coef(2)],
+        )?;
+        for (c, x) in tail {
+            out = out.add_scaled(x, c64::new(*c, 0.0))?;
+        }
+        Ok(out)
     }
 }

@@ -110,11 +110,11 @@ extern "C" __global__ void pm_reshape(const cplx* a, cplx* out, unsigned long lo
     }
 }
 
-// out = c0*I + c1*x1 + c2*x2 + c3*x3 for n x n matrices (a Paterson-Stockmeyer block of expm);
-// x2 / x3 may be null when their coefficient is unused.
-extern "C" __global__ void pm_lincomb(const cplx* x1, const cplx* x2, const cplx* x3, cplx* out,
-                                      double c0, double c1, double c2, double c3,
-                                      unsigned long long n) {
+// out = c0*I + c1*x1 + c2*x2 + c3*x3 + c4*x4 for n x n matrices (a block of the matrix
+// exponential's Taylor evaluation); x2, x3, x4 may be null when unused.
+extern "C" __global__ void pm_lincomb(const cplx* x1, const cplx* x2, const cplx* x3,
+                                      const cplx* x4, cplx* out, double c0, double c1, double c2,
+                                      double c3, double c4, unsigned long long n) {
     GRID_STRIDE(k, n * n) {
         cplx v;
         v.re = c1 * x1[k].re;
@@ -126,6 +126,10 @@ extern "C" __global__ void pm_lincomb(const cplx* x1, const cplx* x2, const cplx
         if (x3) {
             v.re += c3 * x3[k].re;
             v.im += c3 * x3[k].im;
+        }
+        if (x4) {
+            v.re += c4 * x4[k].re;
+            v.im += c4 * x4[k].im;
         }
         if (k % n == k / n) v.re += c0;
         out[k] = v;

@@ -229,15 +229,25 @@ impl GpuDense {
         Ok(m)
     }
 
-    /// `c0·I + c1·x1 + c2·x2 + c3·x3` for n×n matrices (one element-wise pass).
+    /// `c0·I + c1·x1 + c2·x2 + c3·x3 + c4·x4` for n×n matrices (one element-wise pass).
     pub(super) fn lincomb(
         x1: &GpuDense,
-        x: [Option<&GpuDense>; 2],
-        c: [f64; 4],
+        x: [Option<&GpuDense>; 3],
+        c: [f64; 5],
     ) -> Result<GpuDense> {
         let dev = device()?;
         let n = x1.rows;
+        if x1.cols != n || x.iter().flatten().any(|m| m.shape() != (n, n)) {
+            return Err(Error::shape(
+                "expm",
+                &[x1.shape()],
+                "the Taylor terms must be square matrices of one size",
+            ));
+        }
         let mut out = GpuDense::uninit(dev, n, n)?;
+        if n == 0 {
+            return Ok(out);
+        }
         let null = 0u64;
         let nn = n as u64;
         let mut l = dev.stream.launch_builder(&dev.f.lincomb);
@@ -253,7 +263,7 @@ impl GpuDense {
             l.arg(ci);
         }
         l.arg(&nn);
-        // SAFETY: every operand is n×n (the callers pass powers of one square matrix).
+        // SAFETY: every operand is n×n (checked above) and so is the output.
         unsafe { launch("expm", l, grid(n * n)) }?;
         Ok(out)
     }
