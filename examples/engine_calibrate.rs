@@ -1,12 +1,18 @@
 //! Measures where parallel execution starts to pay, per kernel family of the execution engine
 //! (`polymat::engine`), by timing each kernel with `set_threads(1)` and `set_threads(T)` at
-//! doubling sizes. The thresholds in `polymat::engine::thresholds` come from its output
-//! (`docs/benchmarks.md` records the run).
+//! doubling sizes. The defaults in `polymat::engine::thresholds` come from its output on the
+//! 2-core development VM (`docs/benchmarks.md` records the run); on another machine,
+//! `--write FILE` saves the crossovers it finds as a calibration file, which polymat reads when
+//! `POLYMAT_THRESHOLDS=FILE` is set (or through `engine::Thresholds::load`).
 //!
 //! ```sh
-//! cargo run --release --example engine_calibrate            # T = 2
-//! cargo run --release --example engine_calibrate -- 4       # T = 4
+//! cargo run --release --example engine_calibrate                         # T = 2
+//! cargo run --release --example engine_calibrate -- 16 --write cal.txt   # T = 16, saved
+//! POLYMAT_THRESHOLDS=cal.txt cargo run --release --example quickstart
 //! ```
+//!
+//! A family that never reaches 1.1× keeps a threshold past the largest size measured, so it
+//! stays serial there.
 //!
 //! Each cell is the median of 9 repetitions, each long enough to last ≥ 2 ms; the ratio is
 //! serial time / parallel time (> 1: parallel is faster).
@@ -71,10 +77,13 @@ type Case = (
 );
 
 fn main() {
-    let parallel: usize = std::env::args()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(2);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let parallel: usize = args.iter().find_map(|s| s.parse().ok()).unwrap_or(2);
+    let write = args
+        .iter()
+        .position(|a| a == "--write")
+        .and_then(|i| args.get(i + 1).cloned());
+    let mut found = polymat::engine::Thresholds::default();
     let cases: Vec<Case> = vec![
         (
             "ELEMENTWISE",
@@ -153,6 +162,7 @@ fn main() {
             "ratio"
         );
         let mut crossover = None;
+        let mut largest = 0;
         let top = if *name == "MATMUL" { 26 } else { 23 };
         for e in 10..=top {
             let (work, f) = make(1 << e);
@@ -161,6 +171,7 @@ fn main() {
             polymat::set_threads(parallel);
             let par = time(&*f);
             let ratio = serial / par;
+            largest = work;
             if ratio >= 1.1 {
                 crossover.get_or_insert(work);
             } else {
@@ -173,9 +184,36 @@ fn main() {
             );
         }
         polymat::set_threads(0);
-        match crossover {
-            Some(w) => println!("=> {name}: parallel ≥ 1.1× from work {w} on"),
-            None => println!("=> {name}: parallel never ≥ 1.1× at the largest size"),
+        let threshold = match crossover {
+            Some(w) => {
+                println!("=> {name}: parallel ≥ 1.1× from work {w} on");
+                w
+            }
+            None => {
+                println!("=> {name}: parallel never ≥ 1.1× at the largest size");
+                largest.saturating_mul(2)
+            }
+        };
+        let slot = match *name {
+            "ELEMENTWISE" => &mut found.elementwise,
+            "TRANSPOSE" => &mut found.transpose,
+            "CSR_ROWS" => &mut found.csr_rows,
+            "REDUCTION" => &mut found.reduction,
+            _ => &mut found.matmul,
+        };
+        *slot = threshold.max(1);
+    }
+    polymat::engine::set_force_parallel(false);
+    if let Some(path) = write {
+        let text = format!(
+            "# polymat engine thresholds: engine_calibrate, 1 vs {parallel} threads\n{found}"
+        );
+        match std::fs::write(&path, text) {
+            Ok(()) => println!("\nwrote {path}: use it with POLYMAT_THRESHOLDS={path}"),
+            Err(e) => {
+                eprintln!("cannot write {path}: {e}");
+                std::process::exit(1);
+            }
         }
     }
 }

@@ -294,3 +294,46 @@ fn thread_setting_and_environment() {
     assert_eq!(polymat::threads(), 1);
     polymat::set_threads(0);
 }
+
+/// `POLYMAT_THRESHOLDS` names a calibration file read on first use (checked in a child process,
+/// since the environment is read once per process); a bad file leaves the defaults in force.
+#[test]
+fn thresholds_file_from_the_environment() {
+    use polymat::engine::{Thresholds, thresholds};
+    match std::env::var("POLYMAT_THRESHOLDS_CHILD").as_deref() {
+        Ok("good") => {
+            let t = Thresholds::current();
+            assert_eq!((t.csr_rows, t.matmul), (8192, 1 << 25));
+            assert_eq!(t.elementwise, thresholds::ELEMENTWISE);
+            return;
+        }
+        Ok("bad") => {
+            assert_eq!(Thresholds::current(), Thresholds::default());
+            assert!(Thresholds::from_env().is_err());
+            return;
+        }
+        _ => {}
+    }
+    let dir = std::env::temp_dir().join(format!("polymat-thresholds-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    for (mode, text) in [
+        ("good", "# 16 threads\nCSR_ROWS = 8192\nMATMUL = 33554432\n"),
+        ("bad", "CSR_ROWS = lots\n"),
+    ] {
+        let file = dir.join(format!("{mode}.txt"));
+        std::fs::write(&file, text).unwrap();
+        let out = std::process::Command::new(std::env::current_exe().unwrap())
+            .args(["thresholds_file_from_the_environment", "--exact"])
+            .env("POLYMAT_THRESHOLDS", &file)
+            .env("POLYMAT_THRESHOLDS_CHILD", mode)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{mode}: {stdout}");
+        assert!(
+            stdout.contains("1 passed"),
+            "{mode}: the child ran no test: {stdout}"
+        );
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+}

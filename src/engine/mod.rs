@@ -113,28 +113,9 @@ fn default_dense_limit() -> usize {
     }
 }
 
-/// The thresholds, in units of work each kernel family counts. Measured on the 2-core
-/// development VM with `cargo run --release --example engine_calibrate` (1 vs 2 threads, the
-/// run is in `docs/benchmarks.md`): each is the size from which two threads beat one by at least
-/// 10 % at that size and every larger one, rounded to a power of two. Below them the rayon
-/// hand-off (about 15–20 µs on that machine) costs more than the second core saves.
-pub mod thresholds {
-    /// Dense elementwise (add, scale, conjugate, kron, Csr → Dense fill): entries of the result.
-    /// Measured crossover 65 536 entries (256×256): 1.22× there, 1.5–2.0× above.
-    pub const ELEMENTWISE: usize = 1 << 16;
-    /// Dense transpose and adjoint: entries of the result. Memory-bound and noisy; two threads
-    /// gain 1.3–1.6× from 524 288 entries (about 724×724).
-    pub const TRANSPOSE: usize = 1 << 19;
-    /// Csr row kernels (Csr·Dense, Csr + Csr): stored entries touched. Two threads gain
-    /// 1.14–2.8× from 524 280.
-    pub const CSR_ROWS: usize = 1 << 19;
-    /// Reductions (expectation values, traces, Frobenius norms): entries read. 1.12–2.5× from
-    /// 524 280.
-    pub const REDUCTION: usize = 1 << 19;
-    /// `faer` dense products: complex multiply-adds. 1.54–1.97× from 2 097 152 (128³); below
-    /// it `Par::rayon` was up to 2.8× slower.
-    pub const MATMUL: usize = 1 << 21;
-}
+pub mod thresholds;
+
+pub use thresholds::{THRESHOLDS_ENV, Thresholds, set_thresholds};
 
 /// A kind of kernel, for [`workers`].
 #[derive(Clone, Copy, Debug)]
@@ -146,20 +127,8 @@ pub(crate) enum Family {
     Matmul,
 }
 
-impl Family {
-    fn threshold(self) -> usize {
-        match self {
-            Family::Elementwise => thresholds::ELEMENTWISE,
-            Family::Transpose => thresholds::TRANSPOSE,
-            Family::CsrRows => thresholds::CSR_ROWS,
-            Family::Reduction => thresholds::REDUCTION,
-            Family::Matmul => thresholds::MATMUL,
-        }
-    }
-}
-
 /// Makes every kernel that has a parallel path take it whenever [`threads`] > 1, whatever the
-/// size (`false` restores the measured thresholds of [`thresholds`]). For calibrating the
+/// size (`false` restores the thresholds in force, [`Thresholds::current`]). For calibrating the
 /// thresholds (`examples/engine_calibrate.rs`) and for tests that the serial and parallel paths
 /// agree; results stay correct either way, small inputs just run slower.
 ///
@@ -183,7 +152,7 @@ pub(crate) fn workers(family: Family, work: usize) -> usize {
     if FORCE_PARALLEL.load(Ordering::Relaxed) {
         return threads();
     }
-    workers_for(family.threshold(), work, threads())
+    workers_for(thresholds::of(family), work, threads())
 }
 
 /// [`workers`] for a given threshold and thread count.
