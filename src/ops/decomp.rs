@@ -54,9 +54,7 @@ pub static EIGS: LazyLock<Dispatcher<EigsOptions, Eigen>> = LazyLock::new(|| {
                 _ => eigs_dense(a, *o),
             }
         })
-        .unary("eigs_gpu", |a: &GpuDense, o: &EigsOptions| {
-            super::gpu_linalg::eigs_gpu(a, o)
-        })
+        .unary("eigs_gpu", |a: &GpuDense, o: &EigsOptions| eigs_gpu(a, o))
         .specialisation(
             Specialisation::unary("eigs_csr", |a: &Csr, o: &EigsOptions| {
                 match eigs_plan(crate::storage::Kind::CSR, a.shape().0, o) {
@@ -216,9 +214,7 @@ pub(crate) fn order_eigen(
 pub static SVD: LazyLock<Dispatcher<bool, Svd>> = LazyLock::new(|| {
     Dispatcher::builder("svd", 1)
         .unary("svd_dense", |a: &Dense, v: &bool| svd_dense(a, *v))
-        .unary("svd_gpu", |a: &GpuDense, v: &bool| {
-            super::gpu_linalg::svd_gpu(a, *v)
-        })
+        .unary("svd_gpu", |a: &GpuDense, v: &bool| svd_gpu(a, *v))
         .specialisation(via_dense("svd_csr", csr_to_dense, |d: &Dense, v: &bool| {
             svd_dense(d, *v)
         }))
@@ -290,4 +286,45 @@ pub fn svd_dense(a: &Dense, vectors: bool) -> Result<Svd> {
 fn sorted_desc(mut s: Vec<f64>) -> Vec<f64> {
     s.sort_by(|x, y| y.total_cmp(x));
     s
+}
+
+/// GPU kernel of [`eigs`](super::eigs): cuSOLVER heevd for a Hermitian matrix (tested on the
+/// GPU when `options.hermitian` is `None`), the Krylov path through the dispatcher when
+/// [`eigs_plan`](super::eigs_plan) chooses it, the Dense kernel otherwise.
+pub(crate) fn eigs_gpu(a: &GpuDense, options: &EigsOptions) -> Result<Eigen> {
+    let n = a.shape().0;
+    if eigs_plan(crate::storage::Kind::GPU_DENSE, n, options) == EigsMethod::Krylov {
+        return super::krylov_eigs::eigs_data(&a.try_clone()?.into(), options);
+    }
+    let hermitian = match options.hermitian {
+        Some(h) => h,
+        None => a.isherm(HERMITIAN_ATOL)?,
+    };
+    if !hermitian || !crate::gpu::solver_available() {
+        return eigs_dense(&a.to_dense()?, *options);
+    }
+    let (w, v) = a.eigh(options.vectors)?;
+    let values = w.into_iter().map(|x| c64::new(x, 0.0)).collect();
+    let vectors = v.map(|v| v.to_dense()).transpose()?;
+    order_eigen(values, vectors.as_ref().map(Dense::as_ref), true, options)
+}
+
+/// GPU kernel of [`svd`](super::svd): cuSOLVER gesvd (a wide matrix through its adjoint); the
+/// factors are downloaded into the host result.
+pub(crate) fn svd_gpu(a: &GpuDense, vectors: bool) -> Result<Svd> {
+    if !crate::gpu::solver_available() {
+        return svd_dense(&a.to_dense()?, vectors);
+    }
+    let (u, s, vh) = a.svd(vectors)?;
+    if s.iter().any(|x| !x.is_finite()) {
+        return Err(Error::Numerical {
+            op: "svd".to_owned(),
+            reason: "the singular values are not finite (non-finite entries?)".to_owned(),
+        });
+    }
+    Ok(Svd {
+        u: u.map(|u| u.to_dense()).transpose()?,
+        s,
+        vh: vh.map(|v| v.to_dense()).transpose()?,
+    })
 }

@@ -45,9 +45,7 @@ pub static INNER_OP: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         )
         .ternary(
             "inner_op_gpucsr",
-            |l: &GpuDense, o: &GpuCsr, r: &GpuDense, _: &()| {
-                super::gpu_sparse::inner_op_gpucsr(l, o, r)
-            },
+            |l: &GpuDense, o: &GpuCsr, r: &GpuDense, _: &()| inner_op_gpucsr(l, o, r),
         )
         .builtin()
 });
@@ -162,4 +160,10 @@ pub fn inner_op_dense_csr_dense(l: &Dense, o: &Csr, r: &Dense) -> Result<c64> {
     Ok(csr_entries(o)
         .map(|((i, j), v)| if ket { lv[i].conj() } else { lv[i] } * v * rv[j])
         .sum())
+}
+
+/// `⟨l|o|r⟩` for a GpuCsr operator: SpMV, then cuBLAS's dot product (the operator is never
+/// densified).
+pub(crate) fn inner_op_gpucsr(l: &GpuDense, o: &GpuCsr, r: &GpuDense) -> Result<c64> {
+    l.inner(&super::matmul::matmul_gpucsr_dense(o, r)?)
 }

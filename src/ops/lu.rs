@@ -1,6 +1,6 @@
-//! LU factorisations checked for singularity: dense (faer's partial pivoting) and sparse
-//! (faer's sparse LU), factorised once and solved many times (`inv`, `solve`, the shift-invert
-//! of `eigs`).
+//! LU factorisations checked for singularity: dense (faer's partial pivoting), sparse (faer's
+//! sparse LU) and GPU (cuSOLVER's getrf, `factorise_gpu`), factorised once and solved many
+//! times (`inv`, `solve`, the shift-invert of `eigs`). One condition estimator serves all three.
 
 use faer::linalg::solvers::{PartialPivLu, SolveCore};
 use faer::sparse::linalg::solvers::Lu as SparseLu;
@@ -9,6 +9,7 @@ use faer::{Conj, Mat, MatMut};
 
 use crate::engine;
 use crate::error::{Error, Result};
+use crate::gpu::{GpuDense, GpuLu};
 use crate::scalar::c64;
 use crate::storage::{Csr, Dense};
 
@@ -228,4 +229,34 @@ fn inverse_norm_estimate(
         .collect();
     solve(&mut alt, false)?;
     Ok(est.max(2.0 * norm1(&alt) / (3.0 * n as f64)))
+}
+
+/// Factorises `a` and refuses it as the CPU does: an exactly zero pivot, or an estimated
+/// reciprocal condition number below [`RCOND_MIN`] (Hager–Higham, with
+/// single-column solves on the GPU).
+pub(crate) fn factorise_gpu(a: &GpuDense, op: &'static str) -> Result<GpuLu> {
+    let n = a.shape().0;
+    let lu = a.lu(op)?;
+    check_condition(op, n, a.norm_one()?, |v, adjoint| {
+        let x = lu.solve(
+            &GpuDense::from_dense(&Dense::from_col_major(n, 1, v)?)?,
+            adjoint,
+        )?;
+        v.copy_from_slice(x.to_dense()?.col(0));
+        Ok(())
+    })?;
+    Ok(lu)
+}
+
+/// Refuses a result with a non-finite entry, as the CPU kernels do.
+pub(crate) fn finite_gpu(op: &str, x: GpuDense) -> Result<GpuDense> {
+    if x.norm_max()?.is_finite() {
+        Ok(x)
+    } else {
+        Err(Error::Numerical {
+            op: op.to_owned(),
+            reason: "the solution is not finite: the matrix is singular to working precision"
+                .to_owned(),
+        })
+    }
 }

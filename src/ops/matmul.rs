@@ -42,10 +42,10 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             a.matmul(b)
         })
         .binary("matmul_gpucsr_gpu", |a: &GpuCsr, b: &GpuDense, _: &()| {
-            super::gpu_sparse::matmul_gpucsr_dense(a, b)
+            matmul_gpucsr_dense(a, b)
         })
         .binary("matmul_gpucsr_host", |a: &GpuCsr, b: &GpuCsr, _: &()| {
-            super::gpu_sparse::matmul_gpucsr(a, b)
+            matmul_gpucsr(a, b)
         })
         .builtin()
 });
@@ -408,6 +408,22 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
 pub fn matmul_dag_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     matmul_dag_shapes("matmul_dag", a.shape(), b.shape())?;
     matmul_csr(a, &transpose_csr(b, true)?)
+}
+
+/// GpuCsr·GpuDense: cuSPARSE SpMV (one column) or SpMM.
+pub(crate) fn matmul_gpucsr_dense(a: &GpuCsr, b: &GpuDense) -> Result<GpuDense> {
+    if crate::gpu::sparse_available() {
+        return a.matmul_dense(b);
+    }
+    let c = matmul_csr_dense(&a.to_csr()?, &b.to_dense()?)?;
+    GpuDense::from_dense(&c)
+}
+
+/// GpuCsr·GpuCsr: the Csr kernel on the host, the product uploaded (cuSPARSE's SpGEMM is not
+/// used yet). Registered so that a sparse product stays sparse: without it the dispatcher would
+/// densify the right operand on the GPU for SpMM, which fails past the dense limit.
+pub(crate) fn matmul_gpucsr(a: &GpuCsr, b: &GpuCsr) -> Result<GpuCsr> {
+    GpuCsr::from_csr(&matmul_csr(&a.to_csr()?, &b.to_csr()?)?)
 }
 
 #[cfg(test)]

@@ -53,8 +53,6 @@ pub mod expm;
 pub mod expm_multiply;
 pub mod extract;
 pub mod funm;
-mod gpu_linalg;
-mod gpu_sparse;
 pub mod inner;
 pub mod inplace;
 pub mod kron;

@@ -178,9 +178,7 @@ pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("inv", 1)
         .check(check_square)
         .unary("inv_dense", |a: &Dense, _: &()| inv_dense(a))
-        .unary("inv_gpu", |a: &GpuDense, _: &()| {
-            super::gpu_linalg::inv_gpu(a)
-        })
+        .unary("inv_gpu", |a: &GpuDense, _: &()| inv_gpu(a))
         .specialisation(via_dense("inv_csr", csr_to_dense, |d: &Dense, _: &()| {
             dense_to_csr(&inv_dense(d)?)
         }))
@@ -237,7 +235,7 @@ pub static SOLVE: LazyLock<Dispatcher<SolveMethod>> = LazyLock::new(|| {
         })
         .binary(
             "solve_gpu",
-            |a: &GpuDense, b: &GpuDense, m: &SolveMethod| super::gpu_linalg::solve_gpu(a, b, m),
+            |a: &GpuDense, b: &GpuDense, m: &SolveMethod| solve_gpu(a, b, m),
         )
         .specialisation(
             Specialisation::binary("solve_csr", |a: &Csr, b: &Csr, m: &SolveMethod| {
@@ -436,4 +434,45 @@ pub(super) fn solve_data(a: &Data, b: &Data, method: &SolveMethod) -> Result<Dat
         crate::convert::to_type::<Dense>(b)?,
     );
     solve_dense(&ad, &bd, method).map(Data::from)
+}
+
+/// GPU kernel of [`inv`](super::inv): LU, then solves against the identity, on the GPU.
+pub(crate) fn inv_gpu(a: &GpuDense) -> Result<GpuDense> {
+    if !crate::gpu::solver_available() {
+        return GpuDense::from_dense(&inv_dense(&a.to_dense()?)?);
+    }
+    let n = a.shape().0;
+    let lu = super::lu::factorise_gpu(a, "inv")?;
+    super::lu::finite_gpu("inv", lu.solve(&GpuDense::identity(n)?, false)?)
+}
+
+/// GPU kernel of [`solve()`](super::solve()): the LU on the GPU; the iterative methods through
+/// the dispatcher (their products run on the GPU); least squares on the CPU.
+pub(crate) fn solve_gpu(a: &GpuDense, b: &GpuDense, method: &SolveMethod) -> Result<GpuDense> {
+    match method {
+        SolveMethod::Lu if crate::gpu::solver_available() => {
+            if b.shape().0 == 0 || b.shape().1 == 0 {
+                return GpuDense::zeros(a.shape().1, b.shape().1);
+            }
+            super::lu::finite_gpu(
+                "solve",
+                super::lu::factorise_gpu(a, "solve")?.solve(b, false)?,
+            )
+        }
+        SolveMethod::Cg(_) | SolveMethod::Bicgstab(_) | SolveMethod::Gmres(_) => {
+            let (a, b): (Data, Data) = (a.try_clone()?.into(), b.try_clone()?.into());
+            let x = crate::convert::to(
+                crate::storage::Kind::GPU_DENSE,
+                &solve_data(&a, &b, method)?,
+            )?;
+            match x.downcast_ref::<GpuDense>() {
+                Some(g) => g.try_clone(),
+                None => Err(Error::Gpu {
+                    op: "solve".to_owned(),
+                    reason: format!("the iterative solution came back as {}", x.kind()),
+                }),
+            }
+        }
+        _ => GpuDense::from_dense(&solve_dense(&a.to_dense()?, &b.to_dense()?, method)?),
+    }
 }

@@ -20,7 +20,7 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         })
         .unary("adjoint_gpu", |a: &GpuDense, _: &()| a.transpose(true))
         .unary("adjoint_gpucsr", |a: &GpuCsr, _: &()| {
-            super::gpu_sparse::transpose_gpucsr(a, true)
+            transpose_gpucsr(a, true)
         })
         .builtin()
 });
@@ -35,7 +35,7 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         })
         .unary("transpose_gpu", |a: &GpuDense, _: &()| a.transpose(false))
         .unary("transpose_gpucsr", |a: &GpuCsr, _: &()| {
-            super::gpu_sparse::transpose_gpucsr(a, false)
+            transpose_gpucsr(a, false)
         })
         .builtin()
 });
@@ -179,4 +179,12 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     // are visited in increasing order, so every result row receives its columns (rows of a,
     // below m) strictly increasing.
     Ok(unsafe { Csr::from_parts_unchecked((n, m), indptr, indices, data) })
+}
+
+/// `aᵀ` or `aᴴ` of a GpuCsr: cuSPARSE `csr2cscEx2`.
+pub(crate) fn transpose_gpucsr(a: &GpuCsr, conj: bool) -> Result<GpuCsr> {
+    if crate::gpu::sparse_available() {
+        return a.transpose(conj);
+    }
+    GpuCsr::from_csr(&transpose_csr(&a.to_csr()?, conj)?)
 }
