@@ -48,38 +48,29 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
         return Ok(Dense::new(mat));
     }
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
+    let base = Entries(mat.as_ptr_mut());
+    // Row i's entries, written straight into the column-major buffer.
+    let scatter = |rows: std::ops::Range<usize>| {
+        let ptr = base.get();
+        for i in rows {
+            for k in p[i]..p[i + 1] {
+                // SAFETY: i < m and idx[k] < n (the Csr invariant), so the offset is inside the
+                // m × n allocation of column stride `stride`; each row is written by one worker
+                // only, and nothing reads the matrix until the scatter ends.
+                unsafe { *ptr.add(i + idx[k] * stride) = val[k] };
+            }
+        }
+    };
     let scatter_workers = engine::workers(Family::CsrRows, a.nnz());
     if scatter_workers > 1 {
         // Row blocks in parallel: each worker writes only the entries of its own rows.
-        let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
-        let base = Entries(mat.as_ptr_mut());
         let block = m.div_ceil(scatter_workers * 4).max(1);
-        (0..m.div_ceil(block)).into_par_iter().for_each(|b| {
-            let ptr = base.get();
-            for i in b * block..((b + 1) * block).min(m) {
-                for k in p[i]..p[i + 1] {
-                    // SAFETY: i < m and idx[k] < n (the Csr invariant), so the offset is inside
-                    // the m × n allocation of column stride `stride`; row i belongs to this
-                    // block alone, so no other worker writes this entry, and nothing reads the
-                    // matrix until the loop ends.
-                    unsafe { *ptr.add(i + idx[k] * stride) = val[k] };
-                }
-            }
-        });
-        return Ok(Dense::new(mat));
-    }
-    let mut cols: Vec<&mut [c64]> = mat
-        .col_iter_mut()
-        .map(|c| {
-            c.try_as_col_major_mut()
-                .expect("faer columns are contiguous")
-                .as_slice_mut()
-        })
-        .collect();
-    for i in 0..m {
-        for k in p[i]..p[i + 1] {
-            cols[idx[k]][i] = val[k];
-        }
+        (0..m.div_ceil(block))
+            .into_par_iter()
+            .for_each(|b| scatter(b * block..((b + 1) * block).min(m)));
+    } else {
+        scatter(0..m);
     }
     Ok(Dense::new(mat))
 }
