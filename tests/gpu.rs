@@ -1040,11 +1040,14 @@ fn every_operation_keeps_gpu_csr_on_the_gpu() {
         }};
     }
     let checked = check!(
-        ADD: 2, SUB: 2, MUL: 1, NEG: 1, MATMUL: 2, MATMUL_DAG: 2, MULTIPLY: 2, KRON: 2,
-        ADJOINT: 1, TRANSPOSE: 1, CONJ: 1, POW: 1, EXPM: 1, TIDYUP: 1, RESHAPE: 1,
-        PERMUTE_INDICES: 1, PTRACE: 1, INV: 1, SOLVE: 2,
+        ADD: 2, SUB: 2, MUL: 1, NEG: 1, MATMUL: 2, MATMUL_DAG: 2, MATMUL_OUTER: 2, MULTIPLY: 2,
+        KRON: 2, KRON_TRANSPOSE: 2, ADJOINT: 1, TRANSPOSE: 1, CONJ: 1, POW: 1, EXPM: 1,
+        EXPM_MULTIPLY: 2, PROJECT: 1, TIDYUP: 1, RESHAPE: 1, COLUMN_STACK: 1,
+        COLUMN_UNSTACK: 1, BLOCK_EXTRACT: 1, BLOCK_OVERWRITE: 2, PERMUTE_INDICES: 1,
+        PERMUTE_DIMENSIONS: 1, PTRACE: 1, INV: 1, SOLVE: 2, SQRTM: 1, LOGM: 1,
     );
-    assert_eq!(checked, 12 + 7 * 5);
+    // The same 19 unary and 11 binary operations as for GpuDense (5 input tuples each).
+    assert_eq!(checked, 19 + 11 * 5);
     // Sparse in, sparse out, and never densified on the way.
     for (name, e) in [
         ("add", ops::ADD.explain(&[c, c], Out::Auto).unwrap()),
