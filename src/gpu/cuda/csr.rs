@@ -437,3 +437,31 @@ impl GpuCsr {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn offsets_are_prefix_sums_checked_against_32_bits() {
+        let p = GpuCsr::offsets("t", [2usize, 0, 3].into_iter(), 3).unwrap();
+        assert_eq!(p, vec![0, 2, 2, 5]);
+        assert_eq!(
+            GpuCsr::offsets("t", std::iter::empty(), 0).unwrap(),
+            vec![0]
+        );
+        let big = i32::MAX as usize;
+        assert!(GpuCsr::offsets("t", [big].into_iter(), 1).is_ok());
+        let e = GpuCsr::offsets("t", [big, 1].into_iter(), 2).unwrap_err();
+        assert!(matches!(e, Error::Gpu { .. }), "{e}");
+        let e = GpuCsr::offsets("t", [usize::MAX, usize::MAX].into_iter(), 2).unwrap_err();
+        assert!(e.to_string().contains("32-bit"), "{e}");
+    }
+
+    #[test]
+    fn index32_refuses_what_does_not_fit() {
+        assert_eq!(index32("t", "rows", 7).unwrap(), 7);
+        assert!(index32("t", "rows", i32::MAX as usize).is_ok());
+        assert!(index32("t", "rows", i32::MAX as usize + 1).is_err());
+    }
+}
