@@ -189,7 +189,7 @@ impl Batch {
     /// keep their built-in groups only.
     ///
     /// ```
-    /// use polymat::{Batch, Conversion, Csr, Group, Out, Storage, registry};
+    /// use polymat::{Batch, Conversion, Csr, Group, Kind, Out, Storage, registry};
     ///
     /// // A banded sparse kind that joins the sparse family.
     /// #[derive(Debug, Clone)]
@@ -204,7 +204,6 @@ impl Batch {
     ///     .add_to_group::<Band>(Group::SPARSE);
     /// registry().commit(b)?;
     /// let band = registry().kind_of::<Band>()?;
-    /// use polymat::Kind;
     /// assert_eq!(registry().kinds_in(Group::SPARSE), vec![Kind::CSR, Kind::DIA, Kind::GPU_CSR, band]);
     /// # Ok::<(), polymat::Error>(())
     /// ```

@@ -66,7 +66,8 @@ impl Group {
     pub const DENSE: Group = Group(0);
     /// Sparse storage: [`Csr`](crate::Csr), [`Dia`](crate::Dia), [`GpuCsr`](crate::GpuCsr).
     pub const SPARSE: Group = Group(1);
-    /// GPU memory: [`GpuDense`](crate::GpuDense), [`GpuCsr`](crate::GpuCsr). Sticky: `Out::Auto` keeps GPU data on the GPU.
+    /// GPU memory: [`GpuDense`](crate::GpuDense), [`GpuCsr`](crate::GpuCsr). Sticky: `Out::Auto`
+    /// keeps GPU data on the GPU.
     pub const GPU: Group = Group(2);
 
     /// The group called `name` (case-insensitive), created if it does not exist.

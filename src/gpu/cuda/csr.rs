@@ -4,10 +4,10 @@
 
 use std::fmt;
 
-use cudarc::driver::{CudaSlice, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaSlice, PushKernelArg};
 
 use super::device::{Device, device, gpu_err};
-use super::launch::{BLOCK, grid, launch};
+use super::launch::{BLOCK, grid, launch, map_slice};
 use super::{Elem, GpuDense, as_pairs, to_c64};
 use crate::error::{Error, Result};
 use crate::scalar::{ZERO, c64};
@@ -209,37 +209,27 @@ impl GpuCsr {
         (&self.indptr, &self.indices, &self.data)
     }
 
-    /// The same structure with each value mapped by the GpuDense kernel `f` (scale, conj).
-    fn map_values(
-        &self,
-        op: &'static str,
-        f: impl Fn(&GpuDense) -> Result<GpuDense>,
-    ) -> Result<GpuCsr> {
+    /// The same structure with the values mapped by the element-wise kernel `f` (scale, conj).
+    fn map_values(&self, op: &'static str, f: &CudaFunction, extra: &[f64]) -> Result<GpuCsr> {
         let dev = device()?;
-        let values = GpuDense {
-            rows: self.nnz,
-            cols: 1,
-            buf: dev.stream.clone_dtod(&self.data).map_err(gpu_err(op))?,
-        };
-        let mapped = f(&values)?;
         Ok(GpuCsr {
             rows: self.rows,
             cols: self.cols,
             nnz: self.nnz,
             indptr: dev.stream.clone_dtod(&self.indptr).map_err(gpu_err(op))?,
             indices: dev.stream.clone_dtod(&self.indices).map_err(gpu_err(op))?,
-            data: mapped.buf,
+            data: map_slice(op, f, &self.data, self.nnz, extra)?,
         })
     }
 
     /// `s·a` (the structure is kept, as for Csr).
     pub(crate) fn scale(&self, s: c64) -> Result<GpuCsr> {
-        self.map_values("mul", |v| v.scale(s))
+        self.map_values("mul", &device()?.f.scale, &[s.re, s.im])
     }
 
     /// The entry-wise complex conjugate.
     pub(crate) fn conj(&self) -> Result<GpuCsr> {
-        self.map_values("conj", GpuDense::conj)
+        self.map_values("conj", &device()?.f.conj, &[])
     }
 
     /// Sums the per-block partials a reduction kernel wrote, in block order.

@@ -47,24 +47,53 @@ pub(super) unsafe fn launch(
     unsafe { args.launch(cfg) }.map(|_| ()).map_err(gpu_err(op))
 }
 
+/// `f` over the first `n` entries of `src` into new device memory (`max(n, 1)` entries);
+/// `extra` are the kernel's scalar parameters. The element-wise maps of GpuDense, and of
+/// GpuCsr's values.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if `src` holds fewer than `n` entries; [`Error::Gpu`] if the
+/// allocation or the launch fails.
+pub(super) fn map_slice(
+    op: &'static str,
+    f: &CudaFunction,
+    src: &CudaSlice<Elem>,
+    n: usize,
+    extra: &[f64],
+) -> Result<CudaSlice<Elem>> {
+    if src.len() < n {
+        return Err(Error::argument(
+            op,
+            format!("{n} entries asked of a buffer of {}", src.len()),
+        ));
+    }
+    let dev = device()?;
+    // SAFETY: the kernel writes all `n` entries before anything reads them (the extra entry
+    // of an empty buffer is never read).
+    let mut out = unsafe { dev.stream.alloc::<Elem>(n.max(1)) }.map_err(gpu_err(op))?;
+    if n == 0 {
+        return Ok(out);
+    }
+    let len = n as u64;
+    let mut b = dev.stream.launch_builder(f);
+    b.arg(src).arg(&mut out);
+    for x in extra {
+        b.arg(x);
+    }
+    b.arg(&len);
+    // SAFETY: the kernel reads and writes `n` entries of buffers holding at least `n`.
+    unsafe { launch(op, b, grid(n)) }?;
+    Ok(out)
+}
+
 impl GpuDense {
     /// `f(a)` entry by entry into a new matrix; `extra` are the kernel's scalar parameters.
     fn map(&self, op: &'static str, f: &CudaFunction, extra: &[f64]) -> Result<GpuDense> {
-        let dev = device()?;
-        let mut out = GpuDense::uninit(dev, self.rows, self.cols)?;
-        let n = self.len() as u64;
-        if n == 0 {
-            return Ok(out);
-        }
-        let mut b = dev.stream.launch_builder(f);
-        b.arg(&self.buf).arg(&mut out.buf);
-        for x in extra {
-            b.arg(x);
-        }
-        b.arg(&n);
-        // SAFETY: the kernel reads and writes `n` entries of buffers holding at least `n`.
-        unsafe { launch(op, b, grid(self.len())) }?;
-        Ok(out)
+        Ok(GpuDense {
+            rows: self.rows,
+            cols: self.cols,
+            buf: map_slice(op, f, &self.buf, self.len(), extra)?,
+        })
     }
 
     /// `s·a`.
