@@ -126,9 +126,12 @@ pub fn expect_csr_dense(o: &Csr, s: &Dense) -> Result<c64> {
         return Ok(engine::sum_ranges(o.shape().0, workers, |rows| {
             let mut total = ZERO;
             for i in rows {
+                let (lo, hi) = (p[i], p[i + 1]);
                 let mut row = ZERO;
-                for k in p[i]..p[i + 1] {
-                    row += val[k] * psi[idx[k]];
+                for (v, &c) in val[lo..hi].iter().zip(&idx[lo..hi]) {
+                    // SAFETY: a Csr's column indices are below its column count (its
+                    // invariant), which is `psi.len()`: the shapes were checked above.
+                    row += v * unsafe { psi.get_unchecked(c) };
                 }
                 total += psi[i].conj() * row;
             }
