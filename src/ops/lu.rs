@@ -18,18 +18,19 @@ use crate::storage::{Csr, Dense};
 /// return [`Error::Numerical`] naming the estimate (scipy warns at the same point).
 pub const RCOND_MIN: f64 = f64::EPSILON;
 
+/// The error for a solution with a non-finite entry.
+fn not_finite(op: &str) -> Error {
+    Error::Numerical {
+        op: op.to_owned(),
+        reason: "the solution is not finite: the matrix is singular to working precision"
+            .to_owned(),
+    }
+}
+
 /// Checks that a solution is finite.
 pub(crate) fn finite(op: &str, x: Mat<c64>) -> Result<Mat<c64>> {
     let ok = x.nrows() == 0 || (0..x.ncols()).all(|j| x.col(j).iter().all(|v| v.is_finite()));
-    if ok {
-        Ok(x)
-    } else {
-        Err(Error::Numerical {
-            op: op.to_owned(),
-            reason: "the solution is not finite: the matrix is singular to working precision"
-                .to_owned(),
-        })
-    }
+    if ok { Ok(x) } else { Err(not_finite(op)) }
 }
 
 /// An LU factorisation of a square matrix, checked for singularity, ready for many solves.
@@ -253,10 +254,6 @@ pub(crate) fn finite_gpu(op: &str, x: GpuDense) -> Result<GpuDense> {
     if x.norm_max()?.is_finite() {
         Ok(x)
     } else {
-        Err(Error::Numerical {
-            op: op.to_owned(),
-            reason: "the solution is not finite: the matrix is singular to working precision"
-                .to_owned(),
-        })
+        Err(not_finite(op))
     }
 }

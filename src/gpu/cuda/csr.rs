@@ -232,29 +232,46 @@ impl GpuCsr {
         self.map_values("conj", &device()?.f.conj, &[])
     }
 
-    /// Sums the per-block partials a reduction kernel wrote, in block order.
-    fn sum_partials(op: &'static str, dev: &Device, partial: &CudaSlice<Elem>) -> Result<c64> {
-        let host = dev.stream.clone_dtoh(partial).map_err(gpu_err(op))?;
-        dev.stream.synchronize().map_err(gpu_err(op))?;
-        Ok(host.into_iter().map(to_c64).sum())
-    }
-
-    /// Blocks for a row reduction over `n` rows, and a buffer for their partial sums.
-    fn partials(op: &'static str, dev: &Device, n: usize) -> Result<(u32, CudaSlice<Elem>)> {
-        let blocks = n.div_ceil(BLOCK as usize).clamp(1, 1024) as u32;
-        let buf = dev
+    /// Runs a row-reduction kernel of `sparse.cu` over the n rows and sums its per-block
+    /// partials on the host, in block order. The kernel's arguments: the three CSR arrays,
+    /// `state` (when given), the partial sums, n, then `flag` (when given).
+    ///
+    /// # Safety
+    /// With these arguments the kernel must read only inside the CSR arrays and `state`, and
+    /// write only `partial[blockIdx.x]`.
+    unsafe fn reduce_rows(
+        &self,
+        op: &'static str,
+        f: &CudaFunction,
+        state: Option<&GpuDense>,
+        flag: Option<i32>,
+    ) -> Result<c64> {
+        let dev = device()?;
+        let blocks = self.rows.div_ceil(BLOCK as usize).clamp(1, 1024) as u32;
+        let mut partial = dev
             .stream
             .alloc_zeros::<Elem>(blocks as usize)
             .map_err(gpu_err(op))?;
-        Ok((blocks, buf))
-    }
-
-    fn reduction_config(blocks: u32) -> cudarc::driver::LaunchConfig {
-        cudarc::driver::LaunchConfig {
+        let n = self.rows as u64;
+        let mut l = dev.stream.launch_builder(f);
+        l.arg(&self.indptr).arg(&self.indices).arg(&self.data);
+        if let Some(st) = state {
+            l.arg(&st.buf);
+        }
+        l.arg(&mut partial).arg(&n);
+        if let Some(flag) = &flag {
+            l.arg(flag);
+        }
+        let cfg = cudarc::driver::LaunchConfig {
             grid_dim: (blocks, 1, 1),
             block_dim: (BLOCK, 1, 1),
             shared_mem_bytes: 0,
-        }
+        };
+        // SAFETY: the caller's contract; block b < blocks writes partial[b].
+        unsafe { launch(op, l, cfg) }?;
+        let host = dev.stream.clone_dtoh(&partial).map_err(gpu_err(op))?;
+        dev.stream.synchronize().map_err(gpu_err(op))?;
+        Ok(host.into_iter().map(to_c64).sum())
     }
 
     /// `Tr a` for square `a`.
@@ -264,44 +281,23 @@ impl GpuCsr {
         if self.nnz == 0 {
             return Ok(ZERO);
         }
-        let dev = device()?;
-        let (blocks, mut partial) = GpuCsr::partials(OP, dev, self.rows)?;
-        let n = self.rows as u64;
-        let mut l = dev.stream.launch_builder(&dev.f.csr_trace);
-        l.arg(&self.indptr)
-            .arg(&self.indices)
-            .arg(&self.data)
-            .arg(&mut partial)
-            .arg(&n);
-        // SAFETY: rows i < n read offsets i and i + 1 (n + 1 held) and entries between them;
-        // block b writes partial[b], b < blocks.
-        unsafe { launch(OP, l, GpuCsr::reduction_config(blocks)) }?;
-        GpuCsr::sum_partials(OP, dev, &partial)
+        let f = &device()?.f.csr_trace;
+        // SAFETY: rows i < n read offsets i and i + 1 (n + 1 held) and the entries between.
+        unsafe { self.reduce_rows(OP, f, None, None) }
     }
 
     /// `⟨ψ|a|ψ⟩` for a ket `state`, `Tr(a·ρ)` for an operator `state` (QuTiP's `expect`).
     pub(crate) fn expect(&self, state: &GpuDense) -> Result<c64> {
         const OP: &str = "expect";
         expect_shapes(OP, self.shape(), state.shape())?;
-        let ket = i32::from(state.cols == 1);
         if self.nnz == 0 || self.rows == 0 {
             return Ok(ZERO);
         }
-        let dev = device()?;
-        let (blocks, mut partial) = GpuCsr::partials(OP, dev, self.rows)?;
-        let n = self.rows as u64;
-        let mut l = dev.stream.launch_builder(&dev.f.csr_expect);
-        l.arg(&self.indptr)
-            .arg(&self.indices)
-            .arg(&self.data)
-            .arg(&state.buf)
-            .arg(&mut partial)
-            .arg(&n)
-            .arg(&ket);
+        let ket = i32::from(state.cols == 1);
+        let f = &device()?.f.csr_expect;
         // SAFETY: `a` is n×n (checked), its columns are below n, and the state holds n entries
         // (ket) or n·n (operator), so every read state[c] / state[c + i·n] is inside it.
-        unsafe { launch(OP, l, GpuCsr::reduction_config(blocks)) }?;
-        GpuCsr::sum_partials(OP, dev, &partial)
+        unsafe { self.reduce_rows(OP, f, Some(state), Some(ket)) }
     }
 
     /// Prefix sums of per-row counts as 32-bit offsets (on the host: one download of `rows`
@@ -328,14 +324,10 @@ impl GpuCsr {
         let dev = device()?;
         let rows = self.rows as u64;
         let (sr, si) = (s.re, s.im);
-        // Pass 1: the length of each row of the result.
-        let mut counts = dev
-            .stream
-            .alloc_zeros::<u64>(self.rows.max(1))
-            .map_err(gpu_err(OP))?;
-        // A null `cp` (and unused `ci`, `cd`) selects the counting pass.
-        let null: u64 = 0;
-        if self.rows > 0 {
+        // One merge over every row: with `out` it fills the result from its offsets, without it
+        // (a null `cp`, `ci`, `cd`) it only counts each row's entries into `counts`.
+        let merge = |out: Option<&mut GpuCsr>, counts: &mut CudaSlice<u64>| -> Result<()> {
+            let null: u64 = 0;
             let mut l = dev.stream.launch_builder(&dev.f.csr_add);
             l.arg(&self.indptr)
                 .arg(&self.indices)
@@ -344,15 +336,23 @@ impl GpuCsr {
                 .arg(&b.indices)
                 .arg(&b.data)
                 .arg(&sr)
-                .arg(&si)
-                .arg(&null)
-                .arg(&null)
-                .arg(&null)
-                .arg(&mut counts)
-                .arg(&rows);
-            // SAFETY: both operands are valid CSR of `rows` rows; with a null `cp` the kernel
-            // only writes counts[i], i < rows.
-            unsafe { launch(OP, l, grid(self.rows)) }?;
+                .arg(&si);
+            match out {
+                Some(o) => l.arg(&o.indptr).arg(&mut o.indices).arg(&mut o.data),
+                None => l.arg(&null).arg(&null).arg(&null),
+            };
+            l.arg(counts).arg(&rows);
+            // SAFETY: both operands are valid CSR of `rows` rows. Counting writes counts[i],
+            // i < rows; filling writes row i's counts[i] entries from its offset, the offsets
+            // being the prefix sums of the counts this same merge produced, all below nnz.
+            unsafe { launch(OP, l, grid(self.rows)) }
+        };
+        let mut counts = dev
+            .stream
+            .alloc_zeros::<u64>(self.rows.max(1))
+            .map_err(gpu_err(OP))?;
+        if self.rows > 0 {
+            merge(None, &mut counts)?;
         }
         let host = dev.stream.clone_dtoh(&counts).map_err(gpu_err(OP))?;
         dev.stream.synchronize().map_err(gpu_err(OP))?;
@@ -367,23 +367,7 @@ impl GpuCsr {
             .memcpy_htod(&indptr, &mut out.indptr)
             .map_err(gpu_err(OP))?;
         if nnz > 0 {
-            let mut l = dev.stream.launch_builder(&dev.f.csr_add);
-            l.arg(&self.indptr)
-                .arg(&self.indices)
-                .arg(&self.data)
-                .arg(&b.indptr)
-                .arg(&b.indices)
-                .arg(&b.data)
-                .arg(&sr)
-                .arg(&si)
-                .arg(&out.indptr)
-                .arg(&mut out.indices)
-                .arg(&mut out.data)
-                .arg(&mut counts)
-                .arg(&rows);
-            // SAFETY: the offsets are the prefix sums of the counts this same merge produced,
-            // so row i writes exactly its counts[i] entries from indptr[i], all below nnz.
-            unsafe { launch(OP, l, grid(self.rows)) }?;
+            merge(Some(&mut out), &mut counts)?;
         }
         Ok(out)
     }

@@ -161,8 +161,7 @@ impl GpuCsr {
                     ok(sp::cusparseSpMV_bufferSize(
                         h, NO_OP, alpha, d.mat, x, beta, y, C64, alg, &mut size,
                     ))?;
-                    let buf = scratch(dev, size)
-                        .map_err(|_| sp::cusparseStatus_t::CUSPARSE_STATUS_ALLOC_FAILED)?;
+                    let buf = scratch(dev, size)?;
                     let (pw, _gw) = buf.device_ptr(&dev.stream);
                     ok(sp::cusparseSpMV(
                         h,
@@ -207,8 +206,7 @@ impl GpuCsr {
                     ok(sp::cusparseSpMM_bufferSize(
                         h, NO_OP, NO_OP, alpha, d.mat, bm, beta, cm, C64, alg, &mut size,
                     ))?;
-                    let buf = scratch(dev, size)
-                        .map_err(|_| sp::cusparseStatus_t::CUSPARSE_STATUS_ALLOC_FAILED)?;
+                    let buf = scratch(dev, size)?;
                     let (pw, _gw) = buf.device_ptr(&dev.stream);
                     ok(sp::cusparseSpMM(
                         h,
@@ -284,8 +282,7 @@ impl GpuCsr {
                         alg,
                         &mut size,
                     ))?;
-                    let buf = scratch(dev, size)
-                        .map_err(|_| sp::cusparseStatus_t::CUSPARSE_STATUS_ALLOC_FAILED)?;
+                    let buf = scratch(dev, size)?;
                     let (pw, _gw) = buf.device_ptr(&dev.stream);
                     ok(sp::cusparseCsr2cscEx2(
                         h,
@@ -315,9 +312,13 @@ impl GpuCsr {
     }
 }
 
-/// A device workspace of `bytes` bytes (at least one).
-fn scratch(dev: &Device, bytes: usize) -> Result<cudarc::driver::CudaSlice<u8>> {
+/// A device workspace of `bytes` bytes (at least one); a failed allocation is reported as
+/// cuSPARSE's own allocation failure, inside the calls that need it.
+fn scratch(
+    dev: &Device,
+    bytes: usize,
+) -> std::result::Result<cudarc::driver::CudaSlice<u8>, sp::cusparseStatus_t> {
     dev.stream
         .alloc_zeros::<u8>(bytes.max(1))
-        .map_err(gpu_err("cusparse workspace"))
+        .map_err(|_| sp::cusparseStatus_t::CUSPARSE_STATUS_ALLOC_FAILED)
 }
