@@ -26,6 +26,15 @@ unsafe impl Send for Entries {}
 // SAFETY: as for `Send`: shared only to write disjoint entries.
 unsafe impl Sync for Entries {}
 
+crate::simd::avx2_fn! {
+    /// Fills every slice of `cols` with zeros (256-bit stores where the CPU has AVX2).
+    fn zero_cols(cols: &mut [&mut [std::mem::MaybeUninit<c64>]]) {
+        for col in cols.iter_mut() {
+            col.fill(std::mem::MaybeUninit::new(ZERO));
+        }
+    }
+}
+
 /// Scatters the stored entries into a zeroed column-major matrix (by row blocks in parallel
 /// above the engine's Csr threshold). O(rows·cols + nnz).
 ///
@@ -34,16 +43,10 @@ unsafe impl Sync for Entries {}
 /// a large Csr is never densified by accident.
 pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
     let (m, n) = a.shape();
-    let zero = std::mem::MaybeUninit::new(ZERO);
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
     // SAFETY: every column slice handed out is filled with zeros in full.
-    let mut mat = unsafe {
-        alloc::build_mat("to Dense", m, n, workers, |_, _, cols| {
-            for col in cols.iter_mut() {
-                col.fill(zero);
-            }
-        })
-    }?;
+    let mut mat =
+        unsafe { alloc::build_mat("to Dense", m, n, workers, |_, _, cols| zero_cols(cols)) }?;
     if m == 0 || n == 0 {
         return Ok(Dense::new(mat));
     }
@@ -89,16 +92,16 @@ pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
     }
     let workers = engine::workers(Family::Reduction, m.saturating_mul(n));
     if a.layout() == Layout::RowMajor {
-        return Ok(engine::simd(|| by_row_blocks(a, workers)));
+        return Ok(by_row_blocks(a, workers));
     }
     if m.saturating_mul(n) <= SMALL {
         // Small: two passes, three allocations (QuTiP's count), no intermediate CSC.
-        return Ok(engine::simd(|| by_row_blocks(a, 1)));
+        return Ok(by_row_blocks(a, 1));
     }
     let limit = (m * n / 4).max(64);
     Ok(match via_columns(a, workers, limit) {
         Some(c) => c,
-        None => engine::simd(|| by_row_blocks(a, workers)),
+        None => by_row_blocks(a, workers),
     })
 }
 
@@ -110,7 +113,7 @@ fn via_columns(a: &Dense, workers: usize, limit: usize) -> Option<Csr> {
     let per = n.div_ceil(workers);
     let collect = |w: usize| {
         let cols = (w * per).min(n)..((w + 1) * per).min(n);
-        engine::simd(|| collect_columns(a, cols, limit))
+        collect_columns(a, cols, limit)
     };
     let mut parts: Vec<Columns> = if workers > 1 {
         (0..workers)
@@ -170,49 +173,51 @@ fn nonzero_bits(v: &c64) -> u64 {
     (v.re.to_bits() | v.im.to_bits()) << 1
 }
 
-/// One contiguous pass over the columns `cols` of column-major `a` collecting the non-zeros;
-/// `None` as soon as there are more than `limit` of them. Runs of 8 zeros are skipped with one OR-reduction; other runs
-/// become a bit mask of their non-zeros.
-fn collect_columns(a: &Dense, cols: std::ops::Range<usize>, limit: usize) -> Option<Columns> {
-    const RUN: usize = 8;
-    let m = a.shape().0;
-    // Reserved up front (small matrices never regrow); large ones grow past 64 Ki entries.
-    let reserve = limit.min(1 << 16) + 1;
-    let mut out = Columns {
-        cols: cols.clone(),
-        colptr: Vec::with_capacity(cols.len() + 1),
-        rows: Vec::with_capacity(reserve),
-        vals: Vec::with_capacity(reserve),
-        row_counts: vec![0usize; m + 1],
-    };
-    out.colptr.push(0);
-    for j in cols {
-        let col = a.buffer_col(j);
-        for (r, run) in col.chunks(RUN).enumerate() {
-            // An all-zero run costs one vectorised OR-reduction; otherwise bit k of `mask` is
-            // set when entry k is non-zero, and the loop takes one step per non-zero.
-            if run.iter().fold(0u64, |acc, v| acc | nonzero_bits(v)) == 0 {
-                continue;
+crate::simd::avx2_fn! {
+    /// One contiguous pass over the columns `cols` of column-major `a` collecting the non-zeros;
+    /// `None` as soon as there are more than `limit` of them. Runs of 8 zeros are skipped with one OR-reduction; other runs
+    /// become a bit mask of their non-zeros.
+    fn collect_columns(a: &Dense, cols: std::ops::Range<usize>, limit: usize) -> Option<Columns> {
+        const RUN: usize = 8;
+        let m = a.shape().0;
+        // Reserved up front (small matrices never regrow); large ones grow past 64 Ki entries.
+        let reserve = limit.min(1 << 16) + 1;
+        let mut out = Columns {
+            cols: cols.clone(),
+            colptr: Vec::with_capacity(cols.len() + 1),
+            rows: Vec::with_capacity(reserve),
+            vals: Vec::with_capacity(reserve),
+            row_counts: vec![0usize; m + 1],
+        };
+        out.colptr.push(0);
+        for j in cols {
+            let col = a.buffer_col(j);
+            for (r, run) in col.chunks(RUN).enumerate() {
+                // An all-zero run costs one vectorised OR-reduction; otherwise bit k of `mask` is
+                // set when entry k is non-zero, and the loop takes one step per non-zero.
+                if run.iter().fold(0u64, |acc, v| acc | nonzero_bits(v)) == 0 {
+                    continue;
+                }
+                let mut mask = run
+                    .iter()
+                    .enumerate()
+                    .fold(0u32, |m, (k, v)| m | (u32::from(nonzero_bits(v) != 0) << k));
+                while mask != 0 {
+                    let k = mask.trailing_zeros() as usize;
+                    let i = r * RUN + k;
+                    out.rows.push(i);
+                    out.vals.push(run[k]);
+                    out.row_counts[i + 1] += 1;
+                    mask &= mask - 1;
+                }
+                if out.rows.len() > limit {
+                    return None;
+                }
             }
-            let mut mask = run
-                .iter()
-                .enumerate()
-                .fold(0u32, |m, (k, v)| m | (u32::from(nonzero_bits(v) != 0) << k));
-            while mask != 0 {
-                let k = mask.trailing_zeros() as usize;
-                let i = r * RUN + k;
-                out.rows.push(i);
-                out.vals.push(run[k]);
-                out.row_counts[i + 1] += 1;
-                mask &= mask - 1;
-            }
-            if out.rows.len() > limit {
-                return None;
-            }
+            out.colptr.push(out.rows.len());
         }
-        out.colptr.push(out.rows.len());
+        Some(out)
     }
-    Some(out)
 }
 
 /// Dense → Csr by blocks of rows, `workers` of them at a time (serial for 1): a vectorised
@@ -232,7 +237,7 @@ fn by_row_blocks(a: &Dense, workers: usize) -> Csr {
         indptr[1..]
             .par_chunks_mut(block)
             .enumerate()
-            .for_each(|(b, c)| engine::simd(|| count_rows(a, b * block, c)));
+            .for_each(|(b, c)| count_rows(a, b * block, c));
     } else {
         count_rows(a, 0, &mut indptr[1..]);
     }
@@ -257,7 +262,7 @@ fn by_row_blocks(a: &Dense, workers: usize) -> Csr {
         }
         parts
             .into_par_iter()
-            .for_each(|(rows, x, y)| engine::simd(|| fill_rows(a, rows, &indptr, x, y)));
+            .for_each(|(rows, x, y)| fill_rows(a, rows, &indptr, x, y));
     } else {
         fill_rows(a, 0..m, &indptr, &mut indices, &mut data);
     }
@@ -276,75 +281,79 @@ const ROW_BLOCK: usize = 64;
 /// Rows per cache block of the parallel column-major walk, and the least rows a worker takes.
 const PAR_ROW_BLOCK: usize = 512;
 
-/// `counts[t]` = the number of non-zeros of row `r0 + t`.
-fn count_rows(a: &Dense, r0: usize, counts: &mut [usize]) {
-    let r1 = r0 + counts.len();
-    match a.layout() {
-        Layout::ColMajor => {
-            for j in 0..a.shape().1 {
-                for (c, v) in counts.iter_mut().zip(&a.buffer_col(j)[r0..r1]) {
-                    *c += usize::from(nonzero_bits(v) != 0);
+crate::simd::avx2_fn! {
+    /// `counts[t]` = the number of non-zeros of row `r0 + t`.
+    fn count_rows(a: &Dense, r0: usize, counts: &mut [usize]) {
+        let r1 = r0 + counts.len();
+        match a.layout() {
+            Layout::ColMajor => {
+                for j in 0..a.shape().1 {
+                    for (c, v) in counts.iter_mut().zip(&a.buffer_col(j)[r0..r1]) {
+                        *c += usize::from(nonzero_bits(v) != 0);
+                    }
                 }
             }
-        }
-        Layout::RowMajor => {
-            for (c, i) in counts.iter_mut().zip(r0..r1) {
-                *c = a
-                    .buffer_col(i)
-                    .iter()
-                    .map(|v| usize::from(nonzero_bits(v) != 0))
-                    .sum();
+            Layout::RowMajor => {
+                for (c, i) in counts.iter_mut().zip(r0..r1) {
+                    *c = a
+                        .buffer_col(i)
+                        .iter()
+                        .map(|v| usize::from(nonzero_bits(v) != 0))
+                        .sum();
+                }
             }
         }
     }
 }
 
-/// Writes the non-zeros of `rows` into `indices`/`data`, which hold exactly
-/// `indptr[rows.start]..indptr[rows.end]`, each row in increasing column order.
-fn fill_rows(
-    a: &Dense,
-    rows: std::ops::Range<usize>,
-    indptr: &[usize],
-    indices: &mut [usize],
-    data: &mut [c64],
-) {
-    let base = indptr[rows.start];
-    match a.layout() {
-        Layout::RowMajor => {
-            let mut k = 0;
-            for i in rows {
-                for (j, v) in a.buffer_col(i).iter().enumerate() {
-                    if nonzero_bits(v) != 0 {
-                        indices[k] = j;
-                        data[k] = *v;
-                        k += 1;
+crate::simd::avx2_fn! {
+    /// Writes the non-zeros of `rows` into `indices`/`data`, which hold exactly
+    /// `indptr[rows.start]..indptr[rows.end]`, each row in increasing column order.
+    fn fill_rows(
+        a: &Dense,
+        rows: std::ops::Range<usize>,
+        indptr: &[usize],
+        indices: &mut [usize],
+        data: &mut [c64],
+    ) {
+        let base = indptr[rows.start];
+        match a.layout() {
+            Layout::RowMajor => {
+                let mut k = 0;
+                for i in rows {
+                    for (j, v) in a.buffer_col(i).iter().enumerate() {
+                        if nonzero_bits(v) != 0 {
+                            indices[k] = j;
+                            data[k] = *v;
+                            k += 1;
+                        }
                     }
                 }
             }
-        }
-        Layout::ColMajor => {
-            // Serial: 64-row blocks (measured best for dense-ish matrices on one core).
-            // Parallel: 512-row blocks, so each visit of a column reads 8 KiB rather than
-            // 1 KiB: with 64 rows, every block touched a new page per column and two workers
-            // ran at a quarter of one core's speed (TLB misses).
-            let step = if rows.len() == indptr.len() - 1 {
-                ROW_BLOCK
-            } else {
-                PAR_ROW_BLOCK
-            };
-            // The block's write cursors, on the stack: `step` ≤ PAR_ROW_BLOCK rows.
-            let mut next = [0usize; PAR_ROW_BLOCK];
-            for r0 in rows.clone().step_by(step) {
-                let r1 = (r0 + step).min(rows.end);
-                for (q, p) in next.iter_mut().zip(&indptr[r0..r1]) {
-                    *q = p - base;
-                }
-                for j in 0..a.shape().1 {
-                    for (t, v) in a.buffer_col(j)[r0..r1].iter().enumerate() {
-                        if nonzero_bits(v) != 0 {
-                            indices[next[t]] = j;
-                            data[next[t]] = *v;
-                            next[t] += 1;
+            Layout::ColMajor => {
+                // Serial: 64-row blocks (measured best for dense-ish matrices on one core).
+                // Parallel: 512-row blocks, so each visit of a column reads 8 KiB rather than
+                // 1 KiB: with 64 rows, every block touched a new page per column and two workers
+                // ran at a quarter of one core's speed (TLB misses).
+                let step = if rows.len() == indptr.len() - 1 {
+                    ROW_BLOCK
+                } else {
+                    PAR_ROW_BLOCK
+                };
+                // The block's write cursors, on the stack: `step` ≤ PAR_ROW_BLOCK rows.
+                let mut next = [0usize; PAR_ROW_BLOCK];
+                for r0 in rows.clone().step_by(step) {
+                    let r1 = (r0 + step).min(rows.end);
+                    for (q, p) in next.iter_mut().zip(&indptr[r0..r1]) {
+                        *q = p - base;
+                    }
+                    for j in 0..a.shape().1 {
+                        for (t, v) in a.buffer_col(j)[r0..r1].iter().enumerate() {
+                            if nonzero_bits(v) != 0 {
+                                indices[next[t]] = j;
+                                data[next[t]] = *v;
+                                next[t] += 1;
+                            }
                         }
                     }
                 }

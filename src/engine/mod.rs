@@ -248,17 +248,6 @@ impl Drop for AvxGuard {
     }
 }
 
-/// Runs `f` compiled for AVX2 + FMA when the CPU has them (runtime detection, cached by std),
-/// so the plain loops inside auto-vectorise; elsewhere `f` runs as compiled.
-#[inline(always)]
-pub(crate) fn simd<R>(f: impl FnOnce() -> R) -> R {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(v3) = pulp::x86::V3::try_new() {
-        return v3.vectorize(f);
-    }
-    f()
-}
-
 /// Columns handed to one [`dense_build`] task at a time.
 const COLUMN_BLOCK: usize = 16;
 
@@ -267,8 +256,9 @@ const COLUMN_BLOCK: usize = 16;
 ///
 /// `fill(rows, j0, cols)` initialises `cols`: `cols[k]` is rows `rows` of column `j0 + k`. The
 /// work is split into blocks of up to 16 columns, and, for matrices with fewer columns than
-/// workers (kets), into row ranges; with `workers > 1` the blocks run on the rayon pool. Each
-/// call runs under [`simd`].
+/// workers (kets), into row ranges; with `workers > 1` the blocks run on the rayon pool. A
+/// `fill` whose loops should use AVX2 calls a function defined with `simd::avx2_fn!` (a
+/// closure is compiled without the features, whoever calls it).
 ///
 /// # Safety
 /// `fill` must write every element of every slice it is given: the matrix is returned as
@@ -302,7 +292,7 @@ where
             let width = COLUMN_BLOCK.min(n - j0);
             let mut block: [&mut [MaybeUninit<c64>]; COLUMN_BLOCK] =
                 std::array::from_fn(|k| if k < width { column(j0 + k) } else { &mut [] });
-            simd(|| fill(0..m, j0, &mut block[..width]));
+            fill(0..m, j0, &mut block[..width]);
         }
         return mat;
     }
@@ -311,14 +301,14 @@ where
         let per = n.div_ceil(workers * 4).clamp(1, COLUMN_BLOCK);
         cols.par_chunks_mut(per)
             .enumerate()
-            .for_each(|(b, block)| simd(|| fill(0..m, b * per, block)));
+            .for_each(|(b, block)| fill(0..m, b * per, block));
     } else {
         // Few columns: split each column's rows.
         let rows = m.div_ceil(workers);
         for (j, col) in cols.iter_mut().enumerate() {
             col.par_chunks_mut(rows).enumerate().for_each(|(r, part)| {
                 let start = r * rows;
-                simd(|| fill(start..start + part.len(), j, &mut [part]));
+                fill(start..start + part.len(), j, &mut [part]);
             });
         }
     }
@@ -335,12 +325,12 @@ where
     F: Fn(Range<usize>) -> T + Sync,
 {
     if workers <= 1 || len < 2 {
-        return simd(|| f(0..len));
+        return f(0..len);
     }
     let per = len.div_ceil(workers);
     (0..len.div_ceil(per))
         .into_par_iter()
-        .map(|k| simd(|| f(k * per..((k + 1) * per).min(len))))
+        .map(|k| f(k * per..((k + 1) * per).min(len)))
         .collect::<Vec<T>>()
         .into_iter()
         .sum()

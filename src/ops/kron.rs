@@ -46,7 +46,6 @@ pub fn kron(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// [`Error::Shape`](crate::Error::Shape) if the result's size overflows.
 pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (r, c) = kron_shape("kron", a.shape(), b.shape())?;
-    let (mb, nb) = b.shape();
     let workers = engine::workers(Family::Elementwise, r.saturating_mul(c));
     // Column ja·nb + jb of the result is a[:, ja] ⊗ b[:, jb]: runs of b's column scaled by
     // a's entries, written once.
@@ -55,23 +54,38 @@ pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     // from ib on, since end ≤ (ia + 1)·mb).
     let mat = unsafe {
         alloc::build_mat("kron", r, c, workers, |rows, j0, cols| {
-            for (k, out) in cols.iter_mut().enumerate() {
-                let (acol, bcol) = (a.col((j0 + k) / nb), b.col((j0 + k) % nb));
-                let mut i = rows.start;
-                while i < rows.end {
-                    let (ia, ib) = (i / mb, i % mb);
-                    let end = ((ia + 1) * mb).min(rows.end);
-                    let av = acol[ia];
-                    let dst = &mut out[i - rows.start..end - rows.start];
-                    for (o, bv) in dst.iter_mut().zip(&bcol[ib..]) {
-                        o.write(av * bv);
-                    }
-                    i = end;
-                }
-            }
+            kron_cols(a, b, rows, j0, cols);
         })
     }?;
     Ok(Dense::new(mat))
+}
+
+crate::simd::avx2_fn! {
+    /// Rows `rows` of columns `j0..` of a ⊗ b (both column-major) into `cols`: column
+    /// ja·nb + jb is a[:, ja] ⊗ b[:, jb], runs of b's column scaled by a's entries.
+    fn kron_cols(
+        a: &Dense,
+        b: &Dense,
+        rows: std::ops::Range<usize>,
+        j0: usize,
+        cols: &mut [&mut [std::mem::MaybeUninit<c64>]],
+    ) {
+        let (mb, nb) = b.shape();
+        for (k, out) in cols.iter_mut().enumerate() {
+            let (acol, bcol) = (a.col((j0 + k) / nb), b.col((j0 + k) % nb));
+            let mut i = rows.start;
+            while i < rows.end {
+                let (ia, ib) = (i / mb, i % mb);
+                let end = ((ia + 1) * mb).min(rows.end);
+                let av = acol[ia];
+                let dst = &mut out[i - rows.start..end - rows.start];
+                for (o, bv) in dst.iter_mut().zip(&bcol[ib..]) {
+                    o.write(av * bv);
+                }
+                i = end;
+            }
+        }
+    }
 }
 
 /// Csr⊗Csr; rows come out sorted without a sort. O(nnz(a)·nnz(b) + rows). Products that are
@@ -96,27 +110,25 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     // faster than `extend` per run for tridiagonal factors, measured in one process).
     let (out_idx, out_val) = (indices.as_mut_ptr(), data.as_mut_ptr());
     let mut pos = 0usize;
-    engine::simd(|| {
-        for i in 0..ma {
-            let (ra, rv) = (&ia[pa[i]..pa[i + 1]], &da[pa[i]..pa[i + 1]]);
-            for k in 0..mb {
-                let (bi, bv) = (&ib[pb[k]..pb[k + 1]], &db[pb[k]..pb[k + 1]]);
-                for (&ca, &va) in ra.iter().zip(rv) {
-                    let base = ca * nb;
-                    for (&c, &v) in bi.iter().zip(bv) {
-                        // SAFETY: the loops visit each (entry of a, entry of b) pair once, so
-                        // pos < nnz(a)·nnz(b) = nnz, the capacity of both buffers.
-                        unsafe {
-                            out_idx.add(pos).write(base + c);
-                            out_val.add(pos).write(va * v);
-                        }
-                        pos += 1;
+    for i in 0..ma {
+        let (ra, rv) = (&ia[pa[i]..pa[i + 1]], &da[pa[i]..pa[i + 1]]);
+        for k in 0..mb {
+            let (bi, bv) = (&ib[pb[k]..pb[k + 1]], &db[pb[k]..pb[k + 1]]);
+            for (&ca, &va) in ra.iter().zip(rv) {
+                let base = ca * nb;
+                for (&c, &v) in bi.iter().zip(bv) {
+                    // SAFETY: the loops visit each (entry of a, entry of b) pair once, so
+                    // pos < nnz(a)·nnz(b) = nnz, the capacity of both buffers.
+                    unsafe {
+                        out_idx.add(pos).write(base + c);
+                        out_val.add(pos).write(va * v);
                     }
+                    pos += 1;
                 }
-                indptr.push(pos);
             }
+            indptr.push(pos);
         }
-    });
+    }
     // SAFETY: the first `pos` = nnz entries of both buffers were written above.
     unsafe {
         indices.set_len(pos);

@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
 
+pub use super::spgemm::matmul_csr;
 use super::transpose::transpose_csr;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
@@ -12,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::scalar::{ONE, ZERO};
-use crate::shape::{indptr_len, matmul_shapes};
+use crate::shape::matmul_shapes;
 use crate::storage::{Csr, Data, Dense, Dia, Layout, alloc};
 
 /// `a·b`. Kernels: Dense·Dense → Dense, Csr·Csr → Csr, Csr·Dense → Dense.
@@ -152,162 +153,6 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     Ok(out)
 }
 
-/// Csr·Csr → Csr (Gustavson's algorithm, one dense accumulator row). O(flops + m·(1 + n/4096)).
-///
-/// The output arrays are reserved once, at the product's multiply-add count (an upper bound on
-/// its non-zeros). A two-level bitset marks each row's columns, and a row is emitted in column
-/// order in one of three ways: a row whose columns span fewer 64-column words than it has
-/// entries (banded or dense rows) scans that span; a longer spread-out row walks only the
-/// non-zero words; a short spread-out row (≤ 64 entries) sorts its columns.
-///
-/// When the accumulator (one entry per column of `b`) would be much larger than the work, each
-/// row's products are sorted and merged instead, so the memory is O(flops), whatever `n`.
-/// Entries that come out exactly zero are not stored.
-///
-/// # Errors
-/// [`Error::Shape`] on mismatched inner dimensions, [`Error::TooLarge`] if the result
-/// cannot be allocated.
-pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
-    const OP: &str = "matmul";
-    matmul_shapes(OP, a.shape(), b.shape())?;
-    let (m, _) = a.shape();
-    let n = b.shape().1;
-    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
-    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
-    let flops: usize = ia
-        .iter()
-        .fold(0usize, |s, &r| s.saturating_add(pb[r + 1] - pb[r]));
-    let cap = flops.min(m.saturating_mul(n));
-    let mut indptr = alloc::try_with_capacity(OP, (m, n), indptr_len(OP, (m, n))?)?;
-    let mut indices = alloc::try_with_capacity(OP, (m, n), cap)?;
-    let mut data = alloc::try_with_capacity(OP, (m, n), cap)?;
-    indptr.push(0);
-    if n > flops.saturating_add(m).saturating_mul(4).max(1 << 16) {
-        matmul_csr_sorted(a, b, &mut indptr, &mut indices, &mut data);
-        super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
-        // SAFETY: one pointer per row after the leading 0; each row's columns were sorted and
-        // merged (strictly increasing), and are columns of b (below n).
-        return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
-    }
-    let mut acc = vec![ZERO; n];
-    // Bit j of `seen` is set while column j is in the current row's pattern; bit w of `words`
-    // while word w of `seen` is non-zero, so the emission visits only the non-zero words.
-    let mut seen = vec![0u64; n.div_ceil(64)];
-    let mut words = vec![0u64; seen.len().div_ceil(64)];
-    let mut pattern: Vec<usize> = Vec::new();
-    for i in 0..m {
-        pattern.clear();
-        let (mut lo, mut hi) = (usize::MAX, 0);
-        for ka in pa[i]..pa[i + 1] {
-            let (r, va) = (ia[ka], da[ka]);
-            for (&j, &vb) in ib[pb[r]..pb[r + 1]].iter().zip(&db[pb[r]..pb[r + 1]]) {
-                let (w, bit) = (j / 64, 1u64 << (j % 64));
-                // SAFETY: j < n (the Csr invariant of b), so w < seen.len() = ⌈n/64⌉ and
-                // w/64 < words.len().
-                let (s, a) = unsafe { (seen.get_unchecked_mut(w), acc.get_unchecked_mut(j)) };
-                if *s & bit == 0 {
-                    *s |= bit;
-                    *a = va * vb;
-                    // SAFETY: as above.
-                    unsafe { *words.get_unchecked_mut(w / 64) |= 1 << (w % 64) };
-                    pattern.push(j);
-                    lo = lo.min(w);
-                    hi = hi.max(w);
-                } else {
-                    *a += va * vb;
-                }
-            }
-        }
-        let len = pattern.len();
-        if len == 0 {
-            indptr.push(indices.len());
-            continue;
-        }
-        if hi - lo < len {
-            // A narrow span (banded rows, or dense ones): scan its words, clearing them.
-            for (w, word) in seen[lo..=hi].iter_mut().enumerate() {
-                emit_word(lo + w, std::mem::take(word), &acc, &mut indices, &mut data);
-            }
-            words[lo / 64..=hi / 64].fill(0);
-        } else if len > 64 {
-            // Long and spread out: walk only the non-zero words, clearing both levels.
-            for (s, summary) in words[lo / 64..=hi / 64].iter_mut().enumerate() {
-                let s = s + lo / 64;
-                let mut nonzero = std::mem::take(summary);
-                while nonzero != 0 {
-                    let w = s * 64 + nonzero.trailing_zeros() as usize;
-                    emit_word(
-                        w,
-                        std::mem::take(&mut seen[w]),
-                        &acc,
-                        &mut indices,
-                        &mut data,
-                    );
-                    nonzero &= nonzero - 1;
-                }
-            }
-        } else {
-            pattern.sort_unstable();
-            for &j in &pattern {
-                seen[j / 64] = 0;
-                words[j / 4096] = 0;
-                indices.push(j);
-                data.push(acc[j]);
-            }
-        }
-        indptr.push(indices.len());
-    }
-    super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
-    // SAFETY: one pointer per row after the leading 0; every emission path writes a row's
-    // pattern (columns of b, below n, each once thanks to `seen`) in increasing order.
-    Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
-}
-
-/// Row by row: the products of row i, sorted by column and merged. For products whose columns
-/// are so many that an accumulator row would cost more than the work itself.
-fn matmul_csr_sorted(
-    a: &Csr,
-    b: &Csr,
-    indptr: &mut Vec<usize>,
-    indices: &mut Vec<usize>,
-    data: &mut Vec<c64>,
-) {
-    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
-    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
-    let mut row: Vec<(usize, c64)> = Vec::new();
-    for i in 0..a.shape().0 {
-        row.clear();
-        for ka in pa[i]..pa[i + 1] {
-            let (r, va) = (ia[ka], da[ka]);
-            row.extend((pb[r]..pb[r + 1]).map(|kb| (ib[kb], va * db[kb])));
-        }
-        row.sort_unstable_by_key(|e| e.0);
-        let start = indices.len();
-        for &(c, v) in &row {
-            if indices.len() > start && indices[indices.len() - 1] == c {
-                let last = data.len() - 1;
-                data[last] += v;
-            } else {
-                indices.push(c);
-                data.push(v);
-            }
-        }
-        indptr.push(indices.len());
-    }
-}
-
-/// Appends the columns marked in word `w` of a row's bitset (`bits`), in increasing order, with
-/// their accumulated values.
-#[inline(always)]
-fn emit_word(w: usize, mut bits: u64, acc: &[c64], indices: &mut Vec<usize>, data: &mut Vec<c64>) {
-    while bits != 0 {
-        let j = w * 64 + bits.trailing_zeros() as usize;
-        indices.push(j);
-        data.push(acc[j]);
-        bits &= bits - 1;
-    }
-}
-
 /// Csr·Dense → Dense. O(nnz(a)·n). A column-major `b` gives a column-major result, column by
 /// column; a row-major `b` (more than one column) a row-major one, each result row a sum of
 /// contiguous rows of `b` (scipy's order).
@@ -318,52 +163,133 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let m = a.shape().0;
     let n = b.shape().1;
-    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
     let workers = engine::workers(Family::CsrRows, a.nnz().max(m).saturating_mul(n));
     if b.layout() == Layout::RowMajor && n > 1 {
         // The result's buffer is n × m: its column i is result row i, `cols` a segment of it.
-        let fill = |cols: std::ops::Range<usize>,
-                    i0: usize,
-                    rows: &mut [&mut [std::mem::MaybeUninit<c64>]]| {
-            for (k, out) in rows.iter_mut().enumerate() {
-                let i = i0 + k;
-                let out: &mut [std::mem::MaybeUninit<c64>] = out;
-                out.fill(std::mem::MaybeUninit::new(ZERO));
-                // SAFETY: every element was just initialised, and `MaybeUninit<c64>` has the
-                // layout of `c64`.
-                let out = unsafe { &mut *(std::ptr::from_mut(out) as *mut [c64]) };
-                for (v, &c) in val[p[i]..p[i + 1]].iter().zip(&idx[p[i]..p[i + 1]]) {
-                    // Row c of b (c < b's rows, the Csr invariant checked by the shapes).
-                    for (o, x) in out.iter_mut().zip(&b.buffer_col(c)[cols.clone()]) {
-                        *o += v * x;
-                    }
-                }
-            }
-        };
-        // SAFETY: `fill` initialises every element of every slice it is handed.
-        let mat = unsafe { alloc::build_mat("matmul", n, m, workers, fill) }?;
+        // SAFETY: `csr_dense_rows` initialises every element of every slice it is handed.
+        let mat = unsafe {
+            alloc::build_mat("matmul", n, m, workers, |cols, i0, rows| {
+                csr_dense_rows(a, b, cols, i0, rows);
+            })
+        }?;
         return Ok(Dense::with_layout(mat, Layout::RowMajor));
     }
-    let fill = |rows: std::ops::Range<usize>,
-                j0: usize,
-                cols: &mut [&mut [std::mem::MaybeUninit<c64>]]| {
-        for (k, out) in cols.iter_mut().enumerate() {
-            let bj = b.col(j0 + k);
-            for (o, i) in out.iter_mut().zip(rows.clone()) {
-                let (lo, hi) = (p[i], p[i + 1]);
-                let mut s = ZERO;
-                for (v, &c) in val[lo..hi].iter().zip(&idx[lo..hi]) {
-                    // SAFETY: a Csr's column indices are below its column count (its
-                    // invariant), which is `bj.len()`: b has as many rows (checked above).
-                    s += v * unsafe { bj.get_unchecked(c) };
+    // SAFETY: `csr_dense_cols` writes every element of every output slice (one per row in
+    // `rows`).
+    let mat = unsafe {
+        alloc::build_mat("matmul", m, n, workers, |rows, j0, cols| {
+            csr_dense_cols(a, b, rows, j0, cols);
+        })
+    }?;
+    Ok(Dense::new(mat))
+}
+
+crate::simd::avx2_fn! {
+    /// Result rows `i0..` of a·b for row-major `b`, columns `cols` of each, into `rows`: each
+    /// row a sum of contiguous rows of `b` (scipy's order).
+    fn csr_dense_rows(
+        a: &Csr,
+        b: &Dense,
+        cols: std::ops::Range<usize>,
+        i0: usize,
+        rows: &mut [&mut [std::mem::MaybeUninit<c64>]],
+    ) {
+        let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+        for (k, out) in rows.iter_mut().enumerate() {
+            let i = i0 + k;
+            let out: &mut [std::mem::MaybeUninit<c64>] = out;
+            out.fill(std::mem::MaybeUninit::new(ZERO));
+            // SAFETY: every element was just initialised, and `MaybeUninit<c64>` has the
+            // layout of `c64`.
+            let out = unsafe { &mut *(std::ptr::from_mut(out) as *mut [c64]) };
+            for (v, &c) in val[p[i]..p[i + 1]].iter().zip(&idx[p[i]..p[i + 1]]) {
+                // Row c of b (c < b's rows, the Csr invariant checked by the shapes).
+                for (o, x) in out.iter_mut().zip(&b.buffer_col(c)[cols.clone()]) {
+                    *o += v * x;
                 }
-                o.write(s);
             }
         }
-    };
-    // SAFETY: `fill` writes every element of every output slice (one per row in `rows`).
-    let mat = unsafe { alloc::build_mat("matmul", m, n, workers, fill) }?;
-    Ok(Dense::new(mat))
+    }
+}
+
+crate::simd::avx2_fn! {
+    /// Rows `rows` of columns `j0..` of a·b for column-major `b`, into `cols`. Four columns at
+    /// a time: each stored entry is loaded once for four products. Every column's sum is
+    /// formed as [`row_dot`] forms it (even and odd entries apart), so a column's result does
+    /// not depend on the block it falls in (serial = parallel, bit for bit).
+    fn csr_dense_cols(
+        a: &Csr,
+        b: &Dense,
+        rows: std::ops::Range<usize>,
+        j0: usize,
+        cols: &mut [&mut [std::mem::MaybeUninit<c64>]],
+    ) {
+        // The unchecked reads below rely on this (the caller checked the shapes).
+        assert_eq!(a.shape().1, b.shape().0, "csr_dense_cols: inner dimensions");
+        let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+        let full = cols.len() / 4 * 4;
+        let mut quads = cols.chunks_exact_mut(4);
+        for (q, quad) in (&mut quads).enumerate() {
+            let bs: [&[c64]; 4] = std::array::from_fn(|t| b.col(j0 + 4 * q + t));
+            for (r, i) in rows.clone().enumerate() {
+                let (v, c) = (&val[p[i]..p[i + 1]], &idx[p[i]..p[i + 1]]);
+                let (mut even, mut odd) = ([ZERO; 4], [ZERO; 4]);
+                let (v2, c2) = (v.chunks_exact(2), c.chunks_exact(2));
+                let (vr, cr) = (v2.remainder(), c2.remainder());
+                for (v, c) in v2.zip(c2) {
+                    for t in 0..4 {
+                        // SAFETY: a Csr's column indices are below its column count (its
+                        // invariant), which is `bs[t].len()`, b's row count (asserted above).
+                        unsafe {
+                            even[t] += v[0] * bs[t].get_unchecked(c[0]);
+                            odd[t] += v[1] * bs[t].get_unchecked(c[1]);
+                        }
+                    }
+                }
+                for (v, &c) in vr.iter().zip(cr) {
+                    for t in 0..4 {
+                        // SAFETY: as above.
+                        even[t] += v * unsafe { bs[t].get_unchecked(c) };
+                    }
+                }
+                for t in 0..4 {
+                    quad[t][r].write(even[t] + odd[t]);
+                }
+            }
+        }
+        for (k, out) in quads.into_remainder().iter_mut().enumerate() {
+            let bj = b.col(j0 + full + k);
+            for (o, i) in out.iter_mut().zip(rows.clone()) {
+                // SAFETY: the row's columns are below a's column count, bj's length (asserted
+                // above).
+                o.write(unsafe { row_dot(&val[p[i]..p[i + 1]], &idx[p[i]..p[i + 1]], bj) });
+            }
+        }
+    }
+}
+
+/// `Σ v[k]·x[cols[k]]`: one row of a Csr times a column, in two interleaved sums (even and odd
+/// entries) so that consecutive additions do not wait on each other.
+///
+/// # Safety
+/// Every entry of `cols` must be below `x.len()`.
+#[inline(always)]
+unsafe fn row_dot(v: &[c64], cols: &[usize], x: &[c64]) -> c64 {
+    let (mut even, mut odd) = (ZERO, ZERO);
+    let (v2, c2) = (v.chunks_exact(2), cols.chunks_exact(2));
+    let (vr, cr) = (v2.remainder(), c2.remainder());
+    for (v, c) in v2.zip(c2) {
+        // SAFETY: c[0], c[1] are entries of `cols`, below x.len() (this function's contract).
+        unsafe {
+            even += v[0] * x.get_unchecked(c[0]);
+            odd += v[1] * x.get_unchecked(c[1]);
+        }
+    }
+    for (v, &c) in vr.iter().zip(cr) {
+        // SAFETY: as above.
+        even += v * unsafe { x.get_unchecked(c) };
+    }
+    even + odd
 }
 
 /// Dense `a·b†` with `faer` (no explicit adjoint is formed). O(mkn).

@@ -100,10 +100,17 @@ fn nan_max(acc: f64, x: f64) -> f64 {
     }
 }
 
+crate::simd::avx2_fn! {
+    /// `max |x|²` over `values` (NaN if one is NaN).
+    fn max_norm_sqr(values: impl Iterator<Item = crate::scalar::c64>) -> f64 {
+        values.map(|x| x.norm_sqr()).fold(0.0, nan_max)
+    }
+}
+
 /// `max |x|` over `values`: the largest `|x|²` and one square root (vectorised, no `hypot` per
 /// entry), falling back to `|x|` entry by entry when a square overflows.
 fn max_abs(values: impl Iterator<Item = crate::scalar::c64> + Clone) -> f64 {
-    let sq = engine::simd(|| values.clone().map(|x| x.norm_sqr()).fold(0.0, nan_max));
+    let sq = max_norm_sqr(values.clone());
     if sq.is_finite() {
         sq.sqrt()
     } else if sq.is_nan() {

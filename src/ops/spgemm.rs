@@ -1,0 +1,234 @@
+//! Csr·Csr → Csr: Gustavson's row-by-row product, re-exported as
+//! [`matmul::matmul_csr`](super::matmul::matmul_csr) and registered in the `matmul` dispatcher.
+
+use crate::error::Result;
+use crate::scalar::{ZERO, c64};
+use crate::shape::{indptr_len, matmul_shapes};
+use crate::storage::{Csr, alloc};
+
+/// Csr·Csr → Csr (Gustavson's algorithm, one dense accumulator row). O(flops + m·(1 + n/4096)).
+///
+/// The output arrays are reserved once, at the product's multiply-add count (an upper bound on
+/// its non-zeros). A two-level bitset marks each row's columns, and a row is emitted in column
+/// order in one of three ways: a row whose columns span fewer 64-column words than it has
+/// entries (banded or dense rows) scans that span; a longer spread-out row walks only the
+/// non-zero words; a short spread-out row (≤ 64 entries) sorts its columns.
+///
+/// When the accumulator (one entry per column of `b`) would be much larger than the work, each
+/// row's products are sorted and merged instead, so the memory is O(flops), whatever `n`.
+/// Entries that come out exactly zero are not stored.
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) on mismatched inner dimensions, [`Error::TooLarge`](crate::Error::TooLarge) if the result
+/// cannot be allocated.
+pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
+    const OP: &str = "matmul";
+    matmul_shapes(OP, a.shape(), b.shape())?;
+    let (m, _) = a.shape();
+    let n = b.shape().1;
+    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
+    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+    let flops: usize = ia
+        .iter()
+        .fold(0usize, |s, &r| s.saturating_add(pb[r + 1] - pb[r]));
+    let cap = flops.min(m.saturating_mul(n));
+    let mut indptr = alloc::try_with_capacity(OP, (m, n), indptr_len(OP, (m, n))?)?;
+    let mut indices = alloc::try_with_capacity(OP, (m, n), cap)?;
+    let mut data = alloc::try_with_capacity(OP, (m, n), cap)?;
+    indptr.push(0);
+    if n > flops.saturating_add(m).saturating_mul(4).max(1 << 16) {
+        matmul_csr_sorted(a, b, &mut indptr, &mut indices, &mut data);
+        super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+        // SAFETY: one pointer per row after the leading 0; each row's columns were sorted and
+        // merged (strictly increasing), and are columns of b (below n).
+        return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
+    }
+    let mut acc = vec![ZERO; n];
+    // Bit j of `seen` is set while column j is in the current row's pattern; bit w of `words`
+    // while word w of `seen` is non-zero, so the emission visits only the non-zero words.
+    let mut seen = vec![0u64; n.div_ceil(64)];
+    let mut words = vec![0u64; seen.len().div_ceil(64)];
+    let mut pattern: Vec<usize> = Vec::new();
+    // The rows are written straight into the reserved capacity: a row's pattern has at most
+    // as many columns as it has products, so `cap` (the multiply-add count, or m·n) is never
+    // passed. Exact zeros are skipped as they are written, without a second pass.
+    let mut out = Emit {
+        indices: indices.spare_capacity_mut(),
+        data: data.spare_capacity_mut(),
+        len: 0,
+    };
+    for i in 0..m {
+        pattern.clear();
+        let (mut lo, mut hi) = (usize::MAX, 0);
+        for ka in pa[i]..pa[i + 1] {
+            let (r, va) = (ia[ka], da[ka]);
+            for (&j, &vb) in ib[pb[r]..pb[r + 1]].iter().zip(&db[pb[r]..pb[r + 1]]) {
+                let (w, bit) = (j / 64, 1u64 << (j % 64));
+                // SAFETY: j < n (the Csr invariant of b), so w < seen.len() = ⌈n/64⌉ and
+                // w/64 < words.len().
+                let (s, a) = unsafe { (seen.get_unchecked_mut(w), acc.get_unchecked_mut(j)) };
+                if *s & bit == 0 {
+                    *s |= bit;
+                    *a = va * vb;
+                    // SAFETY: as above.
+                    unsafe { *words.get_unchecked_mut(w / 64) |= 1 << (w % 64) };
+                    pattern.push(j);
+                    lo = lo.min(w);
+                    hi = hi.max(w);
+                } else {
+                    *a += va * vb;
+                }
+            }
+        }
+        let len = pattern.len();
+        if len == 0 {
+            indptr.push(out.len);
+            continue;
+        }
+        if hi - lo < len {
+            // A narrow span (banded rows, or dense ones): scan its words, clearing them.
+            for (w, word) in seen[lo..=hi].iter_mut().enumerate() {
+                out.word(lo + w, std::mem::take(word), &acc);
+            }
+            words[lo / 64..=hi / 64].fill(0);
+        } else if len > 64 {
+            // Long and spread out: walk only the non-zero words, clearing both levels.
+            for (s, summary) in words[lo / 64..=hi / 64].iter_mut().enumerate() {
+                let s = s + lo / 64;
+                let mut nonzero = std::mem::take(summary);
+                while nonzero != 0 {
+                    let w = s * 64 + nonzero.trailing_zeros() as usize;
+                    out.word(w, std::mem::take(&mut seen[w]), &acc);
+                    nonzero &= nonzero - 1;
+                }
+            }
+        } else {
+            pattern.sort_unstable();
+            for &j in &pattern {
+                seen[j / 64] = 0;
+                words[j / 4096] = 0;
+                out.entry(j, acc[j]);
+            }
+        }
+        indptr.push(out.len);
+    }
+    let nnz = out.len;
+    // SAFETY: `Emit` initialised the first `nnz` elements of both spare capacities, in order.
+    unsafe {
+        indices.set_len(nnz);
+        data.set_len(nnz);
+    }
+    // SAFETY: one pointer per row after the leading 0; every emission path writes a row's
+    // pattern (columns of b, below n, each once thanks to `seen`) in increasing order.
+    Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
+}
+
+/// The rows of a Csr·Csr product being written into the reserved capacity of its arrays.
+struct Emit<'a> {
+    indices: &'a mut [std::mem::MaybeUninit<usize>],
+    data: &'a mut [std::mem::MaybeUninit<c64>],
+    /// Entries written so far (the next row pointer).
+    len: usize,
+}
+
+impl Emit<'_> {
+    /// Writes column `j` with value `v`, unless `v` is exactly zero. Branch-free: the slot is
+    /// written either way and kept only for a non-zero.
+    #[inline(always)]
+    fn entry(&mut self, j: usize, v: c64) {
+        // SAFETY: `matmul_csr` reserved one slot per multiply-add (or m·n), and emits each
+        // column of a row's pattern once, so at most that many entries are written: `len` is
+        // below both lengths whenever an entry is written.
+        unsafe {
+            self.indices.get_unchecked_mut(self.len).write(j);
+            self.data.get_unchecked_mut(self.len).write(v);
+        }
+        self.len += usize::from(v != ZERO);
+    }
+
+    /// Writes the columns marked in word `w` of a row's bitset (`bits`), in increasing order,
+    /// with their accumulated values.
+    #[inline(always)]
+    fn word(&mut self, w: usize, mut bits: u64, acc: &[c64]) {
+        while bits != 0 {
+            let j = w * 64 + bits.trailing_zeros() as usize;
+            self.entry(j, acc[j]);
+            bits &= bits - 1;
+        }
+    }
+}
+
+/// Row by row: the products of row i, sorted by column and merged. For products whose columns
+/// are so many that an accumulator row would cost more than the work itself.
+fn matmul_csr_sorted(
+    a: &Csr,
+    b: &Csr,
+    indptr: &mut Vec<usize>,
+    indices: &mut Vec<usize>,
+    data: &mut Vec<c64>,
+) {
+    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
+    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+    let mut row: Vec<(usize, c64)> = Vec::new();
+    for i in 0..a.shape().0 {
+        row.clear();
+        for ka in pa[i]..pa[i + 1] {
+            let (r, va) = (ia[ka], da[ka]);
+            row.extend((pb[r]..pb[r + 1]).map(|kb| (ib[kb], va * db[kb])));
+        }
+        row.sort_unstable_by_key(|e| e.0);
+        let start = indices.len();
+        for &(c, v) in &row {
+            if indices.len() > start && indices[indices.len() - 1] == c {
+                let last = data.len() - 1;
+                data[last] += v;
+            } else {
+                indices.push(c);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Exact cancellation is skipped while the row is written, on every emission path: a
+    /// narrow span, a long spread-out row (non-zero-word walk), a short spread-out row (sort),
+    /// and a wide product (sorted merge).
+    #[test]
+    fn cancelled_entries_are_not_stored() {
+        let narrow: Vec<usize> = (0..6).collect();
+        let long: Vec<usize> = (0..70).map(|t| t * 13 + 5).collect();
+        let short = vec![3, 400, 999];
+        for (n, cols) in [
+            (1000, narrow),
+            (1000, long),
+            (1000, short),
+            (1 << 20, vec![7, 1 << 19]),
+        ] {
+            // c = [1, 1]·b: b's row 1 is row 0 negated at every third column, so those cancel.
+            let (mut br, mut bc, mut bv) = (vec![], vec![], vec![]);
+            for (t, &j) in cols.iter().enumerate() {
+                let x = c64::new(j as f64 + 0.5, -(t as f64));
+                br.extend([0, 1]);
+                bc.extend([j, j]);
+                bv.extend([x, if t.is_multiple_of(3) { -x } else { x }]);
+            }
+            let one = c64::new(1.0, 0.0);
+            let a = Csr::from_triplets((1, 2), &[0, 0], &[0, 1], &[one, one]).unwrap();
+            let b = Csr::from_triplets((2, n), &br, &bc, &bv).unwrap();
+            let c = matmul_csr(&a, &b).unwrap();
+            assert!(c.as_csmat().check_compressed_structure().is_ok());
+            let kept: Vec<usize> = (0..cols.len()).filter(|t| !t.is_multiple_of(3)).collect();
+            assert_eq!(c.nnz(), kept.len(), "n = {n}, {} columns", cols.len());
+            assert!(c.data().iter().all(|v| *v != ZERO));
+            for &t in &kept {
+                let j = cols[t];
+                assert_eq!(c.get(0, j), c64::new(j as f64 + 0.5, -(t as f64)) * 2.0);
+            }
+        }
+    }
+}
