@@ -949,6 +949,20 @@ fn operations_without_gpu_kernels_stay_on_the_gpu() {
 
 // ----- runs everywhere: tables and errors, no GPU code executed -----
 
+/// The 30 matrix-valued operations the "stays on the GPU" walks check (19 unary, 11 binary), as
+/// `OPERATION: arity` pairs handed to `$check!`: one list for the GpuDense and GpuCsr walks.
+macro_rules! matrix_operations {
+    ($check:ident) => {
+        $check!(
+            ADD: 2, SUB: 2, MUL: 1, NEG: 1, MATMUL: 2, MATMUL_DAG: 2, MATMUL_OUTER: 2,
+            MULTIPLY: 2, KRON: 2, KRON_TRANSPOSE: 2, ADJOINT: 1, TRANSPOSE: 1, CONJ: 1, POW: 1,
+            EXPM: 1, EXPM_MULTIPLY: 2, PROJECT: 1, TIDYUP: 1, RESHAPE: 1, COLUMN_STACK: 1,
+            COLUMN_UNSTACK: 1, BLOCK_EXTRACT: 1, BLOCK_OVERWRITE: 2, PERMUTE_INDICES: 1,
+            PERMUTE_DIMENSIONS: 1, PTRACE: 1, INV: 1, SOLVE: 2, SQRTM: 1, LOGM: 1,
+        )
+    };
+}
+
 /// Every built-in operation that returns a matrix returns GPU data under `Out::Auto` when an
 /// input is GPU data: through a GPU kernel, or through the CPU kernel and a conversion back
 /// (`explain()` says which).
@@ -986,13 +1000,7 @@ fn every_operation_keeps_gpu_data_on_the_gpu() {
             checked
         }};
     }
-    let checked = check!(
-        ADD: 2, SUB: 2, MUL: 1, NEG: 1, MATMUL: 2, MATMUL_DAG: 2, MATMUL_OUTER: 2, MULTIPLY: 2,
-        KRON: 2, KRON_TRANSPOSE: 2, ADJOINT: 1, TRANSPOSE: 1, CONJ: 1, POW: 1, EXPM: 1,
-        EXPM_MULTIPLY: 2, PROJECT: 1, TIDYUP: 1, RESHAPE: 1, COLUMN_STACK: 1,
-        COLUMN_UNSTACK: 1, BLOCK_EXTRACT: 1, BLOCK_OVERWRITE: 2, PERMUTE_INDICES: 1,
-        PERMUTE_DIMENSIONS: 1, PTRACE: 1, INV: 1, SOLVE: 2, SQRTM: 1, LOGM: 1,
-    );
+    let checked = matrix_operations!(check);
     // 19 unary and 11 binary operations (6 input tuples each, Dia among them).
     assert_eq!(checked, 19 + 11 * 6);
     // CPU inputs never touch the GPU.
@@ -1039,13 +1047,7 @@ fn every_operation_keeps_gpu_csr_on_the_gpu() {
             checked
         }};
     }
-    let checked = check!(
-        ADD: 2, SUB: 2, MUL: 1, NEG: 1, MATMUL: 2, MATMUL_DAG: 2, MATMUL_OUTER: 2, MULTIPLY: 2,
-        KRON: 2, KRON_TRANSPOSE: 2, ADJOINT: 1, TRANSPOSE: 1, CONJ: 1, POW: 1, EXPM: 1,
-        EXPM_MULTIPLY: 2, PROJECT: 1, TIDYUP: 1, RESHAPE: 1, COLUMN_STACK: 1,
-        COLUMN_UNSTACK: 1, BLOCK_EXTRACT: 1, BLOCK_OVERWRITE: 2, PERMUTE_INDICES: 1,
-        PERMUTE_DIMENSIONS: 1, PTRACE: 1, INV: 1, SOLVE: 2, SQRTM: 1, LOGM: 1,
-    );
+    let checked = matrix_operations!(check);
     // The same 19 unary and 11 binary operations as for GpuDense (5 input tuples each).
     assert_eq!(checked, 19 + 11 * 5);
     // Sparse in, sparse out, and never densified on the way.

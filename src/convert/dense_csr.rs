@@ -4,7 +4,7 @@
 
 use rayon::prelude::*;
 
-use crate::engine::{self, Family};
+use crate::engine::{self, Family, OutColumns};
 use crate::error::Result;
 use crate::scalar::{ZERO, c64};
 use crate::storage::{Csr, Dense, Layout, alloc};
@@ -28,7 +28,7 @@ unsafe impl Sync for Entries {}
 
 crate::simd::avx2_fn! {
     /// Fills every slice of `cols` with zeros (256-bit stores where the CPU has AVX2).
-    fn zero_cols(cols: &mut [&mut [std::mem::MaybeUninit<c64>]]) {
+    fn zero_cols(cols: &mut OutColumns<'_>) {
         for col in cols.iter_mut() {
             col.fill(std::mem::MaybeUninit::new(ZERO));
         }

@@ -248,6 +248,10 @@ impl Drop for AvxGuard {
     }
 }
 
+/// The output handed to a [`dense_build`] fill: `cols[k]` is a segment of one column (or, for
+/// a row-major result, of one row) of the matrix being built, not yet initialised.
+pub(crate) type OutColumns<'a> = [&'a mut [MaybeUninit<c64>]];
+
 /// Columns handed to one [`dense_build`] task at a time.
 const COLUMN_BLOCK: usize = 16;
 
@@ -271,7 +275,7 @@ pub(crate) unsafe fn dense_build<F>(
     fill: F,
 ) -> Mat<c64>
 where
-    F: Fn(Range<usize>, usize, &mut [&mut [MaybeUninit<c64>]]) + Sync,
+    F: Fn(Range<usize>, usize, &mut OutColumns<'_>) + Sync,
 {
     // SAFETY: the caller reserved capacity for m×n. The elements are uninitialised until every
     // column is written below; they are only reached through `MaybeUninit` slices until then,

@@ -3,7 +3,7 @@
 use std::sync::LazyLock;
 
 use crate::dispatch::{Dispatcher, Out};
-use crate::engine::{self, Family};
+use crate::engine::{self, Family, OutColumns};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
@@ -68,7 +68,7 @@ crate::simd::avx2_fn! {
         b: &Dense,
         rows: std::ops::Range<usize>,
         j0: usize,
-        cols: &mut [&mut [std::mem::MaybeUninit<c64>]],
+        cols: &mut OutColumns<'_>,
     ) {
         let (mb, nb) = b.shape();
         for (k, out) in cols.iter_mut().enumerate() {

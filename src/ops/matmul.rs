@@ -8,7 +8,7 @@ use faer::linalg::matmul::matmul as faer_matmul;
 pub use super::spgemm::matmul_csr;
 use super::transpose::transpose_csr;
 use crate::dispatch::{Dispatcher, Out};
-use crate::engine::{self, Family};
+use crate::engine::{self, Family, OutColumns};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
@@ -192,7 +192,7 @@ crate::simd::avx2_fn! {
         b: &Dense,
         cols: std::ops::Range<usize>,
         i0: usize,
-        rows: &mut [&mut [std::mem::MaybeUninit<c64>]],
+        rows: &mut OutColumns<'_>,
     ) {
         let (p, idx, val) = (a.indptr(), a.indices(), a.data());
         for (k, out) in rows.iter_mut().enumerate() {
@@ -222,7 +222,7 @@ crate::simd::avx2_fn! {
         b: &Dense,
         rows: std::ops::Range<usize>,
         j0: usize,
-        cols: &mut [&mut [std::mem::MaybeUninit<c64>]],
+        cols: &mut OutColumns<'_>,
     ) {
         // The unchecked reads below rely on this (the caller checked the shapes).
         assert_eq!(a.shape().1, b.shape().0, "csr_dense_cols: inner dimensions");

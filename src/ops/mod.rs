@@ -118,7 +118,7 @@ pub(crate) use add::{add_csr, add_csr_dense, add_dense, add_dense_csr};
 pub(crate) use scale::{mul_csr, mul_dense};
 
 use crate::dispatch::{KernelReturn, ReturnValue, Specialisation};
-use crate::engine::{self, Family};
+use crate::engine::{self, Family, OutColumns};
 use crate::error::Result;
 use crate::scalar::{ZERO, c64};
 use crate::shape::{same_shape, square};
@@ -221,7 +221,7 @@ crate::simd::avx2_fn! {
         f: &impl Fn(c64, c64) -> c64,
         rows: std::ops::Range<usize>,
         j0: usize,
-        cols: &mut [&mut [std::mem::MaybeUninit<c64>]],
+        cols: &mut OutColumns<'_>,
     ) {
         for (k, out) in cols.iter_mut().enumerate() {
             let x = &a.buffer_col(j0 + k)[rows.clone()];
@@ -244,7 +244,7 @@ crate::simd::avx2_fn! {
         f: &impl Fn(c64, c64) -> c64,
         rows: std::ops::Range<usize>,
         j0: usize,
-        cols: &mut [&mut [std::mem::MaybeUninit<c64>]],
+        cols: &mut OutColumns<'_>,
     ) {
         let w = cols.len();
         let cc: Vec<&[c64]> = (j0..j0 + w).map(|j| cm.buffer_col(j)).collect();
@@ -288,7 +288,7 @@ crate::simd::avx2_fn! {
         f: &impl Fn(c64) -> c64,
         rows: std::ops::Range<usize>,
         j0: usize,
-        cols: &mut [&mut [std::mem::MaybeUninit<c64>]],
+        cols: &mut OutColumns<'_>,
     ) {
         for (k, out) in cols.iter_mut().enumerate() {
             for (o, x) in out.iter_mut().zip(&a.buffer_col(j0 + k)[rows.clone()]) {

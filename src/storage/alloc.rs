@@ -128,7 +128,7 @@ pub(crate) unsafe fn build_mat<F>(
     fill: F,
 ) -> Result<Mat<c64>>
 where
-    F: Fn(std::ops::Range<usize>, usize, &mut [&mut [std::mem::MaybeUninit<c64>]]) + Sync,
+    F: Fn(std::ops::Range<usize>, usize, &mut engine::OutColumns<'_>) + Sync,
 {
     if m == 0 || n == 0 {
         return empty_mat(m, n);
