@@ -26,11 +26,16 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     matmul_shapes(OP, a.shape(), b.shape())?;
     let (m, _) = a.shape();
     let n = b.shape().1;
-    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
-    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
-    let flops: usize = ia
-        .iter()
-        .fold(0usize, |s, &r| s.saturating_add(pb[r + 1] - pb[r]));
+    let (pa, ia, pb) = (a.indptr(), a.indices(), b.indptr());
+    // The multiply-add count, in all and of the largest row.
+    let (mut flops, mut row_max) = (0usize, 0usize);
+    for i in 0..m {
+        let row = ia[pa[i]..pa[i + 1]]
+            .iter()
+            .fold(0usize, |s, &r| s.saturating_add(pb[r + 1] - pb[r]));
+        flops = flops.saturating_add(row);
+        row_max = row_max.max(row);
+    }
     let cap = flops.min(m.saturating_mul(n));
     let mut indptr = alloc::try_with_capacity(OP, (m, n), indptr_len(OP, (m, n))?)?;
     let mut indices = alloc::try_with_capacity(OP, (m, n), cap)?;
@@ -44,11 +49,12 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
     }
     let mut acc = vec![ZERO; n];
-    // Bit j of `seen` is set while column j is in the current row's pattern; bit w of `words`
-    // while word w of `seen` is non-zero, so the emission visits only the non-zero words.
+    // Bit j of `seen` is set while column j is in the current row's pattern.
     let mut seen = vec![0u64; n.div_ceil(64)];
+    // A row's distinct columns, in the order met (at most its products, at most n), and one
+    // slot more for the write the branch-free append makes after the last fresh column.
+    let mut pattern = vec![0usize; row_max.min(n.saturating_add(1))];
     let mut words = vec![0u64; seen.len().div_ceil(64)];
-    let mut pattern: Vec<usize> = Vec::new();
     // The rows are written straight into the reserved capacity: a row's pattern has at most
     // as many columns as it has products, so `cap` (the multiply-add count, or m·n) is never
     // passed. Exact zeros are skipped as they are written, without a second pass.
@@ -57,61 +63,13 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         data: data.spare_capacity_mut(),
         len: 0,
     };
-    for i in 0..m {
-        pattern.clear();
-        let (mut lo, mut hi) = (usize::MAX, 0);
-        for ka in pa[i]..pa[i + 1] {
-            let (r, va) = (ia[ka], da[ka]);
-            for (&j, &vb) in ib[pb[r]..pb[r + 1]].iter().zip(&db[pb[r]..pb[r + 1]]) {
-                let (w, bit) = (j / 64, 1u64 << (j % 64));
-                // SAFETY: j < n (the Csr invariant of b), so w < seen.len() = ⌈n/64⌉ and
-                // w/64 < words.len().
-                let (s, a) = unsafe { (seen.get_unchecked_mut(w), acc.get_unchecked_mut(j)) };
-                if *s & bit == 0 {
-                    *s |= bit;
-                    *a = va * vb;
-                    // SAFETY: as above.
-                    unsafe { *words.get_unchecked_mut(w / 64) |= 1 << (w % 64) };
-                    pattern.push(j);
-                    lo = lo.min(w);
-                    hi = hi.max(w);
-                } else {
-                    *a += va * vb;
-                }
-            }
-        }
-        let len = pattern.len();
-        if len == 0 {
-            indptr.push(out.len);
-            continue;
-        }
-        if hi - lo < len {
-            // A narrow span (banded rows, or dense ones): scan its words, clearing them.
-            for (w, word) in seen[lo..=hi].iter_mut().enumerate() {
-                out.word(lo + w, std::mem::take(word), &acc);
-            }
-            words[lo / 64..=hi / 64].fill(0);
-        } else if len > 64 {
-            // Long and spread out: walk only the non-zero words, clearing both levels.
-            for (s, summary) in words[lo / 64..=hi / 64].iter_mut().enumerate() {
-                let s = s + lo / 64;
-                let mut nonzero = std::mem::take(summary);
-                while nonzero != 0 {
-                    let w = s * 64 + nonzero.trailing_zeros() as usize;
-                    out.word(w, std::mem::take(&mut seen[w]), &acc);
-                    nonzero &= nonzero - 1;
-                }
-            }
-        } else {
-            pattern.sort_unstable();
-            for &j in &pattern {
-                seen[j / 64] = 0;
-                words[j / 4096] = 0;
-                out.entry(j, acc[j]);
-            }
-        }
-        indptr.push(out.len);
-    }
+    let mut scratch = Scratch {
+        acc: &mut acc,
+        seen: &mut seen,
+        pattern: &mut pattern,
+        words: &mut words,
+    };
+    gustavson_rows(a, b, &mut scratch, &mut out, &mut indptr);
     let nnz = out.len;
     // SAFETY: `Emit` initialised the first `nnz` elements of both spare capacities, in order.
     unsafe {
@@ -121,6 +79,107 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     // SAFETY: one pointer per row after the leading 0; every emission path writes a row's
     // pattern (columns of b, below n, each once thanks to `seen`) in increasing order.
     Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
+}
+
+/// The per-row work arrays of [`gustavson_rows`], all-zero between rows.
+struct Scratch<'a> {
+    /// One accumulator per column of b (zeroed again as each entry is emitted).
+    acc: &'a mut [c64],
+    /// One bit per column of b: set while the column is in the current row's pattern.
+    seen: &'a mut [u64],
+    /// Room for the largest row's distinct columns.
+    pattern: &'a mut [usize],
+    /// Bit w of `words[w / 64]` is set while word w of `seen` is non-zero; only filled for the
+    /// rows that walk their non-zero words.
+    words: &'a mut [u64],
+}
+
+crate::simd::avx2_fn! {
+    /// Every row of a·b, written through `out`, one row pointer per row pushed to `indptr`.
+    ///
+    /// The accumulation is branch-free: each product marks its column in `seen`, appends the
+    /// column to `pattern` (advancing only when the bit was clear) and adds into `acc`, which
+    /// the emission zeroes again. The row's span of 64-column words is bounded from the first
+    /// and last column of each row of b taken (sorted rows), once per entry of a, not per
+    /// product. A row whose span has fewer words than it has entries (banded or dense rows)
+    /// scans that span; a longer spread-out row marks its non-zero words in a summary bitset
+    /// and walks those; a short spread-out row (≤ 64 entries) sorts its columns.
+    fn gustavson_rows(
+        a: &Csr,
+        b: &Csr,
+        scratch: &mut Scratch<'_>,
+        out: &mut Emit<'_>,
+        indptr: &mut Vec<usize>,
+    ) {
+        let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
+        let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+        let Scratch {
+            acc,
+            seen,
+            pattern,
+            words,
+        } = scratch;
+        for i in 0..a.shape().0 {
+            let mut len = 0;
+            let (mut lo, mut hi) = (usize::MAX, 0);
+            for ka in pa[i]..pa[i + 1] {
+                let (r, va) = (ia[ka], da[ka]);
+                let (b0, b1) = (pb[r], pb[r + 1]);
+                if b0 == b1 {
+                    continue;
+                }
+                lo = lo.min(ib[b0] / 64);
+                hi = hi.max(ib[b1 - 1] / 64);
+                for (&j, &vb) in ib[b0..b1].iter().zip(&db[b0..b1]) {
+                    let (w, bit) = (j / 64, 1u64 << (j % 64));
+                    // SAFETY: j < n (the Csr invariant of b), so w < seen.len() = ⌈n/64⌉ and
+                    // j < acc.len() = n. `len` counts the distinct columns among the row's
+                    // earlier products: fewer than its products (≤ row_max) and at most n, so
+                    // len < pattern.len() = min(row_max, n + 1).
+                    unsafe {
+                        let s = seen.get_unchecked_mut(w);
+                        let fresh = *s & bit == 0;
+                        *s |= bit;
+                        *pattern.get_unchecked_mut(len) = j;
+                        len += usize::from(fresh);
+                        *acc.get_unchecked_mut(j) += va * vb;
+                    }
+                }
+            }
+            if len == 0 {
+                indptr.push(out.len);
+                continue;
+            }
+            if hi - lo < len {
+                // A narrow span (banded rows, or dense ones): scan its words, clearing them.
+                for (w, word) in seen[lo..=hi].iter_mut().enumerate() {
+                    out.word(lo + w, std::mem::take(word), acc);
+                }
+            } else if len > 64 {
+                // Long and spread out: walk only the non-zero words, clearing both levels.
+                for &j in &pattern[..len] {
+                    words[j / 4096] |= 1 << ((j / 64) % 64);
+                }
+                for (s, summary) in words[lo / 64..=hi / 64].iter_mut().enumerate() {
+                    let s = s + lo / 64;
+                    let mut nonzero = std::mem::take(summary);
+                    while nonzero != 0 {
+                        let w = s * 64 + nonzero.trailing_zeros() as usize;
+                        out.word(w, std::mem::take(&mut seen[w]), acc);
+                        nonzero &= nonzero - 1;
+                    }
+                }
+            } else {
+                let row = &mut pattern[..len];
+                row.sort_unstable();
+                for &j in row.iter() {
+                    seen[j / 64] = 0;
+                    out.entry(j, std::mem::replace(&mut acc[j], ZERO));
+                }
+            }
+            indptr.push(out.len);
+        }
+    }
 }
 
 /// The rows of a Csr·Csr product being written into the reserved capacity of its arrays.
@@ -147,12 +206,12 @@ impl Emit<'_> {
     }
 
     /// Writes the columns marked in word `w` of a row's bitset (`bits`), in increasing order,
-    /// with their accumulated values.
+    /// with their accumulated values, zeroing those accumulators.
     #[inline(always)]
-    fn word(&mut self, w: usize, mut bits: u64, acc: &[c64]) {
+    fn word(&mut self, w: usize, mut bits: u64, acc: &mut [c64]) {
         while bits != 0 {
             let j = w * 64 + bits.trailing_zeros() as usize;
-            self.entry(j, acc[j]);
+            self.entry(j, std::mem::replace(&mut acc[j], ZERO));
             bits &= bits - 1;
         }
     }
@@ -194,6 +253,83 @@ fn matmul_csr_sorted(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A small random Csr: `per_row` entries per row at columns drawn from `cols(i, t)`.
+    fn random(
+        shape: (usize, usize),
+        per_row: usize,
+        seed: u64,
+        cols: impl Fn(usize, usize, u64) -> usize,
+    ) -> Csr {
+        let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            s ^= s >> 12;
+            s ^= s << 25;
+            s ^= s >> 27;
+            s.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        };
+        let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
+        for i in 0..shape.0 {
+            for t in 0..per_row {
+                r.push(i);
+                c.push(cols(i, t, next()) % shape.1);
+                v.push(c64::new(
+                    (next() % 17) as f64 - 8.0,
+                    (next() % 13) as f64 - 6.0,
+                ));
+            }
+        }
+        Csr::from_triplets(shape, &r, &c, &v).unwrap()
+    }
+
+    /// Each emission path against a plain triple loop (same summation order, so equal bits):
+    /// banded rows (narrow span), rows that cover every column (the pattern's bound), long
+    /// spread-out rows (non-zero-word walk), short spread-out rows (sort).
+    #[test]
+    fn every_emission_path_matches_the_definition() {
+        let cases = [
+            (
+                random((60, 60), 3, 1, |i, t, _| i + t),
+                random((60, 60), 3, 2, |i, t, _| i + t),
+            ),
+            (
+                random((3, 40), 40, 3, |_, t, _| t),
+                random((40, 40), 40, 4, |_, t, _| t),
+            ),
+            (
+                random((4, 300), 10, 5, |_, _, x| x as usize),
+                random((300, 20_000), 10, 6, |_, _, x| x as usize),
+            ),
+            (
+                random((4, 300), 2, 7, |_, _, x| x as usize),
+                random((300, 20_000), 5, 8, |_, _, x| x as usize),
+            ),
+        ];
+        for (k, (a, b)) in cases.iter().enumerate() {
+            let c = matmul_csr(a, b).unwrap();
+            assert!(
+                c.as_csmat().check_compressed_structure().is_ok(),
+                "case {k}"
+            );
+            let (m, n) = c.shape();
+            let mut want = vec![vec![ZERO; n]; m];
+            for (i, row) in want.iter_mut().enumerate() {
+                for ka in a.indptr()[i]..a.indptr()[i + 1] {
+                    let r = a.indices()[ka];
+                    for kb in b.indptr()[r]..b.indptr()[r + 1] {
+                        row[b.indices()[kb]] += a.data()[ka] * b.data()[kb];
+                    }
+                }
+            }
+            let stored = want.iter().flatten().filter(|v| **v != ZERO).count();
+            assert_eq!(c.nnz(), stored, "case {k}");
+            for (i, row) in want.iter().enumerate() {
+                for (j, v) in row.iter().enumerate() {
+                    assert_eq!(c.get(i, j), *v, "case {k} ({i}, {j})");
+                }
+            }
+        }
+    }
 
     /// Exact cancellation is skipped while the row is written, on every emission path: a
     /// narrow span, a long spread-out row (non-zero-word walk), a short spread-out row (sort),
