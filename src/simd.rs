@@ -155,8 +155,19 @@ mod avx {
         _mm256_fmaddsub_pd(re, a, _mm256_mul_pd(im, _mm256_permute_pd::<0b0101>(a)))
     }
 
+    /// `y + Σ a·re` and `Σ a·im` (`a` the columns' entries, `re + i·im` their coefficients)
+    /// combined into `y + Σ a·(re + i·im)`: the real part subtracts the swapped imaginary
+    /// sums' first lane, the imaginary part adds its second.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn combine(re_sums: __m256d, im_sums: __m256d) -> __m256d {
+        _mm256_addsub_pd(re_sums, _mm256_permute_pd::<0b0101>(im_sums))
+    }
+
     /// `y ← y + Σⱼ xⱼ·a[j]` over the rows `rows`, four columns per pass (their coefficients
-    /// and pointers in registers), `y` read and written once per pass.
+    /// and pointers in registers), `y` read and written once per pass. Two FMAs per entry and
+    /// column: the sums by the coefficients' real parts go on top of `y`, those by their
+    /// imaginary parts apart, and the two are combined once per pass.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn gemv_cols(
         y: &mut [c64],
@@ -183,22 +194,23 @@ mod avx {
             while k + 4 <= end {
                 // SAFETY: entries k..k + 4 (doubles 2k..2k + 8) exist in y and in the four
                 // columns (k + 4 ≤ end, the shortest length); y is borrowed exclusively and the
-                // columns are shared borrows, so nothing aliases the stores. Two independent
-                // accumulators (rows k, k + 1 and k + 2, k + 3) halve the add chain.
+                // columns are shared borrows, so nothing aliases the stores. Rows k, k + 1
+                // and k + 2, k + 3 are two independent pairs of sums.
                 unsafe {
                     let (o, q) = (2 * k, 2 * k + 4);
-                    let mut a = _mm256_loadu_pd(py.add(o));
-                    let mut b = _mm256_loadu_pd(py.add(q));
-                    a = _mm256_add_pd(a, mulc(r0, i0, _mm256_loadu_pd(p0.add(o))));
-                    b = _mm256_add_pd(b, mulc(r0, i0, _mm256_loadu_pd(p0.add(q))));
-                    a = _mm256_add_pd(a, mulc(r1, i1, _mm256_loadu_pd(p1.add(o))));
-                    b = _mm256_add_pd(b, mulc(r1, i1, _mm256_loadu_pd(p1.add(q))));
-                    a = _mm256_add_pd(a, mulc(r2, i2, _mm256_loadu_pd(p2.add(o))));
-                    b = _mm256_add_pd(b, mulc(r2, i2, _mm256_loadu_pd(p2.add(q))));
-                    a = _mm256_add_pd(a, mulc(r3, i3, _mm256_loadu_pd(p3.add(o))));
-                    b = _mm256_add_pd(b, mulc(r3, i3, _mm256_loadu_pd(p3.add(q))));
-                    _mm256_storeu_pd(py.add(o), a);
-                    _mm256_storeu_pd(py.add(q), b);
+                    let (a0, b0) = (_mm256_loadu_pd(p0.add(o)), _mm256_loadu_pd(p0.add(q)));
+                    let mut a = _mm256_fmadd_pd(a0, r0, _mm256_loadu_pd(py.add(o)));
+                    let mut b = _mm256_fmadd_pd(b0, r0, _mm256_loadu_pd(py.add(q)));
+                    let (mut ai, mut bi) = (_mm256_mul_pd(a0, i0), _mm256_mul_pd(b0, i0));
+                    for (p, r, i) in [(p1, r1, i1), (p2, r2, i2), (p3, r3, i3)] {
+                        let (ca, cb) = (_mm256_loadu_pd(p.add(o)), _mm256_loadu_pd(p.add(q)));
+                        a = _mm256_fmadd_pd(ca, r, a);
+                        b = _mm256_fmadd_pd(cb, r, b);
+                        ai = _mm256_fmadd_pd(ca, i, ai);
+                        bi = _mm256_fmadd_pd(cb, i, bi);
+                    }
+                    _mm256_storeu_pd(py.add(o), combine(a, ai));
+                    _mm256_storeu_pd(py.add(q), combine(b, bi));
                 }
                 k += 4;
             }
@@ -206,12 +218,15 @@ mod avx {
                 // SAFETY: as above, for entries k..k + 2 (k + 2 ≤ end).
                 unsafe {
                     let o = 2 * k;
-                    let mut acc = _mm256_loadu_pd(py.add(o));
-                    acc = _mm256_add_pd(acc, mulc(r0, i0, _mm256_loadu_pd(p0.add(o))));
-                    acc = _mm256_add_pd(acc, mulc(r1, i1, _mm256_loadu_pd(p1.add(o))));
-                    acc = _mm256_add_pd(acc, mulc(r2, i2, _mm256_loadu_pd(p2.add(o))));
-                    acc = _mm256_add_pd(acc, mulc(r3, i3, _mm256_loadu_pd(p3.add(o))));
-                    _mm256_storeu_pd(py.add(o), acc);
+                    let c0 = _mm256_loadu_pd(p0.add(o));
+                    let mut a = _mm256_fmadd_pd(c0, r0, _mm256_loadu_pd(py.add(o)));
+                    let mut ai = _mm256_mul_pd(c0, i0);
+                    for (p, r, i) in [(p1, r1, i1), (p2, r2, i2), (p3, r3, i3)] {
+                        let c = _mm256_loadu_pd(p.add(o));
+                        a = _mm256_fmadd_pd(c, r, a);
+                        ai = _mm256_fmadd_pd(c, i, ai);
+                    }
+                    _mm256_storeu_pd(py.add(o), combine(a, ai));
                 }
                 k += 2;
             }

@@ -159,11 +159,13 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
             // SAFETY: c < n (a valid Csr's columns are in range; `next` has n slots), and
             // next[c] < indptr[c + 1] ≤ nnz until column c's last entry is placed (its count
             // was taken above), so the slot indexes both buffers of length nnz.
+            // The cursor is read once and advanced before the writes, so the compiler need not
+            // reload it after them.
             unsafe {
-                let slot = next.get_unchecked_mut(c);
-                out_idx.get_unchecked_mut(*slot).write(i);
-                out_val.get_unchecked_mut(*slot).write(f(v));
-                *slot += 1;
+                let slot = *next.get_unchecked(c);
+                *next.get_unchecked_mut(c) = slot + 1;
+                out_idx.get_unchecked_mut(slot).write(i);
+                out_val.get_unchecked_mut(slot).write(f(v));
             }
         }
     }
