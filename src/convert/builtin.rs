@@ -1,6 +1,7 @@
 //! The built-in kinds and the converters between them.
 
-pub(crate) use super::dense_csr::{csr_to_dense, dense_to_csr};
+pub(crate) use super::csr_dense::csr_to_dense;
+pub(crate) use super::dense_csr::dense_to_csr;
 use super::{Batch, Conversion, Group};
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::storage::{Csr, Dense};

@@ -1,86 +1,22 @@
-//! The Dense ↔ Csr conversion kernels: the scatter into a zeroed Dense, and the three walks of
-//! a Dense into Csr (sparse column-major, dense-ish column-major by row blocks, row-major by
-//! rows), each parallel by row blocks above the engine's thresholds.
+//! Dense → Csr: the walks of a Dense into Csr (small column-major by a bit mask of the
+//! non-zeros, sparse column-major by columns, dense-ish column-major by row blocks, row-major by
+//! rows), the larger ones parallel by row blocks above the engine's thresholds. The way back is
+//! [`csr_dense`](super::csr_dense).
+
+use std::mem::MaybeUninit;
 
 use rayon::prelude::*;
 
-use crate::engine::{self, Family, OutColumns};
+use crate::engine::{self, Family};
 use crate::error::Result;
-use crate::scalar::{ZERO, c64};
+use crate::scalar::c64;
 use crate::storage::{Csr, Dense, Layout, alloc};
-
-/// The result's entries, shared by the workers of the parallel scatter.
-#[derive(Clone, Copy)]
-struct Entries(*mut c64);
-
-impl Entries {
-    /// The pointer (a method, so that closures capture the `Send` wrapper, not its field).
-    fn get(self) -> *mut c64 {
-        self.0
-    }
-}
-
-// SAFETY: the workers given an `Entries` write disjoint entries (each its own rows) of a matrix
-// that outlives them and that nothing else touches meanwhile.
-unsafe impl Send for Entries {}
-// SAFETY: as for `Send`: shared only to write disjoint entries.
-unsafe impl Sync for Entries {}
-
-crate::simd::avx2_fn! {
-    /// Fills every slice of `cols` with zeros (256-bit stores where the CPU has AVX2).
-    fn zero_cols(cols: &mut OutColumns<'_>) {
-        for col in cols.iter_mut() {
-            col.fill(std::mem::MaybeUninit::new(ZERO));
-        }
-    }
-}
-
-/// Scatters the stored entries into a zeroed column-major matrix (by row blocks in parallel
-/// above the engine's Csr threshold). O(rows·cols + nnz).
-///
-/// # Errors
-/// [`Error::TooLarge`](crate::Error::TooLarge) if the dense result passes the dense limit:
-/// a large Csr is never densified by accident.
-pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
-    let (m, n) = a.shape();
-    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
-    // SAFETY: every column slice handed out is filled with zeros in full.
-    let mut mat =
-        unsafe { alloc::build_mat("to Dense", m, n, workers, |_, _, cols| zero_cols(cols)) }?;
-    if m == 0 || n == 0 {
-        return Ok(Dense::new(mat));
-    }
-    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-    let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
-    let base = Entries(mat.as_ptr_mut());
-    // Row i's entries, written straight into the column-major buffer.
-    let scatter = |rows: std::ops::Range<usize>| {
-        let ptr = base.get();
-        for i in rows {
-            for k in p[i]..p[i + 1] {
-                // SAFETY: i < m and idx[k] < n (the Csr invariant), so the offset is inside the
-                // m × n allocation of column stride `stride`; each row is written by one worker
-                // only, and nothing reads the matrix until the scatter ends.
-                unsafe { *ptr.add(i + idx[k] * stride) = val[k] };
-            }
-        }
-    };
-    let scatter_workers = engine::workers(Family::CsrRows, a.nnz());
-    if scatter_workers > 1 {
-        // Row blocks in parallel: each worker writes only the entries of its own rows.
-        let block = m.div_ceil(scatter_workers * 4).max(1);
-        (0..m.div_ceil(block))
-            .into_par_iter()
-            .for_each(|b| scatter(b * block..((b + 1) * block).min(m)));
-    } else {
-        scatter(0..m);
-    }
-    Ok(Dense::new(mat))
-}
 
 /// Keeps the entries that are not exactly zero (`-0.0` counts as zero, NaN does not). O(rows·cols).
 ///
-/// Column-major, sparse patterns take one contiguous pass over the columns ([`collect_columns`],
+/// Column-major: up to [`SMALL`] entries, one pass builds a bit mask of the non-zeros and the
+/// fill visits only those ([`by_masks`]; a plain two-pass walk below [`TINY`]). Larger sparse
+/// patterns take one contiguous pass over the columns ([`collect_columns`],
 /// one range of columns per worker above the engine's reduction threshold) and a counting sort
 /// by row; once the non-zeros pass a quarter of the entries, the walk switches to
 /// [`by_row_blocks`], whose two strided passes cost less than scattering that many entries.
@@ -92,17 +28,22 @@ pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
     }
     let workers = engine::workers(Family::Reduction, m.saturating_mul(n));
     if a.layout() == Layout::RowMajor {
-        return Ok(by_row_blocks(a, workers));
+        return by_row_blocks(a, workers);
+    }
+    if m.saturating_mul(n) <= TINY {
+        // Tiny: the two-pass walk (three allocations, QuTiP's count; the masks' allocation and
+        // bit walk cost more than they save below a few hundred entries).
+        return by_row_blocks(a, 1);
     }
     if m.saturating_mul(n) <= SMALL {
-        // Small: two passes, three allocations (QuTiP's count), no intermediate CSC.
-        return Ok(by_row_blocks(a, 1));
+        // Small: one pass over the values, then a walk of their non-zeros.
+        return by_masks(a);
     }
     let limit = (m * n / 4).max(64);
-    Ok(match via_columns(a, workers, limit) {
-        Some(c) => c,
+    match via_columns(a, workers, limit) {
+        Some(c) => Ok(c),
         None => by_row_blocks(a, workers),
-    })
+    }
 }
 
 /// Dense → Csr through the columns of column-major `a`: one range of columns per worker, each
@@ -225,14 +166,15 @@ crate::simd::avx2_fn! {
 /// arrays. Column-major: every column's segment of the block's rows, in increasing column
 /// order (so each row comes out sorted, the reads are contiguous segments and the writes stay
 /// in the block); row-major: each row in one contiguous pass.
-fn by_row_blocks(a: &Dense, workers: usize) -> Csr {
+fn by_row_blocks(a: &Dense, workers: usize) -> Result<Csr> {
+    const OP: &str = "to Csr";
     let (m, n) = a.shape();
     let block = if workers > 1 {
         m.div_ceil(workers * 4).max(PAR_ROW_BLOCK)
     } else {
         m.max(1)
     };
-    let mut indptr = vec![0usize; m + 1];
+    let mut indptr = alloc::try_vec(OP, (m, n), m + 1, 0usize)?;
     if workers > 1 {
         indptr[1..]
             .par_chunks_mut(block)
@@ -245,12 +187,16 @@ fn by_row_blocks(a: &Dense, workers: usize) -> Csr {
         indptr[i + 1] += indptr[i];
     }
     let nnz = indptr[m];
-    let mut indices = vec![0usize; nnz];
-    let mut data = vec![ZERO; nnz];
+    // Written once each by `fill_rows`, so no zero fill first.
+    let mut indices = alloc::try_with_capacity(OP, (m, n), nnz)?;
+    let mut data = alloc::try_with_capacity(OP, (m, n), nnz)?;
     if workers > 1 {
         // Each block's share of the arrays: rows [r0, r1) fill indptr[r0]..indptr[r1].
         let mut parts = Vec::with_capacity(m.div_ceil(block));
-        let (mut ix, mut dv) = (indices.as_mut_slice(), data.as_mut_slice());
+        let (mut ix, mut dv) = (
+            &mut indices.spare_capacity_mut()[..nnz],
+            &mut data.spare_capacity_mut()[..nnz],
+        );
         for r0 in (0..m).step_by(block) {
             let r1 = (r0 + block).min(m);
             let len = indptr[r1] - indptr[r0];
@@ -264,15 +210,137 @@ fn by_row_blocks(a: &Dense, workers: usize) -> Csr {
             .into_par_iter()
             .for_each(|(rows, x, y)| fill_rows(a, rows, &indptr, x, y));
     } else {
-        fill_rows(a, 0..m, &indptr, &mut indices, &mut data);
+        fill_rows(
+            a,
+            0..m,
+            &indptr,
+            &mut indices.spare_capacity_mut()[..nnz],
+            &mut data.spare_capacity_mut()[..nnz],
+        );
+    }
+    // SAFETY: `fill_rows` wrote every element of both buffers (each row's range, the ranges a
+    // partition of 0..nnz); the capacity is nnz.
+    unsafe {
+        indices.set_len(nnz);
+        data.set_len(nnz);
     }
     // SAFETY: `indptr` is the prefix sum of the row counts (m + 1 pointers from 0 to nnz); each
     // row's range is filled exactly by `fill_rows`, with columns < n in increasing order.
-    unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) }
+    Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
 }
 
-/// Up to this many entries, Dense → Csr always takes the two-pass [`by_row_blocks`]: measured
-/// 30 % faster than collecting the columns at 10×10 and 10 % at 100×100.
+/// Serial Dense → Csr of column-major `a` through a bit mask of its non-zeros: one pass over
+/// the values builds the masks (64 rows of a column per word) and counts each row's non-zeros
+/// from them; the fill then visits only the marked entries, 64 rows at a time and every column
+/// in increasing order, so each row comes out sorted. The matrix is read once, against twice
+/// for the two-pass walk, and no branch depends on a value (a branch per entry was
+/// mispredicted on scattered patterns).
+fn by_masks(a: &Dense) -> Result<Csr> {
+    const OP: &str = "to Csr";
+    let (m, n) = a.shape();
+    let words = m.div_ceil(64);
+    let mut masks = alloc::try_vec(OP, (m, n), words.saturating_mul(n), 0u64)?;
+    let mut indptr = alloc::try_vec(OP, (m, n), m + 1, 0usize)?;
+    scan_masks(a, &mut masks, &mut indptr[1..]);
+    for i in 0..m {
+        indptr[i + 1] += indptr[i];
+    }
+    let nnz = indptr[m];
+    let mut indices = alloc::try_with_capacity(OP, (m, n), nnz)?;
+    let mut data = alloc::try_with_capacity(OP, (m, n), nnz)?;
+    let (out_idx, out_val) = (
+        &mut indices.spare_capacity_mut()[..nnz],
+        &mut data.spare_capacity_mut()[..nnz],
+    );
+    if nnz > m * n / 2 {
+        // Mostly non-zero: the walk by row blocks, whose branch is then well predicted, costs
+        // less than visiting the bits.
+        fill_rows(a, 0..m, &indptr, out_idx, out_val);
+    } else {
+        fill_from_masks(a, &masks, &indptr, out_idx, out_val);
+    }
+    // SAFETY: both fills write every element of both buffers (see each); the capacity is nnz.
+    unsafe {
+        indices.set_len(nnz);
+        data.set_len(nnz);
+    }
+    // SAFETY: `indptr` is the prefix sum of the row counts (m + 1 pointers from 0 to nnz); each
+    // row's range receives exactly its counted non-zeros, columns < n in increasing order.
+    Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
+}
+
+/// The fill of [`by_masks`]: the entries marked in `masks`, 64 rows at a time and every column
+/// in increasing order, into `indices`/`data` (exactly nnz long, every element written when
+/// `indptr` counts the marked entries of each row).
+fn fill_from_masks(
+    a: &Dense,
+    masks: &[u64],
+    indptr: &[usize],
+    indices: &mut [MaybeUninit<usize>],
+    data: &mut [MaybeUninit<c64>],
+) {
+    let (m, n) = a.shape();
+    let words = m.div_ceil(64);
+    let mut next = [0usize; 64];
+    for c in 0..words {
+        // The write cursors of rows 64c..r1.
+        let (r0, r1) = (c * 64, (c * 64 + 64).min(m));
+        next[..r1 - r0].copy_from_slice(&indptr[r0..r1]);
+        for j in 0..n {
+            let col = &a.buffer_col(j)[r0..r1];
+            let mut mask = masks[j * words + c];
+            while mask != 0 {
+                let t = mask.trailing_zeros() as usize;
+                indices[next[t]].write(j);
+                data[next[t]].write(col[t]);
+                next[t] += 1;
+                mask &= mask - 1;
+            }
+        }
+        // Each row received exactly its counted entries, so the ranges indptr[i]..indptr[i + 1]
+        // (a partition of 0..nnz) were all written.
+        debug_assert!((r0..r1).all(|i| next[i - r0] == indptr[i + 1]));
+    }
+}
+
+crate::simd::avx2_fn! {
+    /// `masks[j·⌈m/64⌉ + c]` = the non-zeros of rows 64c.. of column j of column-major `a`, one
+    /// bit each, and `counts[i]` += the non-zeros of row i.
+    fn scan_masks(a: &Dense, masks: &mut [u64], counts: &mut [usize]) {
+        let words = a.shape().0.div_ceil(64);
+        for j in 0..a.shape().1 {
+            let col = a.buffer_col(j);
+            for (c, chunk) in col.chunks(64).enumerate() {
+                let mask = chunk.iter().enumerate().fold(0u64, |mask, (t, v)| {
+                    mask | (u64::from(nonzero_bits(v) != 0) << t)
+                });
+                masks[j * words + c] = mask;
+                if mask.count_ones() <= 16 {
+                    // Few: one increment per non-zero.
+                    let mut bits = mask;
+                    while bits != 0 {
+                        counts[c * 64 + bits.trailing_zeros() as usize] += 1;
+                        bits &= bits - 1;
+                    }
+                } else {
+                    // Many: one vectorised pass over the chunk.
+                    for (k, v) in counts[c * 64..].iter_mut().zip(chunk) {
+                        *k += usize::from(nonzero_bits(v) != 0);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Up to this many entries, Dense → Csr takes the two-pass [`by_row_blocks`]: at 10×10, 0.2 µs
+/// faster than [`by_masks`]; at 32×32, 1.3–1.6× slower (10 % non-zero).
+const TINY: usize = 256;
+
+/// Up to this many entries, a column-major Dense → Csr takes [`by_masks`] (a plain walk below
+/// [`TINY`]): collecting the columns ([`via_columns`]) was measured 30 % slower at 10×10 and
+/// 10 % at 100×100 than the two-pass walk, which `by_masks` beats 2× at 100×100 with 10 %
+/// non-zero (and matches on a full matrix).
 const SMALL: usize = 1 << 14;
 
 /// Rows per cache block of the serial column-major walk.
@@ -308,13 +376,14 @@ crate::simd::avx2_fn! {
 
 crate::simd::avx2_fn! {
     /// Writes the non-zeros of `rows` into `indices`/`data`, which hold exactly
-    /// `indptr[rows.start]..indptr[rows.end]`, each row in increasing column order.
+    /// `indptr[rows.start]..indptr[rows.end]`, each row in increasing column order: every
+    /// element, when `indptr` counts the rows' non-zeros.
     fn fill_rows(
         a: &Dense,
         rows: std::ops::Range<usize>,
         indptr: &[usize],
-        indices: &mut [usize],
-        data: &mut [c64],
+        indices: &mut [MaybeUninit<usize>],
+        data: &mut [MaybeUninit<c64>],
     ) {
         let base = indptr[rows.start];
         match a.layout() {
@@ -323,8 +392,8 @@ crate::simd::avx2_fn! {
                 for i in rows {
                     for (j, v) in a.buffer_col(i).iter().enumerate() {
                         if nonzero_bits(v) != 0 {
-                            indices[k] = j;
-                            data[k] = *v;
+                            indices[k].write(j);
+                            data[k].write(*v);
                             k += 1;
                         }
                     }
@@ -350,8 +419,8 @@ crate::simd::avx2_fn! {
                     for j in 0..a.shape().1 {
                         for (t, v) in a.buffer_col(j)[r0..r1].iter().enumerate() {
                             if nonzero_bits(v) != 0 {
-                                indices[next[t]] = j;
-                                data[next[t]] = *v;
+                                indices[next[t]].write(j);
+                                data[next[t]].write(*v);
                                 next[t] += 1;
                             }
                         }
@@ -418,17 +487,18 @@ mod tests {
             let a = patterned(per_mille);
             let want = reference(&a);
             same(parts(&dense_to_csr(&a).unwrap()), want.clone());
-            same(parts(&by_row_blocks(&a, 1)), want.clone());
+            same(parts(&by_row_blocks(&a, 1).unwrap()), want.clone());
+            same(parts(&by_masks(&a).unwrap()), want.clone());
             for workers in [1, 3, 40] {
                 match via_columns(&a, workers, 37 * 29 / 4) {
                     Some(c) => same(parts(&c), want.clone()),
                     None => assert!(want.1.len() > 37 * 29 / 4, "{per_mille}‰ gave up"),
                 }
             }
-            same(parts(&by_row_blocks(&a, 3)), want.clone());
+            same(parts(&by_row_blocks(&a, 3).unwrap()), want.clone());
             let r = a.clone().into_layout(Layout::RowMajor).unwrap();
             same(parts(&dense_to_csr(&r).unwrap()), want.clone());
-            same(parts(&by_row_blocks(&r, 3)), want);
+            same(parts(&by_row_blocks(&r, 3).unwrap()), want);
         }
     }
 
@@ -445,8 +515,29 @@ mod tests {
         let want = reference(&a);
         let r = a.clone().into_layout(Layout::RowMajor).unwrap();
         for workers in [2, 3] {
-            same(parts(&by_row_blocks(&a, workers)), want.clone());
-            same(parts(&by_row_blocks(&r, workers)), want.clone());
+            same(parts(&by_row_blocks(&a, workers).unwrap()), want.clone());
+            same(parts(&by_row_blocks(&r, workers).unwrap()), want.clone());
+        }
+    }
+
+    /// The mask walk across word boundaries (rows a multiple of 64 or not), on sparse patterns
+    /// (bit walk) and mostly non-zero ones (row-block walk), signed zeros and a NaN included.
+    #[test]
+    fn mask_walk_matches_across_words() {
+        for m in [1, 63, 64, 65, 128, 130] {
+            for keep in [0, 1, 2, 6, 7] {
+                let a = Dense::from_fn(m, 9, |i, j| match (i * 31 + j * 17) % 7 {
+                    _ if i == 5 && j == 3 => c64::new(f64::NAN, 1.0),
+                    _ if i == 2 && j == 1 => c64::new(-0.0, 0.0),
+                    h if h < keep => c64::new(i as f64, j as f64 + 1.0),
+                    _ => c64::new(0.0, 0.0),
+                });
+                let want = reference(&a);
+                same(parts(&by_masks(&a).unwrap()), want.clone());
+                if m * 9 > TINY && m * 9 <= SMALL {
+                    same(parts(&dense_to_csr(&a).unwrap()), want);
+                }
+            }
         }
     }
 

@@ -13,6 +13,7 @@
 
 pub(crate) mod builtin;
 mod conversion;
+mod csr_dense;
 mod dense_csr;
 pub(crate) mod dia;
 mod dot;
