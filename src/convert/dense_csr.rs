@@ -230,11 +230,12 @@ fn by_row_blocks(a: &Dense, workers: usize) -> Result<Csr> {
 }
 
 /// Serial Dense → Csr of column-major `a` through a bit mask of its non-zeros: one pass over
-/// the values builds the masks (64 rows of a column per word) and counts each row's non-zeros
-/// from them; the fill then visits only the marked entries, 64 rows at a time and every column
-/// in increasing order, so each row comes out sorted. The matrix is read once, against twice
-/// for the two-pass walk, and no branch depends on a value (a branch per entry was
-/// mispredicted on scattered patterns).
+/// the values builds the masks (64 rows of a column per word) and the row counts; the fill then
+/// visits only the marked entries, 64 rows at a time and every column in increasing order, so
+/// each row comes out sorted. Past that one pass, only the non-zeros are read again, and no
+/// branch depends on a single value (the two-pass walk's branch per entry was mispredicted on
+/// scattered patterns). A mostly non-zero matrix (over half) is filled by the row-block walk
+/// of [`fill_rows`] instead, whose branch is then well predicted.
 fn by_masks(a: &Dense) -> Result<Csr> {
     const OP: &str = "to Csr";
     let (m, n) = a.shape();
