@@ -183,49 +183,69 @@ fn by_row_blocks(a: &Dense, workers: usize) -> Result<Csr> {
     } else {
         count_rows(a, 0, &mut indptr[1..]);
     }
+    // SAFETY: `fill_rows` writes each row's range with its non-zeros (the ones `count_rows`
+    // counted, by the same test) in increasing column order; the blocks' ranges partition the
+    // arrays.
+    unsafe {
+        csr_from_row_counts_unchecked(OP, (m, n), indptr, |indptr, indices, data| {
+            if workers > 1 {
+                // Each block's share of the arrays: rows [r0, r1) fill indptr[r0]..indptr[r1].
+                let mut parts = Vec::with_capacity(m.div_ceil(block));
+                let (mut ix, mut dv) = (indices, data);
+                for r0 in (0..m).step_by(block) {
+                    let r1 = (r0 + block).min(m);
+                    let len = indptr[r1] - indptr[r0];
+                    let (x, rest) = std::mem::take(&mut ix).split_at_mut(len);
+                    ix = rest;
+                    let (y, rest) = std::mem::take(&mut dv).split_at_mut(len);
+                    dv = rest;
+                    parts.push((r0..r1, x, y));
+                }
+                parts
+                    .into_par_iter()
+                    .for_each(|(rows, x, y)| fill_rows(a, rows, indptr, x, y));
+            } else {
+                fill_rows(a, 0..m, indptr, indices, data);
+            }
+        })
+    }
+}
+
+/// The Csr whose row counts are in `indptr[1..]` (`indptr[0]` = 0): turns them into row
+/// pointers, reserves exactly their sum of entries (no zero fill) and hands the pointers and
+/// the two uninitialised arrays to `fill`.
+///
+/// # Safety
+/// `fill` must initialise every element of both arrays: each row i's range
+/// `indptr[i]..indptr[i + 1]` with that row's entries, columns below n in increasing order.
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the arrays cannot be allocated.
+unsafe fn csr_from_row_counts_unchecked(
+    op: &str,
+    (m, n): (usize, usize),
+    mut indptr: Vec<usize>,
+    fill: impl FnOnce(&[usize], &mut [MaybeUninit<usize>], &mut [MaybeUninit<c64>]),
+) -> Result<Csr> {
     for i in 0..m {
         indptr[i + 1] += indptr[i];
     }
     let nnz = indptr[m];
-    // Written once each by `fill_rows`, so no zero fill first.
-    let mut indices = alloc::try_with_capacity(OP, (m, n), nnz)?;
-    let mut data = alloc::try_with_capacity(OP, (m, n), nnz)?;
-    if workers > 1 {
-        // Each block's share of the arrays: rows [r0, r1) fill indptr[r0]..indptr[r1].
-        let mut parts = Vec::with_capacity(m.div_ceil(block));
-        let (mut ix, mut dv) = (
-            &mut indices.spare_capacity_mut()[..nnz],
-            &mut data.spare_capacity_mut()[..nnz],
-        );
-        for r0 in (0..m).step_by(block) {
-            let r1 = (r0 + block).min(m);
-            let len = indptr[r1] - indptr[r0];
-            let (x, rest) = std::mem::take(&mut ix).split_at_mut(len);
-            ix = rest;
-            let (y, rest) = std::mem::take(&mut dv).split_at_mut(len);
-            dv = rest;
-            parts.push((r0..r1, x, y));
-        }
-        parts
-            .into_par_iter()
-            .for_each(|(rows, x, y)| fill_rows(a, rows, &indptr, x, y));
-    } else {
-        fill_rows(
-            a,
-            0..m,
-            &indptr,
-            &mut indices.spare_capacity_mut()[..nnz],
-            &mut data.spare_capacity_mut()[..nnz],
-        );
-    }
-    // SAFETY: `fill_rows` wrote every element of both buffers (each row's range, the ranges a
-    // partition of 0..nnz); the capacity is nnz.
+    let mut indices = alloc::try_with_capacity(op, (m, n), nnz)?;
+    let mut data = alloc::try_with_capacity(op, (m, n), nnz)?;
+    fill(
+        &indptr,
+        &mut indices.spare_capacity_mut()[..nnz],
+        &mut data.spare_capacity_mut()[..nnz],
+    );
+    // SAFETY: `fill` initialised all nnz elements of both arrays (this function's contract);
+    // the capacity is nnz.
     unsafe {
         indices.set_len(nnz);
         data.set_len(nnz);
     }
-    // SAFETY: `indptr` is the prefix sum of the row counts (m + 1 pointers from 0 to nnz); each
-    // row's range is filled exactly by `fill_rows`, with columns < n in increasing order.
+    // SAFETY: `indptr` holds m + 1 pointers from 0 to nnz, and each row's range holds its
+    // columns (below n) in increasing order (the contract).
     Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
 }
 
@@ -243,31 +263,19 @@ fn by_masks(a: &Dense) -> Result<Csr> {
     let mut masks = alloc::try_vec(OP, (m, n), words.saturating_mul(n), 0u64)?;
     let mut indptr = alloc::try_vec(OP, (m, n), m + 1, 0usize)?;
     scan_masks(a, &mut masks, &mut indptr[1..]);
-    for i in 0..m {
-        indptr[i + 1] += indptr[i];
-    }
-    let nnz = indptr[m];
-    let mut indices = alloc::try_with_capacity(OP, (m, n), nnz)?;
-    let mut data = alloc::try_with_capacity(OP, (m, n), nnz)?;
-    let (out_idx, out_val) = (
-        &mut indices.spare_capacity_mut()[..nnz],
-        &mut data.spare_capacity_mut()[..nnz],
-    );
-    if nnz > m * n / 2 {
-        // Mostly non-zero: the walk by row blocks, whose branch is then well predicted, costs
-        // less than visiting the bits.
-        fill_rows(a, 0..m, &indptr, out_idx, out_val);
-    } else {
-        fill_from_masks(a, &masks, &indptr, out_idx, out_val);
-    }
-    // SAFETY: both fills write every element of both buffers (see each); the capacity is nnz.
+    // SAFETY: both fills write each row's range with its non-zeros (the ones `scan_masks`
+    // counted, by the same test) in increasing column order.
     unsafe {
-        indices.set_len(nnz);
-        data.set_len(nnz);
+        csr_from_row_counts_unchecked(OP, (m, n), indptr, |indptr, indices, data| {
+            if indptr[m] > m * n / 2 {
+                // Mostly non-zero: the walk by row blocks, whose branch is then well
+                // predicted, costs less than visiting the bits.
+                fill_rows(a, 0..m, indptr, indices, data);
+            } else {
+                fill_from_masks(a, &masks, indptr, indices, data);
+            }
+        })
     }
-    // SAFETY: `indptr` is the prefix sum of the row counts (m + 1 pointers from 0 to nnz); each
-    // row's range receives exactly its counted non-zeros, columns < n in increasing order.
-    Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
 }
 
 /// The fill of [`by_masks`]: the entries marked in `masks`, 64 rows at a time and every column
