@@ -7,6 +7,8 @@
 //! runs) that the compiler vectorises well once it may use AVX2 and FMA, compiled twice and
 //! chosen at run time.
 
+use std::mem::MaybeUninit;
+
 use crate::scalar::c64;
 
 /// Whether the AVX2 + FMA kernels can run (cached by std).
@@ -81,6 +83,7 @@ pub(crate) use avx2_fn;
 #[cfg(target_arch = "x86_64")]
 mod avx {
     use std::arch::x86_64::*;
+    use std::mem::MaybeUninit;
 
     use crate::scalar::c64;
 
@@ -145,6 +148,84 @@ mod avx {
         }
         for (y, x) in w[k..n].iter_mut().zip(&v[k..n]) {
             *y -= c * x;
+        }
+    }
+
+    /// Sparse row dots: for each row `i` of `rows`, `outs[t][i − rows.start] = Σₖ
+    /// val[k]·xₜ[idx[k]]` over the row's entries `p[i]..p[i + 1]`. Entries go in pairs, one per 128-bit lane: two FMAs
+    /// per entry and column, `Σ re(v)·x` and `Σ im(v)·swap(x)` kept apart and combined once
+    /// per row (`addsub`). Each pair of values is loaded once for the `T` columns.
+    ///
+    /// # Safety
+    /// For every row `i` of `rows`: `i + 1 < p.len()`, `p[i] ≤ p[i + 1] ≤ min(idx.len(),
+    /// val.len())`, and every `idx[k]` with `k` in `p[i]..p[i + 1]` is below every `xₜ.len()`.
+    /// The `outs` are indexed with bounds checks.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn csr_row_dots<const T: usize>(
+        p: &[usize],
+        idx: &[usize],
+        val: &[c64],
+        xs: [&[c64]; T],
+        rows: std::ops::Range<usize>,
+        outs: &mut [&mut [MaybeUninit<c64>]; T],
+    ) {
+        let pv = val.as_ptr().cast::<f64>();
+        let mut px = [std::ptr::null::<f64>(); T];
+        for (p, x) in px.iter_mut().zip(xs) {
+            *p = x.as_ptr().cast::<f64>();
+        }
+        let r0 = rows.start;
+        for i in rows {
+            // SAFETY (this block and the loops below): the row's bounds and the entries'
+            // columns are within the slices (this function's contract); unaligned loads.
+            let (lo, hi) = unsafe { (*p.get_unchecked(i), *p.get_unchecked(i + 1)) };
+            let mut re = [_mm256_setzero_pd(); T];
+            let mut im = [_mm256_setzero_pd(); T];
+            let mut k = lo;
+            while k + 2 <= hi {
+                // SAFETY: k + 1 < hi, within the row (the contract above).
+                unsafe {
+                    let v = _mm256_loadu_pd(pv.add(2 * k));
+                    let (vr, vi) = (_mm256_movedup_pd(v), _mm256_permute_pd::<0b1111>(v));
+                    let (c0, c1) = (*idx.get_unchecked(k), *idx.get_unchecked(k + 1));
+                    for t in 0..T {
+                        let x = _mm256_loadu2_m128d(px[t].add(2 * c1), px[t].add(2 * c0));
+                        re[t] = _mm256_fmadd_pd(vr, x, re[t]);
+                        im[t] = _mm256_fmadd_pd(vi, _mm256_permute_pd::<0b0101>(x), im[t]);
+                    }
+                }
+                k += 2;
+            }
+            // Plain loops rather than `array::map`/`from_fn`: those are functions of their
+            // own, compiled without AVX2 and not inlined here.
+            let mut halves = [(_mm_setzero_pd(), _mm_setzero_pd()); T];
+            for (h, (r, i)) in halves.iter_mut().zip(re.iter().zip(&im)) {
+                let half = |s: __m256d| {
+                    _mm_add_pd(_mm256_castpd256_pd128(s), _mm256_extractf128_pd::<1>(s))
+                };
+                *h = (half(*r), half(*i));
+            }
+            if k < hi {
+                // SAFETY: k < hi, the row's last entry.
+                unsafe {
+                    let v = _mm_loadu_pd(pv.add(2 * k));
+                    let (vr, vi) = (_mm_movedup_pd(v), _mm_permute_pd::<0b11>(v));
+                    let c = *idx.get_unchecked(k);
+                    for (t, (r, i)) in halves.iter_mut().enumerate() {
+                        let x = _mm_loadu_pd(px[t].add(2 * c));
+                        *r = _mm_fmadd_pd(vr, x, *r);
+                        *i = _mm_fmadd_pd(vi, _mm_permute_pd::<0b01>(x), *i);
+                    }
+                }
+            }
+            for (out, &(r, im)) in outs.iter_mut().zip(&halves) {
+                let s = _mm_addsub_pd(r, im);
+                // The row's slot: `outs[t]` holds rows `rows.start..` (the caller's contract).
+                out[i - r0].write(c64::new(
+                    _mm_cvtsd_f64(s),
+                    _mm_cvtsd_f64(_mm_unpackhi_pd(s, s)),
+                ));
+            }
         }
     }
 
@@ -279,6 +360,62 @@ pub(crate) fn sub_scaled(w: &mut [c64], c: c64, v: &[c64]) {
     }
     for (y, x) in w.iter_mut().zip(v) {
         *y -= c * x;
+    }
+}
+
+/// Sparse row dots of a Csr's arrays against `T` columns: for each row `i` of `rows`,
+/// `outs[t][i − rows.start] = Σₖ val[k]·xₜ[idx[k]]` over its entries `p[i]..p[i + 1]`. Each stored entry is
+/// loaded once for the `T` columns, and a column's sums do not depend on `T` (the same
+/// arithmetic per column), so a product's column does not depend on how columns are grouped.
+/// AVX2 + FMA: entries in pairs, two FMAs per entry and column; baseline: even and odd
+/// entries in two sums (two independent addition chains).
+///
+/// # Safety
+/// For every row `i` of `rows`: `i + 1 < p.len()`, `p[i] ≤ p[i + 1] ≤ min(idx.len(),
+/// val.len())`, and every `idx[k]` with `k` in `p[i]..p[i + 1]` is below every `xₜ.len()` (a
+/// `Csr`'s invariants, with columns as long as its column count).
+///
+/// # Panics
+/// If an `outs[t]` is shorter than `rows` (a caller's bug, caught by the bounds checks).
+#[inline(always)]
+pub(crate) unsafe fn csr_row_dots<const T: usize>(
+    p: &[usize],
+    idx: &[usize],
+    val: &[c64],
+    xs: [&[c64]; T],
+    rows: std::ops::Range<usize>,
+    outs: &mut [&mut [MaybeUninit<c64>]; T],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for; the
+        // slices' contract is this function's.
+        return unsafe { avx::csr_row_dots(p, idx, val, xs, rows, outs) };
+    }
+    let r0 = rows.start;
+    for i in rows {
+        let (v, c) = (&val[p[i]..p[i + 1]], &idx[p[i]..p[i + 1]]);
+        let (mut even, mut odd) = ([c64::new(0.0, 0.0); T], [c64::new(0.0, 0.0); T]);
+        let (v2, c2) = (v.chunks_exact(2), c.chunks_exact(2));
+        let (vr, cr) = (v2.remainder(), c2.remainder());
+        for (v, c) in v2.zip(c2) {
+            for t in 0..T {
+                // SAFETY: c[0], c[1] are the row's columns, below xs[t].len() (the contract).
+                unsafe {
+                    even[t] += v[0] * xs[t].get_unchecked(c[0]);
+                    odd[t] += v[1] * xs[t].get_unchecked(c[1]);
+                }
+            }
+        }
+        for (v, &c) in vr.iter().zip(cr) {
+            for t in 0..T {
+                // SAFETY: as above.
+                even[t] += v * unsafe { xs[t].get_unchecked(c) };
+            }
+        }
+        for t in 0..T {
+            outs[t][i - r0].write(even[t] + odd[t]);
+        }
     }
 }
 

@@ -123,17 +123,24 @@ pub fn expect_csr_dense(o: &Csr, s: &Dense) -> Result<c64> {
         let psi = s.col(0);
         let (p, idx, val) = (o.indptr(), o.indices(), o.data());
         let workers = engine::workers(Family::Reduction, o.nnz().max(o.shape().0));
+        const CHUNK: usize = 256;
         return Ok(engine::sum_ranges(o.shape().0, workers, |rows| {
             let mut total = ZERO;
-            for i in rows {
-                let (lo, hi) = (p[i], p[i + 1]);
-                let mut row = ZERO;
-                for (v, &c) in val[lo..hi].iter().zip(&idx[lo..hi]) {
-                    // SAFETY: a Csr's column indices are below its column count (its
-                    // invariant), which is `psi.len()`: the shapes were checked above.
-                    row += v * unsafe { psi.get_unchecked(c) };
+            // (O ψ)_i for a chunk of rows at a time, by the Csr·Dense row kernel.
+            let mut buf = [std::mem::MaybeUninit::<c64>::uninit(); CHUNK];
+            for start in rows.clone().step_by(CHUNK) {
+                let chunk = start..(start + CHUNK).min(rows.end);
+                let out = &mut buf[..chunk.len()];
+                // SAFETY: the rows are rows of `o`, whose Csr invariants bound their ranges and
+                // columns; its column count is `psi.len()` (the shapes were checked above).
+                unsafe {
+                    crate::simd::csr_row_dots(p, idx, val, [psi], chunk.clone(), &mut [out]);
                 }
-                total += psi[i].conj() * row;
+                for (i, row) in chunk.zip(&buf) {
+                    // SAFETY: `csr_row_dots` wrote one value per row of the chunk, the
+                    // first `chunk.len()` slots.
+                    total += psi[i].conj() * unsafe { row.assume_init() };
+                }
             }
             total
         }));

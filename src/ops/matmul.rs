@@ -212,84 +212,35 @@ crate::simd::avx2_fn! {
     }
 }
 
-crate::simd::avx2_fn! {
-    /// Rows `rows` of columns `j0..` of a·b for column-major `b`, into `cols`. Four columns at
-    /// a time: each stored entry is loaded once for four products. Every column's sum is
-    /// formed as [`row_dot`] forms it (even and odd entries apart), so a column's result does
-    /// not depend on the block it falls in (serial = parallel, bit for bit).
-    fn csr_dense_cols(
-        a: &Csr,
-        b: &Dense,
-        rows: std::ops::Range<usize>,
-        j0: usize,
-        cols: &mut OutColumns<'_>,
-    ) {
-        // The unchecked reads below rely on this (the caller checked the shapes).
-        assert_eq!(a.shape().1, b.shape().0, "csr_dense_cols: inner dimensions");
-        let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-        let full = cols.len() / 4 * 4;
-        let mut quads = cols.chunks_exact_mut(4);
-        for (q, quad) in (&mut quads).enumerate() {
-            let bs: [&[c64]; 4] = std::array::from_fn(|t| b.col(j0 + 4 * q + t));
-            for (r, i) in rows.clone().enumerate() {
-                let (v, c) = (&val[p[i]..p[i + 1]], &idx[p[i]..p[i + 1]]);
-                let (mut even, mut odd) = ([ZERO; 4], [ZERO; 4]);
-                let (v2, c2) = (v.chunks_exact(2), c.chunks_exact(2));
-                let (vr, cr) = (v2.remainder(), c2.remainder());
-                for (v, c) in v2.zip(c2) {
-                    for t in 0..4 {
-                        // SAFETY: a Csr's column indices are below its column count (its
-                        // invariant), which is `bs[t].len()`, b's row count (asserted above).
-                        unsafe {
-                            even[t] += v[0] * bs[t].get_unchecked(c[0]);
-                            odd[t] += v[1] * bs[t].get_unchecked(c[1]);
-                        }
-                    }
-                }
-                for (v, &c) in vr.iter().zip(cr) {
-                    for t in 0..4 {
-                        // SAFETY: as above.
-                        even[t] += v * unsafe { bs[t].get_unchecked(c) };
-                    }
-                }
-                for t in 0..4 {
-                    quad[t][r].write(even[t] + odd[t]);
-                }
-            }
-        }
-        for (k, out) in quads.into_remainder().iter_mut().enumerate() {
-            let bj = b.col(j0 + full + k);
-            for (o, i) in out.iter_mut().zip(rows.clone()) {
-                // SAFETY: the row's columns are below a's column count, bj's length (asserted
-                // above).
-                o.write(unsafe { row_dot(&val[p[i]..p[i + 1]], &idx[p[i]..p[i + 1]], bj) });
-            }
-        }
+/// Rows `rows` of columns `j0..` of a·b for column-major `b`, into `cols`: the rows' sparse
+/// dots against four columns at a time ([`crate::simd::csr_row_dots`]: each stored entry is
+/// loaded once for four products), then one column at a time. A column's sums do not depend
+/// on the group it falls in, so neither does the result on the blocks (serial = parallel, bit
+/// for bit).
+fn csr_dense_cols(
+    a: &Csr,
+    b: &Dense,
+    rows: std::ops::Range<usize>,
+    j0: usize,
+    cols: &mut OutColumns<'_>,
+) {
+    // The unchecked reads of `csr_row_dots` rely on this (the caller checked the shapes).
+    assert_eq!(a.shape().1, b.shape().0, "csr_dense_cols: inner dimensions");
+    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    let (quads, rest) = cols.as_chunks_mut::<4>();
+    let full = 4 * quads.len();
+    for (q, quad) in quads.iter_mut().enumerate() {
+        let bs: [&[c64]; 4] = std::array::from_fn(|t| b.col(j0 + 4 * q + t));
+        // SAFETY: `rows` are rows of a, whose Csr invariants bound the row ranges, and its
+        // column indices are below its column count, b's row count (asserted above), the
+        // length of each column of b.
+        unsafe { crate::simd::csr_row_dots(p, idx, val, bs, rows.clone(), quad) };
     }
-}
-
-/// `Σ v[k]·x[cols[k]]`: one row of a Csr times a column, in two interleaved sums (even and odd
-/// entries) so that consecutive additions do not wait on each other.
-///
-/// # Safety
-/// Every entry of `cols` must be below `x.len()`.
-#[inline(always)]
-unsafe fn row_dot(v: &[c64], cols: &[usize], x: &[c64]) -> c64 {
-    let (mut even, mut odd) = (ZERO, ZERO);
-    let (v2, c2) = (v.chunks_exact(2), cols.chunks_exact(2));
-    let (vr, cr) = (v2.remainder(), c2.remainder());
-    for (v, c) in v2.zip(c2) {
-        // SAFETY: c[0], c[1] are entries of `cols`, below x.len() (this function's contract).
-        unsafe {
-            even += v[0] * x.get_unchecked(c[0]);
-            odd += v[1] * x.get_unchecked(c[1]);
-        }
+    for (k, out) in rest.iter_mut().enumerate() {
+        let bj = b.col(j0 + full + k);
+        // SAFETY: as above, for one column.
+        unsafe { crate::simd::csr_row_dots(p, idx, val, [bj], rows.clone(), &mut [out]) };
     }
-    for (v, &c) in vr.iter().zip(cr) {
-        // SAFETY: as above.
-        even += v * unsafe { x.get_unchecked(c) };
-    }
-    even + odd
 }
 
 /// Dense `a·b†` with `faer` (no explicit adjoint is formed). O(mkn).
