@@ -10,11 +10,17 @@
 //! lives in this thread's slot; when a nested call on the same thread replaces the slot, the old
 //! `Arc` is parked in a graveyard until the outermost call on the thread has returned.
 //!
+//! The hot path touches only thread-locals without destructors, which need no lazy
+//! registration check: the nesting depth, a flag for a non-empty graveyard, and a copy of the
+//! first [`FAST_SLOTS`] slots' (generation, pointer) pairs. The slots' `Arc`s stay in the
+//! destructor-carrying cache, which is touched only on a refresh; its destructor clears the
+//! copies first, so a call made during thread teardown finds no pointer into freed states.
+//!
 //! Cost of the design: a thread keeps the last state it used of each dispatcher, so the state of
 //! a user dispatcher that has been dropped stays in that thread's slot until the thread exits.
 
 use std::any::Any;
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::sync::Arc;
@@ -36,15 +42,37 @@ struct Slot {
 
 struct ThreadCache {
     slots: Vec<Slot>,
-    /// Number of live `Pinned` values on this thread.
-    depth: usize,
     graveyard: Vec<Keep>,
 }
 
+/// Dispatchers whose (generation, pointer) pair is also kept in [`FAST`]: ids below this (the
+/// built-in dispatchers take the first ids, in the order they are first used).
+const FAST_SLOTS: usize = 128;
+
 thread_local! {
     static CACHE: UnsafeCell<ThreadCache> = const {
-        UnsafeCell::new(ThreadCache { slots: Vec::new(), depth: 0, graveyard: Vec::new() })
+        UnsafeCell::new(ThreadCache { slots: Vec::new(), graveyard: Vec::new() })
     };
+    /// `(generation, state pointer)` of slots `0..FAST_SLOTS`, a copy of `CACHE`'s (generation 0:
+    /// none). No destructor, so an access needs no registration check.
+    static FAST: [Cell<(u64, *const ())>; FAST_SLOTS] =
+        const { [const { Cell::new((0, std::ptr::null())) }; FAST_SLOTS] };
+    /// Live `Pinned::Cached` values on this thread.
+    static DEPTH: Cell<usize> = const { Cell::new(0) };
+    /// Whether `CACHE`'s graveyard holds states to drop once `DEPTH` is back to 0.
+    static BURIED: Cell<bool> = const { Cell::new(false) };
+}
+
+impl Drop for ThreadCache {
+    fn drop(&mut self) {
+        // The states are about to be dropped: no later call on this thread (from another
+        // thread-local's destructor) may find a pointer to them.
+        let _ = FAST.try_with(|f| {
+            for cell in f {
+                cell.set((0, std::ptr::null()));
+            }
+        });
+    }
 }
 
 /// A fresh dispatcher id; ids are never reused.
@@ -81,16 +109,26 @@ impl<S> Deref for Pinned<S> {
 #[inline]
 pub(crate) fn load<S: Send + Sync + 'static>(id: usize, swap: &ArcSwap<S>) -> Pinned<S> {
     let generation = GENERATION.load(Ordering::Acquire);
+    if id < FAST_SLOTS {
+        let (seen, ptr) = FAST.with(|f| f[id].get());
+        if seen == generation {
+            DEPTH.set(DEPTH.get() + 1);
+            return Pinned::Cached(ptr as *const S, PhantomData);
+        }
+        return refresh(id, swap, generation);
+    }
     let hit = CACHE.try_with(|c| {
         // SAFETY: no reference into the cache outlives this closure, and nothing in it calls
         // out to user code, so this is the only live reference to the cache.
-        let c = unsafe { &mut *c.get() };
+        let c = unsafe { &*c.get() };
         let slot = c.slots.get(id).filter(|s| s.generation == generation)?;
-        c.depth += 1;
         Some(slot.ptr as *const S)
     });
     match hit {
-        Ok(Some(p)) => Pinned::Cached(p, PhantomData),
+        Ok(Some(p)) => {
+            DEPTH.set(DEPTH.get() + 1);
+            Pinned::Cached(p, PhantomData)
+        }
         Ok(None) => refresh(id, swap, generation),
         Err(_) => Pinned::Owned(swap.load_full()),
     }
@@ -115,11 +153,16 @@ fn refresh<S: Send + Sync + 'static>(id: usize, swap: &ArcSwap<S>, generation: u
         let old = slot.keep.replace(keep);
         slot.ptr = ptr as *const ();
         slot.generation = generation;
-        c.depth += 1;
+        if id < FAST_SLOTS {
+            FAST.with(|f| f[id].set((generation, slot.ptr)));
+        }
+        let depth = DEPTH.get() + 1;
+        DEPTH.set(depth);
         // An outer call on this thread may still use the old state: park it.
         match old {
-            Some(o) if c.depth > 1 => {
+            Some(o) if depth > 1 => {
                 c.graveyard.push(o);
+                BURIED.set(true);
                 None
             }
             other => other,
@@ -139,24 +182,66 @@ impl<S: 'static> Drop for Pinned<S> {
     #[inline]
     fn drop(&mut self) {
         if let Pinned::Cached(..) = self {
-            let buried = CACHE.try_with(|c| {
-                // SAFETY: as in `load`.
-                let c = unsafe { &mut *c.get() };
-                c.depth -= 1;
-                if c.depth == 0 && !c.graveyard.is_empty() {
-                    std::mem::take(&mut c.graveyard)
-                } else {
-                    Vec::new()
-                }
-            });
-            drop(buried);
+            let depth = DEPTH.get() - 1;
+            DEPTH.set(depth);
+            if depth == 0 && BURIED.get() {
+                bury();
+            }
         }
     }
+}
+
+/// Drops the states parked while calls were nested, now that none is live on this thread.
+#[cold]
+#[inline(never)]
+fn bury() {
+    BURIED.set(false);
+    let buried = CACHE.try_with(|c| {
+        // SAFETY: as in `load`.
+        let c = unsafe { &mut *c.get() };
+        std::mem::take(&mut c.graveyard)
+    });
+    // Dropped here, outside the cache borrow: a state's destructor runs user closures' drops.
+    drop(buried);
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A call made from another thread-local's destructor, before or after this thread's cache
+    /// is torn down, neither panics nor misses the current state (the teardown path: the cache
+    /// refuses access, and the fast-path copies were cleared).
+    #[test]
+    fn calls_during_thread_teardown_see_the_current_state() {
+        use std::sync::LazyLock;
+        use std::sync::atomic::AtomicUsize;
+        static SWAP: LazyLock<ArcSwap<Vec<u8>>> =
+            LazyLock::new(|| ArcSwap::from_pointee(vec![7u8; 4]));
+        static ID: LazyLock<usize> = LazyLock::new(next_id);
+        static SEEN: AtomicUsize = AtomicUsize::new(0);
+        struct Guard;
+        impl Drop for Guard {
+            fn drop(&mut self) {
+                if load(*ID, &SWAP)[0] == 7 {
+                    SEEN.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+        }
+        thread_local! {
+            static BEFORE: Guard = const { Guard };
+            static AFTER: Guard = const { Guard };
+        }
+        std::thread::spawn(|| {
+            // Destructors registered before and after the cache's own.
+            BEFORE.with(|_| ());
+            assert_eq!(load(*ID, &SWAP)[0], 7);
+            AFTER.with(|_| ());
+        })
+        .join()
+        .unwrap();
+        assert_eq!(SEEN.load(Ordering::SeqCst), 2);
+    }
 
     #[test]
     fn nested_loads_survive_a_refresh() {
@@ -173,10 +258,11 @@ mod tests {
         assert_eq!(outer[0], 1);
         drop(outer);
         assert_eq!(load(id, &swap)[0], 2);
+        assert_eq!(DEPTH.get(), 0);
+        assert!(!BURIED.get());
         CACHE.with(|c| {
             // SAFETY: no other reference to the cache is live in this test.
             let c = unsafe { &*c.get() };
-            assert_eq!(c.depth, 0);
             assert!(c.graveyard.is_empty());
         });
     }
