@@ -136,16 +136,20 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     const OP: &str = "transpose";
     let (m, n) = a.shape();
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-    let mut indptr = alloc::try_vec(OP, (n, m), indptr_len(OP, (n, m))?, 0usize)?;
+    // Column c's count goes to indptr[c + 2], so that after the prefix sum indptr[c + 1] is
+    // column c's start: the scatter's cursor, which it leaves at column c's end, the value
+    // indptr[c + 1] must end with (QuTiP's trick: no separate cursor array). The extra last
+    // slot is dropped afterwards.
+    let len = indptr_len(OP, (n, m))?;
+    let mut indptr = alloc::try_vec(OP, (n, m), len.saturating_add(1), 0usize)?;
     for &c in idx {
-        // SAFETY: c < n for a valid Csr, and indptr has n + 1 entries.
-        unsafe { *indptr.get_unchecked_mut(c + 1) += 1 };
+        // SAFETY: c < n for a valid Csr, and indptr has n + 2 entries.
+        unsafe { *indptr.get_unchecked_mut(c + 2) += 1 };
     }
-    for j in 0..n {
+    for j in 1..n {
         indptr[j + 1] += indptr[j];
     }
     let nnz = idx.len();
-    let mut next = indptr[..n].to_vec();
     // Written once each below, so no zero fill first.
     let mut indices = Vec::<usize>::with_capacity(nnz);
     let mut data = Vec::<c64>::with_capacity(nnz);
@@ -153,11 +157,12 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
         &mut indices.spare_capacity_mut()[..nnz],
         &mut data.spare_capacity_mut()[..nnz],
     );
+    let next = &mut indptr[1..];
     for i in 0..m {
         let (lo, hi) = (p[i], p[i + 1]);
         for (&c, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
-            // SAFETY: c < n (a valid Csr's columns are in range; `next` has n slots), and
-            // next[c] < indptr[c + 1] ≤ nnz until column c's last entry is placed (its count
+            // SAFETY: c < n (a valid Csr's columns are in range; `next` has n + 1 slots), and
+            // next[c] < column c's end ≤ nnz until column c's last entry is placed (its count
             // was taken above), so the slot indexes both buffers of length nnz.
             // The cursor is read once and advanced before the writes, so the compiler need not
             // reload it after them.
@@ -169,9 +174,11 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
             }
         }
     }
-    // Every slot was written: column c's slots run from indptr[c] to indptr[c + 1] (its count of
+    // indptr[n + 1] holds column n − 1's count, not a pointer.
+    indptr.truncate(len);
+    // Every slot was written: each column's cursor ran from its start to its end (its count of
     // entries), and these ranges partition 0..nnz.
-    debug_assert!((0..n).all(|c| next[c] == indptr[c + 1]));
+    debug_assert!(indptr.windows(2).all(|w| w[0] <= w[1]) && indptr.last() == Some(&nnz));
     // SAFETY: all `nnz` elements of both buffers are initialised (above), and the capacity is nnz.
     unsafe {
         indices.set_len(nnz);
@@ -189,4 +196,55 @@ pub(crate) fn transpose_gpucsr(a: &GpuCsr, conj: bool) -> Result<GpuCsr> {
         return a.transpose(conj);
     }
     GpuCsr::from_csr(&transpose_csr(&a.to_csr()?, conj)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The counting sort's shifted row pointers at the edges: no rows, no columns, one column
+    /// (the last column's count sits in the dropped slot), empty columns between full ones.
+    #[test]
+    fn csr_transpose_at_the_edges_matches_the_definition() {
+        let shapes = [
+            (0, 0),
+            (0, 3),
+            (3, 0),
+            (1, 1),
+            (4, 1),
+            (1, 4),
+            (5, 7),
+            (7, 5),
+        ];
+        for (m, n) in shapes {
+            let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+            for i in 0..m {
+                for j in 0..n {
+                    // Columns 1 and 3 stay empty (when there are more than one).
+                    if (n == 1 || (j != 1 && j != 3)) && (i + 2 * j) % 3 != 1 {
+                        rows.push(i);
+                        cols.push(j);
+                        vals.push(c64::new(i as f64, j as f64 + 0.5));
+                    }
+                }
+            }
+            let a = Csr::from_triplets((m, n), &rows, &cols, &vals).unwrap();
+            for conj in [false, true] {
+                let t = transpose_csr(&a, conj).unwrap();
+                assert_eq!(t.shape(), (n, m));
+                assert_eq!(t.nnz(), a.nnz());
+                assert!(t.as_csmat().check_compressed_structure().is_ok());
+                for i in 0..m {
+                    for j in 0..n {
+                        let want = if conj {
+                            a.get(i, j).conj()
+                        } else {
+                            a.get(i, j)
+                        };
+                        assert_eq!(t.get(j, i), want, "({m}, {n}) entry ({i}, {j})");
+                    }
+                }
+            }
+        }
+    }
 }
