@@ -71,6 +71,15 @@ fn chains_through_transposed_results() {
         close(e, trace(&matmul(&rh, &matmul(&r, &rh)))),
         "expect {e}"
     );
+    // On a ket, both layouts of the operator (row dots for row-major, column axpys else).
+    let want = trace(&matmul(
+        &map(&transpose(&psi), |x| x.conj()),
+        &matmul(&rh, &psi),
+    ));
+    for op in [&h, &Data::from(dense(&rh, Layout::ColMajor))] {
+        let e = polymat::expect(op, &k).unwrap();
+        assert!(close(e, want), "expect on a ket {e} vs {want}");
+    }
     assert!(polymat::isherm(&polymat::add(&h, &a, Out::Auto).unwrap(), 1e-12).unwrap());
     // Csr·Dense with a row-major right operand answers row-major.
     let s: Data = Csr::from_rows(&r).unwrap().into();
