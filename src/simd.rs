@@ -176,14 +176,14 @@ mod avx {
         }
         let r0 = rows.start;
         for i in rows {
-            // SAFETY (this block and the loops below): the row's bounds and the entries'
-            // columns are within the slices (this function's contract); unaligned loads.
+            // SAFETY: i + 1 < p.len() for every row of `rows` (this function's contract).
             let (lo, hi) = unsafe { (*p.get_unchecked(i), *p.get_unchecked(i + 1)) };
             let mut re = [_mm256_setzero_pd(); T];
             let mut im = [_mm256_setzero_pd(); T];
             let mut k = lo;
             while k + 2 <= hi {
-                // SAFETY: k + 1 < hi, within the row (the contract above).
+                // SAFETY: k + 1 < hi, within the row, whose entries and columns are within
+                // the slices (the contract above); unaligned loads.
                 unsafe {
                     let v = _mm256_loadu_pd(pv.add(2 * k));
                     let (vr, vi) = (_mm256_movedup_pd(v), _mm256_permute_pd::<0b1111>(v));
