@@ -152,9 +152,10 @@ mod avx {
     }
 
     /// Sparse row dots: for each row `i` of `rows`, `outs[t][i − rows.start] = Σₖ
-    /// val[k]·xₜ[idx[k]]` over the row's entries `p[i]..p[i + 1]`. Entries go in pairs, one per 128-bit lane: two FMAs
-    /// per entry and column, `Σ re(v)·x` and `Σ im(v)·swap(x)` kept apart and combined once
-    /// per row (`addsub`). Each pair of values is loaded once for the `T` columns.
+    /// val[k]·xₜ[idx[k]]` over the row's entries `p[i]..p[i + 1]`. Entries go in pairs, one
+    /// per 128-bit lane: two FMAs per entry and column, `Σ re(v)·x` and `Σ im(v)·swap(x)` kept
+    /// apart and combined once per row (`addsub`); an odd row's last entry goes into the two
+    /// lanes' sum. Each pair of values is loaded once for the `T` columns.
     ///
     /// # Safety
     /// For every row `i` of `rows`: `i + 1 < p.len()`, `p[i] ≤ p[i + 1] ≤ min(idx.len(),
@@ -364,11 +365,12 @@ pub(crate) fn sub_scaled(w: &mut [c64], c: c64, v: &[c64]) {
 }
 
 /// Sparse row dots of a Csr's arrays against `T` columns: for each row `i` of `rows`,
-/// `outs[t][i − rows.start] = Σₖ val[k]·xₜ[idx[k]]` over its entries `p[i]..p[i + 1]`. Each stored entry is
-/// loaded once for the `T` columns, and a column's sums do not depend on `T` (the same
-/// arithmetic per column), so a product's column does not depend on how columns are grouped.
-/// AVX2 + FMA: entries in pairs, two FMAs per entry and column; baseline: even and odd
-/// entries in two sums (two independent addition chains).
+/// `outs[t][i − rows.start] = Σₖ val[k]·xₜ[idx[k]]` over its entries `p[i]..p[i + 1]`. Each
+/// stored entry is loaded once for the `T` columns, and a column's sums do not depend on `T`
+/// (the same arithmetic per column), so a product's column does not depend on how columns are
+/// grouped. AVX2 + FMA: entries in pairs, two FMAs per entry and column; baseline: even and
+/// odd entries in two sums (two independent addition chains). The two instances round
+/// differently (FMA).
 ///
 /// # Safety
 /// For every row `i` of `rows`: `i + 1 < p.len()`, `p[i] ≤ p[i + 1] ≤ min(idx.len(),
