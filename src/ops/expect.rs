@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::{ZERO, c64};
 use crate::shape::expect_shapes;
-use crate::storage::{Csr, Data, Dense, Dia, Layout};
+use crate::storage::{Csr, Data, Dense, Dia};
 
 /// `⟨ψ|op|ψ⟩` for a ket ψ, `Tr(op·ρ)` for an operator ρ. Kernels: Dense², Csr², Csr op with
 /// Dense state (the common case of a sparse observable on a dense state).
@@ -73,16 +73,7 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
             // Serial sizes: the matrix–vector kernels of Dense·ket (faer's product with one
             // column ran at half their speed, and its column allocation dominated at n = 10).
             let mut o_psi = crate::storage::alloc::try_vec("expect", o.shape(), n, ZERO)?;
-            if o.layout() == Layout::RowMajor {
-                // Row i of O is buffer column i: (Oψ)ᵢ = conj(rowᵢ† · ψ̄).
-                let psi_bar: Vec<c64> = psi.iter().map(|x| x.conj()).collect();
-                for (i, y) in o_psi.iter_mut().enumerate() {
-                    *y = crate::simd::dot_conj(o.buffer_col(i), &psi_bar).conj();
-                }
-            } else {
-                let cols: Vec<&[c64]> = (0..n).map(|j| o.col(j)).collect();
-                crate::simd::gemv_cols(&mut o_psi, &cols, psi);
-            }
+            super::matmul::dense_gemv(o, psi, &mut o_psi);
             return Ok(crate::simd::dot_conj(psi, &o_psi));
         }
         let psi = ColRef::from_slice(psi);

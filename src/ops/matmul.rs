@@ -125,19 +125,7 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     }
     let work = m.saturating_mul(k).saturating_mul(n);
     if n == 1 && engine::workers(Family::Matmul, work) == 1 {
-        // Matrix–vector: column axpys in row blocks (what BLAS zgemv does); faer's gemm with
-        // one column ran at half the speed of OpenBLAS's zgemv here (docs/benchmarks.md).
-        // Row-major: one dot product per contiguous row, yᵢ = conj(rowᵢ† · x̄) (faer's
-        // row-major gemv ran at half that speed too).
-        if a.layout() == Layout::RowMajor {
-            let xbar: Vec<c64> = b.col(0).iter().map(|x| x.conj()).collect();
-            for (i, y) in out.col_mut(0).iter_mut().enumerate() {
-                *y = crate::simd::dot_conj(a.buffer_col(i), &xbar).conj();
-            }
-            return Ok(out);
-        }
-        let cols: Vec<&[c64]> = (0..k).map(|j| a.col(j)).collect();
-        crate::simd::gemv_cols(out.col_mut(0), &cols, b.col(0));
+        dense_gemv(a, b.col(0), out.col_mut(0));
         return Ok(out);
     }
     engine::product(work, |par| {
@@ -151,6 +139,24 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         );
     });
     Ok(out)
+}
+
+/// `y ← y + a·x` for column-major `a` (`y = a·x` for row-major `a`): the serial matrix–vector
+/// product of Dense·ket, `matmul_dag` and `expect`. Column-major: column axpys in row blocks
+/// ([`crate::simd::gemv_cols`], what BLAS zgemv does); faer's gemm with one column ran at half
+/// the speed of OpenBLAS's zgemv (docs/benchmarks.md). Row-major: one dot product per
+/// contiguous row, yᵢ = conj(rowᵢ† · x̄) (faer's row-major gemv ran at half that speed too).
+/// `x` has a's column count and `y` its row count.
+pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64]) {
+    if a.layout() == Layout::RowMajor {
+        let xbar: Vec<c64> = x.iter().map(|v| v.conj()).collect();
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = crate::simd::dot_conj(a.buffer_col(i), &xbar).conj();
+        }
+        return;
+    }
+    let cols: Vec<&[c64]> = (0..a.shape().1).map(|j| a.col(j)).collect();
+    crate::simd::gemv_cols(y, &cols, x);
 }
 
 /// Csr·Dense → Dense. O(nnz(a)·n). A column-major `b` gives a column-major result, column by
@@ -257,12 +263,9 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     }
     let work = m.saturating_mul(k).saturating_mul(n);
     if n == 1 && a.layout() == Layout::ColMajor && engine::workers(Family::Matmul, work) == 1 {
-        // Matrix–vector: column axpys in row blocks (what BLAS zgemv does); faer's gemm with
-        // one column ran at half the speed of OpenBLAS's zgemv here (docs/benchmarks.md).
-        // b is 1×k: the vector is its conjugated row.
-        let cols: Vec<&[c64]> = (0..k).map(|j| a.col(j)).collect();
+        // Matrix–vector ([`dense_gemv`]); b is 1×k: the vector is its conjugated row.
         let x: Vec<c64> = (0..k).map(|j| b.col(j)[0].conj()).collect();
-        crate::simd::gemv_cols(out.col_mut(0), &cols, &x);
+        dense_gemv(a, &x, out.col_mut(0));
         return Ok(out);
     }
     engine::product(work, |par| {
