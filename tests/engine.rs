@@ -162,6 +162,12 @@ fn elementwise_and_transposes_match() {
             &format!("Csr−Csr {sh}"),
             both(|| polymat::sub(&c, &csr(m, n, 4, 6), Out::Auto)),
         );
+        // Same pattern, other values: the value-by-value path.
+        let twin = polymat::mul(&c, c64::new(-0.5, 2.0), Out::Auto).unwrap();
+        assert_same(
+            &format!("Csr+Csr one pattern {sh}"),
+            both(|| polymat::add_scaled(&c, &twin, c64::new(0.25, 1.0), Out::Auto)),
+        );
     }
     let (x, y) = (dense(7, 5, 3), dense(4, 9, 4));
     assert_same("kron Dense", both(|| polymat::kron(&x, &y, Out::Auto)));
