@@ -49,6 +49,22 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
     }
     let mut acc = vec![ZERO; n];
+    if n <= 64 {
+        let mut out = Emit {
+            indices: indices.spare_capacity_mut(),
+            data: data.spare_capacity_mut(),
+            len: 0,
+        };
+        gustavson_narrow(a, b, &mut acc, &mut out, &mut indptr);
+        let nnz = out.len;
+        // SAFETY: `Emit` initialised the first `nnz` elements of both spare capacities.
+        unsafe {
+            indices.set_len(nnz);
+            data.set_len(nnz);
+        }
+        // SAFETY: as below; a row's columns are the set bits of one word, emitted in order.
+        return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
+    }
     // Bit j of `seen` is set while column j is in the current row's pattern.
     let mut seen = vec![0u64; n.div_ceil(64)];
     // A row's distinct columns, in the order met (at most its products, at most n), and one
@@ -182,6 +198,37 @@ crate::simd::avx2_fn! {
     }
 }
 
+crate::simd::avx2_fn! {
+    /// [`gustavson_rows`] for a `b` of at most 64 columns: a row's pattern is one word held in
+    /// a register, and its set bits, lowest first, are the emission order. The general
+    /// kernel's pattern list and bitset in memory made each product wait on the previous
+    /// product's store to the same word (2.0× the instructions at n = 10).
+    fn gustavson_narrow(
+        a: &Csr,
+        b: &Csr,
+        acc: &mut [c64],
+        out: &mut Emit<'_>,
+        indptr: &mut Vec<usize>,
+    ) {
+        let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
+        let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+        debug_assert!(b.shape().1 <= 64 && acc.len() == b.shape().1);
+        for i in 0..a.shape().0 {
+            let mut pattern = 0u64;
+            for (&r, &va) in ia[pa[i]..pa[i + 1]].iter().zip(&da[pa[i]..pa[i + 1]]) {
+                let (b0, b1) = (pb[r], pb[r + 1]);
+                for (&j, &vb) in ib[b0..b1].iter().zip(&db[b0..b1]) {
+                    pattern |= 1 << (j % 64);
+                    // SAFETY: j < n = acc.len() (the Csr invariant of b).
+                    unsafe { *acc.get_unchecked_mut(j) += va * vb };
+                }
+            }
+            out.word(0, pattern, acc);
+            indptr.push(out.len);
+        }
+    }
+}
+
 /// The rows of a Csr·Csr product being written into the reserved capacity of its arrays.
 struct Emit<'a> {
     indices: &'a mut [std::mem::MaybeUninit<usize>],
@@ -284,10 +331,24 @@ mod tests {
     /// spread-out rows (non-zero-word walk), short spread-out rows (sort).
     #[test]
     fn every_emission_path_matches_the_definition() {
+        // At most 64 columns: `gustavson_narrow` (the first three cases, the last a full
+        // word); wider: the general kernel's span scan, word walk and sort.
         let cases = [
             (
                 patterned((60, 60), 3, 1, |i, t| i + t),
                 patterned((60, 60), 3, 2, |i, t| i + t),
+            ),
+            (
+                patterned((7, 5), 3, 9, |i, t| i * t),
+                patterned((5, 1), 1, 10, |_, _| 0),
+            ),
+            (
+                patterned((9, 64), 64, 11, |_, t| t),
+                patterned((64, 64), 30, 12, |i, t| i + 2 * t),
+            ),
+            (
+                patterned((100, 100), 3, 1, |i, t| i + t),
+                patterned((100, 100), 3, 2, |i, t| i + t),
             ),
             (
                 patterned((3, 40), 40, 3, |_, t| t),
@@ -337,6 +398,7 @@ mod tests {
         let long: Vec<usize> = (0..70).map(|t| t * 13 + 5).collect();
         let short = vec![3, 400, 999];
         for (n, cols) in [
+            (64, (0..64).collect()),
             (1000, narrow),
             (1000, long),
             (1000, short),
