@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Arguments: `OP KIND N [SECONDS]`, with OP one of add, matmul, kron, adjoint, transpose, mul,
-//! to_dense, to_csr, expect; KIND one of csr (rand10), tridiag, dense, or csr-dense / tridiag-dense
+//! to_dense, to_csr, expect, trace; KIND one of csr (rand10), tridiag, dense, or csr-dense / tridiag-dense
 //! (that sparse pattern stored as Dense), ket (an n×1 Dense), or `A,B` for operands of two kinds
 //! (`matmul csr,ket 1000`). Prints the mean time per call.
 
@@ -102,6 +102,10 @@ fn main() -> polymat::Result<()> {
             "to_csr" => polymat::to(Kind::CSR, &a),
             // A scalar result: the returned handle is a clone of `a` (an `Arc` increment).
             "expect" => polymat::expect(&a, &b).map(|v| {
+                black_box(v);
+                a.clone()
+            }),
+            "trace" => polymat::trace(&a).map(|v| {
                 black_box(v);
                 a.clone()
             }),
