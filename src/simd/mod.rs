@@ -11,6 +11,8 @@ use std::mem::MaybeUninit;
 
 use crate::scalar::c64;
 
+pub(crate) mod gemm;
+
 /// Whether the AVX2 + FMA kernels can run (cached by std).
 #[inline(always)]
 pub(crate) fn avx2() -> bool {
