@@ -72,6 +72,13 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
         if engine::workers(Family::Matmul, n.saturating_mul(n)) == 1 {
             // Serial sizes: the matrix–vector kernels of Dense·ket (faer's product with one
             // column ran at half their speed, and its column allocation dominated at n = 10).
+            // Up to 32 rows, O·ψ sits on the stack (with the column slices of `dense_gemv`,
+            // the call allocates nothing).
+            if n <= 32 {
+                let mut o_psi = [ZERO; 32];
+                super::matmul::dense_gemv(o, psi, &mut o_psi[..n]);
+                return Ok(crate::simd::dot_conj(psi, &o_psi[..n]));
+            }
             let mut o_psi = crate::storage::alloc::try_vec("expect", o.shape(), n, ZERO)?;
             super::matmul::dense_gemv(o, psi, &mut o_psi);
             return Ok(crate::simd::dot_conj(psi, &o_psi));
@@ -348,6 +355,34 @@ pub fn expect_super_csr(s: &Csr, rho: &Csr) -> Result<c64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// ⟨ψ|O|ψ⟩ on a ket on both sides of the stack buffers' 32 rows and columns, in both
+    /// layouts of O: the definition to rounding.
+    #[test]
+    fn ket_expectations_around_the_stack_buffers() {
+        let v = |i: usize, j: usize| {
+            let h = (i * 37 + j * 101) % 89;
+            c64::new(h as f64 / 11.0 - 4.0, (h % 7) as f64 - 3.0)
+        };
+        for n in [1, 31, 32, 33, 70] {
+            let o = Dense::from_fn(n, n, v);
+            let psi = Dense::from_fn(n, 1, |i, _| v(i, 7));
+            let want: c64 = (0..n)
+                .flat_map(|i| (0..n).map(move |j| (i, j)))
+                .map(|(i, j)| psi.get(i, 0).conj() * o.get(i, j) * psi.get(j, 0))
+                .sum();
+            for o in [
+                o.clone(),
+                o.clone().into_layout(crate::Layout::RowMajor).unwrap(),
+            ] {
+                let got = expect_dense(&o, &psi).unwrap();
+                assert!(
+                    (got - want).norm() <= 1e-11 * want.norm().max(1.0),
+                    "n = {n}"
+                );
+            }
+        }
+    }
 
     #[test]
     fn exact_sqrt_finds_squares_only() {

@@ -180,7 +180,17 @@ pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64]) {
         }
         return;
     }
-    let cols: Vec<&[c64]> = (0..a.shape().1).map(|j| a.col(j)).collect();
+    // Up to 32 columns, their slices sit on the stack: a small product allocates nothing.
+    let k = a.shape().1;
+    if k <= 32 {
+        let mut cols: [&[c64]; 32] = [&[]; 32];
+        for (j, c) in cols[..k].iter_mut().enumerate() {
+            *c = a.col(j);
+        }
+        crate::simd::gemv_cols(y, &cols[..k], x);
+        return;
+    }
+    let cols: Vec<&[c64]> = (0..k).map(|j| a.col(j)).collect();
     crate::simd::gemv_cols(y, &cols, x);
 }
 
