@@ -447,6 +447,11 @@ mod tests {
             out.push(Dense::from_fn(1, 1, |_, _| {
                 c64::new(norm::max_dense(&a), c.nnz() as f64)
             }));
+            let small = dense_to_csr(&dense(3, 2, 5))?;
+            out.push(csr_to_dense(&kron::kron_csr(&s, &small)?)?);
+            let sq = dense_to_csr(&dense(13, 13, 7))?;
+            let tr = trace::trace_csr(&sq)?;
+            out.push(Dense::from_fn(1, 1, |_, _| tr));
             Ok(out)
         };
         let fast = run().unwrap();
