@@ -55,11 +55,12 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
     let scatter = |rows: std::ops::Range<usize>| {
         let ptr = base.get();
         for i in rows {
-            for k in p[i]..p[i + 1] {
-                // SAFETY: i < m and idx[k] < n (the Csr invariant), so the offset is inside the
+            let (lo, hi) = (p[i], p[i + 1]);
+            for (&c, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
+                // SAFETY: i < m and c < n (the Csr invariant), so the offset is inside the
                 // m × n allocation of column stride `stride`; each row is written by one worker
                 // only, and nothing reads the matrix until the scatter ends.
-                unsafe { *ptr.add(i + idx[k] * stride) = val[k] };
+                unsafe { *ptr.add(i + c * stride) = v };
             }
         }
     };
