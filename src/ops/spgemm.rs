@@ -136,6 +136,34 @@ crate::simd::avx2_fn! {
             words,
         } = scratch;
         for i in 0..a.shape().0 {
+            // The row's first and last product column (b's rows are sorted): a row whose
+            // products fall within two aligned words (banded operators) keeps its pattern in
+            // a register, as `gustavson_narrow` does.
+            let (mut first, mut last) = (usize::MAX, 0);
+            for &r in &ia[pa[i]..pa[i + 1]] {
+                let (b0, b1) = (pb[r], pb[r + 1]);
+                if b0 < b1 {
+                    first = first.min(ib[b0]);
+                    last = last.max(ib[b1 - 1]);
+                }
+            }
+            let base = first / 64 * 64;
+            if first <= last && last - base < 128 {
+                let mut bits = 0u128;
+                for (&r, &va) in ia[pa[i]..pa[i + 1]].iter().zip(&da[pa[i]..pa[i + 1]]) {
+                    let (b0, b1) = (pb[r], pb[r + 1]);
+                    for (&j, &vb) in ib[b0..b1].iter().zip(&db[b0..b1]) {
+                        // base ≤ first ≤ j ≤ last < base + 128.
+                        bits |= 1 << (j - base);
+                        // SAFETY: j < n = acc.len() (the Csr invariant of b).
+                        unsafe { *acc.get_unchecked_mut(j) += va * vb };
+                    }
+                }
+                out.word(base / 64, bits as u64, acc);
+                out.word(base / 64 + 1, (bits >> 64) as u64, acc);
+                indptr.push(out.len);
+                continue;
+            }
             let mut len = 0;
             let (mut lo, mut hi) = (usize::MAX, 0);
             for ka in pa[i]..pa[i + 1] {
@@ -332,8 +360,19 @@ mod tests {
     #[test]
     fn every_emission_path_matches_the_definition() {
         // At most 64 columns: `gustavson_narrow` (the first three cases, the last a full
-        // word); wider: the general kernel's span scan, word walk and sort.
+        // word). Wider: rows whose products fit two aligned words (banded, across a word
+        // boundary, and every row of a 100-column product), then the general kernel's span
+        // scan (rows over 300 columns with more distinct columns than words), word walk and
+        // sort.
         let cases = [
+            (
+                patterned((300, 300), 5, 13, |i, t| i + t),
+                patterned((300, 300), 5, 14, |i, t| i + 2 * t),
+            ),
+            (
+                patterned((6, 300), 4, 15, |i, t| i * 11 + t * 70),
+                patterned((300, 300), 40, 16, |i, t| i * 7 + t * 5),
+            ),
             (
                 patterned((60, 60), 3, 1, |i, t| i + t),
                 patterned((60, 60), 3, 2, |i, t| i + t),
