@@ -72,8 +72,8 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
         if engine::workers(Family::Matmul, n.saturating_mul(n)) == 1 {
             // Serial sizes: the matrix–vector kernels of Dense·ket (faer's product with one
             // column ran at half their speed, and its column allocation dominated at n = 10).
-            // Up to 32 rows, O·ψ sits on the stack (with the column slices of `dense_gemv`,
-            // the call allocates nothing).
+            // Up to 32 rows, O·ψ sits on the stack (with the column slices of `dense_gemv`, a
+            // column-major O's call allocates nothing).
             if n <= 32 {
                 let mut o_psi = [ZERO; 32];
                 super::matmul::dense_gemv(o, psi, &mut o_psi[..n]);

@@ -132,8 +132,8 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         dense_gemv(a, b.col(0), out.col_mut(0));
         return Ok(out);
     }
-    // At most 12 rows: each result column in registers (simd::gemm), 2-4× faster than faer's
-    // gemm at n ≤ 12 (docs/benchmarks.md).
+    // At most 12 rows: each result column in registers (simd::gemm), 1.3–2.3× faster than
+    // faer's gemm for square n = 8–12 (docs/benchmarks.md).
     if serial && a.layout() == Layout::ColMajor {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
         if let Some(ap) = gemm::pad_a(&mut buf, (m, k), |c| a.buffer_col(c)) {

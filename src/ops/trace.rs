@@ -77,10 +77,10 @@ crate::simd::avx2_fn! {
             // Columns are sorted and distinct, so a column equal to i is the diagonal, and the
             // count of columns below i is its place. Scanning up to the diagonal (QuTiP's
             // loop) mispredicts its exit about once per row when that place varies: at
-            // n = 1000 with 10 random entries per row, 7.4–9.9 µs against 5.0–5.2 µs for this,
-            // and at n = 10⁴ 102–103 against 52–55 µs, measured round-robin over 8 matrices
-            // so that the branch predictor cannot learn one. The guess keeps a tridiagonal
-            // operator's rows from counting at all.
+            // n = 1000 with 10 random entries per row, 8.7–8.8 µs against 5.3–5.4 µs for this,
+            // and at n = 10⁴ 111–121 against 59.5–59.7 µs, measured round-robin over 8
+            // matrices so that the branch predictor cannot learn one (docs/benchmarks.md).
+            // The guess keeps a tridiagonal operator's rows from counting at all.
             let k = if cols.get(guess) == Some(&i) {
                 guess
             } else if cols.len() <= 32 {
