@@ -74,14 +74,16 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
             // column ran at half their speed, and its column allocation dominated at n = 10).
             // Up to 32 rows, O·ψ sits on the stack (with the column slices of `dense_gemv`, a
             // column-major O's call allocates nothing).
-            if n <= 32 {
-                let mut o_psi = [ZERO; 32];
-                super::matmul::dense_gemv(o, psi, &mut o_psi[..n]);
-                return Ok(crate::simd::dot_conj(psi, &o_psi[..n]));
-            }
-            let mut o_psi = crate::storage::alloc::try_vec("expect", o.shape(), n, ZERO)?;
-            super::matmul::dense_gemv(o, psi, &mut o_psi);
-            return Ok(crate::simd::dot_conj(psi, &o_psi));
+            let (mut stack, mut heap);
+            let o_psi: &mut [c64] = if n <= 32 {
+                stack = [ZERO; 32];
+                &mut stack[..n]
+            } else {
+                heap = crate::storage::alloc::try_vec("expect", o.shape(), n, ZERO)?;
+                &mut heap
+            };
+            super::matmul::dense_gemv(o, psi, o_psi);
+            return Ok(crate::simd::dot_conj(psi, o_psi));
         }
         let psi = ColRef::from_slice(psi);
         let mut o_psi = Col::<c64>::zeros(n);

@@ -182,16 +182,18 @@ pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64]) {
     }
     // Up to 32 columns, their slices sit on the stack: a small product allocates nothing.
     let k = a.shape().1;
-    if k <= 32 {
-        let mut cols: [&[c64]; 32] = [&[]; 32];
-        for (j, c) in cols[..k].iter_mut().enumerate() {
+    let (mut stack, heap): ([&[c64]; 32], Vec<&[c64]>);
+    let cols: &[&[c64]] = if k <= 32 {
+        stack = [&[]; 32];
+        for (j, c) in stack[..k].iter_mut().enumerate() {
             *c = a.col(j);
         }
-        crate::simd::gemv_cols(y, &cols[..k], x);
-        return;
-    }
-    let cols: Vec<&[c64]> = (0..k).map(|j| a.col(j)).collect();
-    crate::simd::gemv_cols(y, &cols, x);
+        &stack[..k]
+    } else {
+        heap = (0..k).map(|j| a.col(j)).collect();
+        &heap
+    };
+    crate::simd::gemv_cols(y, cols, x);
 }
 
 /// Csr·Dense → Dense. O(nnz(a)·n). A column-major `b` gives a column-major result, column by
