@@ -80,6 +80,7 @@
 pub use faer;
 pub use sprs;
 
+mod cache;
 pub mod convert;
 pub mod dispatch;
 #[cfg(feature = "mpi")]

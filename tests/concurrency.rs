@@ -137,3 +137,43 @@ fn handles_are_send_and_sync() {
     check::<Dispatcher<(), c64>>();
     check::<polymat::Resolved<c64, Data>>();
 }
+
+/// A type registered only by [`conversions_see_a_commit_made_on_another_thread`].
+#[derive(Clone, Debug)]
+struct Late(Dense);
+
+impl Storage for Late {
+    fn shape(&self) -> (usize, usize) {
+        self.0.shape()
+    }
+}
+
+/// `to` keeps the registry's snapshot in a per-thread cache: a commit made on another thread
+/// must be seen by the first conversion after it, in both directions and with data of the new
+/// kind made on yet another thread.
+#[test]
+fn conversions_see_a_commit_made_on_another_thread() {
+    let d: Data = Dense::identity(2).into();
+    // Fills this thread's cache with the snapshot before the commit.
+    assert_eq!(polymat::to(Kind::CSR, &d).unwrap().kind(), Kind::CSR);
+    thread::spawn(|| {
+        let mut b = Batch::new();
+        b.register_type::<Late>("Late", &[])
+            .add_conversion(Conversion::new(|t: &Late| Ok(t.0.clone()), 1.0))
+            .add_conversion(Conversion::new(|d: &Dense| Ok(Late(d.clone())), 1.0));
+        registry().commit(b).unwrap();
+    })
+    .join()
+    .unwrap();
+    let kind = registry().kind_of::<Late>().unwrap();
+    let late = polymat::to(kind, &d).unwrap();
+    assert_eq!(late.kind(), kind);
+    let made_elsewhere = thread::spawn(|| Data::new(Late(Dense::identity(2))).unwrap())
+        .join()
+        .unwrap();
+    for x in [&late, &made_elsewhere] {
+        let back = polymat::to(Kind::CSR, x).unwrap();
+        assert_eq!(back.kind(), Kind::CSR);
+        assert_eq!(polymat::trace(&back).unwrap(), c64::new(2.0, 0.0));
+    }
+}

@@ -33,6 +33,7 @@ use std::sync::{Arc, LazyLock, Mutex, MutexGuard, Weak};
 
 use arc_swap::ArcSwap;
 
+use crate::cache;
 use crate::error::{Error, Result};
 use crate::storage::{Data, Kind, Storage};
 use conversion::KindRef;
@@ -87,6 +88,8 @@ struct Writer {
 /// ```
 pub struct ConversionRegistry {
     snapshot: ArcSwap<Snapshot>,
+    /// This registry's slot in the per-thread state cache (`crate::cache`).
+    cache_id: usize,
     writer: Mutex<Writer>,
 }
 
@@ -176,6 +179,7 @@ impl ConversionRegistry {
         let empty = Snapshot::build(Vec::new(), HashMap::new(), Vec::new());
         let reg = ConversionRegistry {
             snapshot: ArcSwap::from_pointee(empty),
+            cache_id: cache::next_id(),
             writer: Mutex::new(Writer {
                 listeners: Vec::new(),
                 builtin: true,
@@ -297,7 +301,18 @@ impl ConversionRegistry {
         if data.kind() == kind {
             return Ok(data.clone());
         }
-        self.snapshot().convert(data, kind)
+        // The per-thread cache, not `ArcSwap::load`: two atomic read-modify-writes fewer.
+        let cached = cache::load(self.cache_id, &self.snapshot);
+        match cached.convert(data, kind) {
+            // A commit on another thread may have published a snapshot (say, with the data's
+            // new kind) and not yet bumped the cache's generation: ask the current one.
+            Err(Error::NoConversion { .. })
+                if !std::ptr::eq(&*cached, Arc::as_ptr(&self.snapshot.load())) =>
+            {
+                self.snapshot().convert(data, kind)
+            }
+            r => r,
+        }
     }
 
     /// Registers storage type `T` under `name` and `aliases` and returns its kind.
@@ -431,6 +446,7 @@ impl ConversionRegistry {
                 weight: c.weight,
                 exact: c.exact,
                 total: c.total,
+                guarded: !(kinds[from.index()].builtin && kinds[to.index()].builtin),
                 f: c.f.clone(),
             });
             // A new converter for an existing pair replaces the old one.
@@ -505,6 +521,9 @@ impl ConversionRegistry {
             p.publish();
         }
         slot.store(snap);
+        // After the store: a thread that refreshed in between tagged the old snapshot with the
+        // old generation, and reloads on its next call.
+        cache::invalidate();
     }
 
     /// Attaches a listener and builds its first state under the writers' lock, so that no

@@ -32,6 +32,9 @@ pub(crate) struct Edge {
     pub(crate) weight: f64,
     pub(crate) exact: bool,
     pub(crate) total: bool,
+    /// Whether a run is guarded against re-entering itself: every converter but polymat's own
+    /// between its own kinds (which never convert back into themselves).
+    pub(crate) guarded: bool,
     pub(crate) f: ConvertFn,
 }
 
@@ -95,7 +98,8 @@ impl Chain {
     /// [`Error::Gpu`] or [`Error::TooLarge`]; otherwise [`Error::ConversionFailed`] naming the
     /// chain and the step; [`Error::ConverterOutput`] or
     /// [`Error::ConverterShape`] for a converter that breaks its contract;
-    /// [`Error::ReentrantConversion`] for a converter that re-enters its own conversion.
+    /// [`Error::ReentrantConversion`] for a user converter that re-enters its own conversion
+    /// (polymat's own converters between its own kinds never do, and are not guarded).
     pub(crate) fn run(&self, data: &Data) -> Result<Data> {
         #[cfg(feature = "tracing")]
         tracing::debug!(
@@ -106,32 +110,46 @@ impl Chain {
             cols = data.shape().1,
             "conversion"
         );
-        let mut cur = data.clone();
-        for e in &self.steps {
-            cur = self.step(e, &cur).map_err(|err| {
-                // Missing devices and memory are about the machine, not the chain: they keep
-                // their own variant so callers can match on them.
-                let environmental = matches!(
-                    err,
-                    Error::NoGpu { .. } | Error::Gpu { .. } | Error::TooLarge { .. }
-                );
-                if self.steps.len() == 1 || environmental {
-                    err
-                } else {
-                    Error::ConversionFailed {
-                        chain: self.kinds().iter().map(|k| k.name()).collect(),
-                        from: e.from.name(),
-                        to: e.to.name(),
-                        reason: Box::new(err),
-                    }
-                }
-            })?;
+        // The first step reads `data` itself: no handle clone (two atomic operations).
+        let Some((first, rest)) = self.steps.split_first() else {
+            return Ok(data.clone());
+        };
+        let mut cur = self
+            .step(first, data)
+            .map_err(|err| self.step_error(first, err))?;
+        for e in rest {
+            cur = self.step(e, &cur).map_err(|err| self.step_error(e, err))?;
         }
         Ok(cur)
     }
 
+    /// A failed step's error as the chain reports it.
+    #[cold]
+    fn step_error(&self, e: &Edge, err: Error) -> Error {
+        // Missing devices and memory are about the machine, not the chain: they keep their own
+        // variant so callers can match on them.
+        let environmental = matches!(
+            err,
+            Error::NoGpu { .. } | Error::Gpu { .. } | Error::TooLarge { .. }
+        );
+        if self.steps.len() == 1 || environmental {
+            err
+        } else {
+            Error::ConversionFailed {
+                chain: self.kinds().iter().map(|k| k.name()).collect(),
+                from: e.from.name(),
+                to: e.to.name(),
+                reason: Box::new(err),
+            }
+        }
+    }
+
     fn step(&self, e: &Edge, input: &Data) -> Result<Data> {
-        let _active = Active::enter(e.from, e.to)?;
+        let _active = if e.guarded {
+            Some(Active::enter(e.from, e.to)?)
+        } else {
+            None
+        };
         let out = (e.f)(input, e.to)?;
         if out.kind() != e.to {
             return Err(Error::ConverterOutput {

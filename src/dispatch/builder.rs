@@ -7,7 +7,8 @@ use arc_swap::ArcSwap;
 
 use super::spec::{KernelReturn, ReturnValue, Specialisation};
 use super::table::Table;
-use super::{CheckFn, Dispatcher, Inner, Out, State, cache};
+use super::{CheckFn, Dispatcher, Inner, Out, State};
+use crate::cache;
 use crate::convert::{Listener, Prepared, Snapshot, registry};
 use crate::error::{Error, Result};
 use crate::storage::{Data, Storage};

@@ -22,12 +22,10 @@
 //! whole (arc-swap), so a call costs one lock-free load, an index computation and an indirect
 //! call, and never sees a half-built table.
 //!
-//! The module's files: `builder` (building and rebuilding), `table` (the cells), `cache` (the
-//! per-thread state cache), `resolved` ([`Resolved`] and [`Explanation`]), `spec` (kernels),
+//! The module's files: `builder` (building and rebuilding), `table` (the cells), `resolved` ([`Resolved`] and [`Explanation`]), `spec` (kernels),
 //! `out` ([`Out`]) and `policy` (implicit conversions and default outputs).
 
 mod builder;
-mod cache;
 mod dump;
 mod out;
 mod policy;
@@ -50,6 +48,7 @@ use std::sync::Arc;
 
 use arc_swap::ArcSwap;
 
+use crate::cache;
 use crate::convert::{Batch, Chain, Group, Snapshot, registry};
 use crate::error::{Error, Result};
 use crate::storage::{Data, Kind};

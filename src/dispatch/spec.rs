@@ -196,7 +196,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Specialisation<P, R> {
             inputs: Vec::new(),
             output: O::storage_type(),
             via: None,
-            kernel: Arc::new(move |_, p, ctx| Ok(f(p)?.into_output(ctx.native))),
+            kernel: Arc::new(move |_, p, ctx| f(p).map(|o| o.into_output(ctx.native))),
         }
     }
 
@@ -213,7 +213,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Specialisation<P, R> {
             via: None,
             kernel: Arc::new(move |args, p, ctx| {
                 let a = args[0].downcast_or_err::<A>("dispatch", &kname)?;
-                Ok(f(a, p)?.into_output(ctx.native))
+                f(a, p).map(|o| o.into_output(ctx.native))
             }),
         }
     }
@@ -232,7 +232,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Specialisation<P, R> {
             kernel: Arc::new(move |args, p, ctx| {
                 let a = args[0].downcast_or_err::<A>("dispatch", &kname)?;
                 let b = args[1].downcast_or_err::<B>("dispatch", &kname)?;
-                Ok(f(a, b, p)?.into_output(ctx.native))
+                f(a, b, p).map(|o| o.into_output(ctx.native))
             }),
         }
     }
@@ -252,7 +252,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Specialisation<P, R> {
                 let a = args[0].downcast_or_err::<A>("dispatch", &kname)?;
                 let b = args[1].downcast_or_err::<B>("dispatch", &kname)?;
                 let c = args[2].downcast_or_err::<C>("dispatch", &kname)?;
-                Ok(f(a, b, c, p)?.into_output(ctx.native))
+                f(a, b, c, p).map(|o| o.into_output(ctx.native))
             }),
         }
     }

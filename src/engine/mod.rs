@@ -292,11 +292,26 @@ where
     if workers <= 1 {
         // Serial: the block's column slices live on the stack, so small results allocate
         // nothing but the matrix itself.
-        for j0 in (0..n).step_by(COLUMN_BLOCK) {
+        // Only the `width` slots handed out are written: initialising all sixteen cost more
+        // than a 2 × 2 map itself.
+        let mut block: [MaybeUninit<&mut [MaybeUninit<c64>]>; COLUMN_BLOCK] =
+            [const { MaybeUninit::uninit() }; COLUMN_BLOCK];
+        let mut j0 = 0;
+        while j0 < n {
             let width = COLUMN_BLOCK.min(n - j0);
-            let mut block: [&mut [MaybeUninit<c64>]; COLUMN_BLOCK] =
-                std::array::from_fn(|k| if k < width { column(j0 + k) } else { &mut [] });
-            fill(0..m, j0, &mut block[..width]);
+            for (k, slot) in block[..width].iter_mut().enumerate() {
+                slot.write(column(j0 + k));
+            }
+            // SAFETY: slots 0..width were written just above, and `MaybeUninit<T>` has the
+            // layout of `T`; the slices are dropped without drop glue.
+            let cols = unsafe {
+                &mut *std::ptr::slice_from_raw_parts_mut(
+                    block.as_mut_ptr().cast::<&mut [MaybeUninit<c64>]>(),
+                    width,
+                )
+            };
+            fill(0..m, j0, cols);
+            j0 += width;
         }
         return mat;
     }

@@ -42,6 +42,7 @@ pub fn trace(a: &Data) -> Result<c64> {
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
+#[inline]
 pub fn trace_dense(a: &Dense) -> Result<c64> {
     square("trace", a.shape())?;
     let n = a.shape().0;

@@ -1,4 +1,5 @@
-//! A per-thread cache of each dispatcher's published state.
+//! A per-thread cache of published states: each dispatcher's table and the conversion
+//! registry's snapshot.
 //!
 //! `ArcSwap::load` is lock-free but costs two atomic read-modify-writes per call (a hazard slot
 //! taken and released), about 15–30 ns. Every publication bumps one global generation counter;
