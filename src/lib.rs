@@ -109,7 +109,8 @@ pub use dispatch::{
 #[doc(hidden)]
 pub use dispatch::{KernelReturn as KernelOutput, ReturnValue as Output};
 pub use engine::{
-    THREADS_ENV, clear_upper_vector_state, dense_limit, set_dense_limit, set_threads, threads,
+    HUGE_PAGES_ENV, THREADS_ENV, clear_upper_vector_state, dense_limit, huge_pages,
+    set_dense_limit, set_huge_pages, set_threads, threads,
 };
 pub use error::{Error, Result, Shape};
 pub use gpu::{GpuCsr, GpuDense};

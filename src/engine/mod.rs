@@ -113,8 +113,10 @@ fn default_dense_limit() -> usize {
     }
 }
 
+pub(crate) mod pages;
 pub mod thresholds;
 
+pub use pages::{HUGE_PAGES_ENV, huge_pages, set_huge_pages};
 pub use thresholds::{THRESHOLDS_ENV, Thresholds, set_thresholds};
 
 /// A kind of kernel, for [`workers`].

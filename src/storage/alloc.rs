@@ -76,6 +76,13 @@ pub(crate) fn reserve_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>
         limit: None,
         reason: format!("the allocator refused ({e:?})"),
     })?;
+    // The reserved block: `col_stride` is the row capacity (at least `rows`), for `cols`
+    // columns. Large ones are advised as huge-page candidates (`engine::pages`).
+    let stride = usize::try_from(mat.col_stride()).unwrap_or(rows);
+    let bytes = stride
+        .saturating_mul(cols)
+        .saturating_mul(std::mem::size_of::<c64>());
+    engine::pages::advise(mat.as_ptr_mut().cast::<u8>(), bytes);
     Ok(mat)
 }
 
@@ -297,5 +304,36 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// A dense buffer of 4 MiB or more lies in a mapping Linux has marked for huge pages
+    /// (`hg` among its `VmFlags` in `/proc/self/smaps`), as numpy's arrays do.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn large_dense_buffers_are_advised_for_huge_pages() {
+        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
+            return; // a kernel without transparent huge pages refuses the advice
+        }
+        if !crate::engine::huge_pages() {
+            return; // POLYMAT_HUGE_PAGES=0 in the environment
+        }
+        let m = zeros_mat("t", 1024, 1024).unwrap(); // 16 MiB
+        let at = m.as_ptr() as usize + (8 << 20); // a page well inside the buffer
+        let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
+        let mut inside = false;
+        let mut flags = None;
+        for line in smaps.lines() {
+            if let Some((range, _)) = line.split_once(' ')
+                && let Some((lo, hi)) = range.split_once('-')
+                && let (Ok(lo), Ok(hi)) =
+                    (usize::from_str_radix(lo, 16), usize::from_str_radix(hi, 16))
+            {
+                inside = (lo..hi).contains(&at);
+            } else if inside && let Some(f) = line.strip_prefix("VmFlags:") {
+                flags = Some(f.to_owned());
+            }
+        }
+        let flags = flags.expect("the buffer's mapping is listed");
+        assert!(flags.split_whitespace().any(|f| f == "hg"), "{flags}");
     }
 }

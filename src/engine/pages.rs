@@ -1,0 +1,116 @@
+//! Transparent huge pages for large dense buffers.
+//!
+//! A streaming kernel over a large matrix (an adjoint, a sum, a product with a vector) walks
+//! thousands of 4 KiB pages: each costs a TLB miss, and in a virtual machine a page-table walk
+//! on the host's tables as well. Linux can back a region with 2 MiB pages instead, but with the
+//! common `madvise` setting of `/sys/kernel/mm/transparent_hugepage/enabled` only where the
+//! program asks for them. numpy asks for every array of at least 4 MiB; polymat does the same
+//! for its dense buffers, so that streaming over them runs at the speed numpy's do (the dense
+//! adjoint at n = 1000, 16 MB: see docs/benchmarks.md).
+//!
+//! The advice changes no contents and may be refused; it only affects how the kernel maps the
+//! pages. Outside Linux it does nothing.
+
+use std::sync::atomic::{AtomicU8, Ordering};
+
+/// Environment variable read once, on first use, when [`set_huge_pages`] has not been called:
+/// `0` turns the advice off (any other value, or none, leaves it on).
+pub const HUGE_PAGES_ENV: &str = "POLYMAT_HUGE_PAGES";
+
+/// Buffers of at least this many bytes are advised (numpy's threshold).
+pub(crate) const MIN_BYTES: usize = 4 << 20;
+
+/// 0 = not decided yet, 1 = off, 2 = on.
+static HUGE_PAGES: AtomicU8 = AtomicU8::new(0);
+
+/// Whether polymat asks Linux to back dense buffers of 4 MiB and more with transparent huge
+/// pages (`madvise(MADV_HUGEPAGE)`, as numpy does for its arrays). On by default unless the
+/// environment variable `POLYMAT_HUGE_PAGES` is `0`; the setting is process-wide and applies to
+/// buffers allocated after the call.
+///
+/// ```
+/// polymat::set_huge_pages(false);
+/// assert!(!polymat::huge_pages());
+/// polymat::set_huge_pages(true);
+/// assert!(polymat::huge_pages());
+/// ```
+pub fn set_huge_pages(on: bool) {
+    HUGE_PAGES.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+}
+
+/// Whether large dense buffers are advised as huge-page candidates. See [`set_huge_pages`].
+pub fn huge_pages() -> bool {
+    match HUGE_PAGES.load(Ordering::Relaxed) {
+        0 => {
+            let on = std::env::var(HUGE_PAGES_ENV).map_or(true, |v| v.trim() != "0");
+            // Only fill in the default; a concurrent `set_huge_pages` wins.
+            let _ = HUGE_PAGES.compare_exchange(
+                0,
+                if on { 2 } else { 1 },
+                Ordering::Relaxed,
+                Ordering::Relaxed,
+            );
+            HUGE_PAGES.load(Ordering::Relaxed) == 2
+        }
+        v => v == 2,
+    }
+}
+
+/// Advises the whole pages inside `[ptr, ptr + bytes)` as huge-page candidates when `bytes` is
+/// at least [`MIN_BYTES`] and the advice is on. Returns whether `madvise` was called and
+/// accepted the advice.
+///
+/// `ptr .. ptr + bytes` must be one live allocation (the call does not read or write it).
+pub(crate) fn advise(ptr: *const u8, bytes: usize) -> bool {
+    if bytes < MIN_BYTES || !huge_pages() {
+        return false;
+    }
+    advise_pages(ptr, bytes)
+}
+
+#[cfg(target_os = "linux")]
+fn advise_pages(ptr: *const u8, bytes: usize) -> bool {
+    // The base page size: 4 KiB on x86-64, up to 64 KiB on some aarch64 kernels.
+    // SAFETY: sysconf has no preconditions.
+    let page = usize::try_from(unsafe { libc::sysconf(libc::_SC_PAGESIZE) })
+        .ok()
+        .filter(|p| p.is_power_of_two())
+        .unwrap_or(4096);
+    let start = (ptr as usize).next_multiple_of(page);
+    let end = (ptr as usize).saturating_add(bytes) & !(page - 1);
+    if end <= start {
+        return false;
+    }
+    // SAFETY: [start, end) is made of whole pages inside the caller's allocation (rounded
+    // inward), so no other allocation's pages are touched; MADV_HUGEPAGE changes how the
+    // kernel maps those pages, never their contents, and a refusal is harmless.
+    unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) == 0 }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_pages(_ptr: *const u8, _bytes: usize) -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    // The switch itself is tested in `set_huge_pages`'s doc test (a process of its own): here
+    // it would race with tests that allocate on other threads.
+    #[test]
+    fn small_buffers_are_left_alone_and_large_ones_advised() {
+        let v = vec![0u8; 1 << 12];
+        assert!(!advise(v.as_ptr(), v.len()));
+        let big = vec![0u8; MIN_BYTES + 8192];
+        // Linux accepts the advice on any anonymous mapping, whatever the THP mode (a kernel
+        // built without THP refuses it: EINVAL).
+        if cfg!(target_os = "linux")
+            && std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists()
+        {
+            assert!(advise_pages(big.as_ptr(), big.len()));
+        }
+        // Fewer bytes than one page once rounded inward: nothing to advise.
+        assert!(!advise_pages(big.as_ptr().wrapping_add(1), 100));
+    }
+}
