@@ -125,7 +125,7 @@ pub fn transpose_dense(a: &Dense) -> Result<Dense> {
 /// [`Error::TooLarge`](crate::Error::TooLarge) if they cannot be allocated.
 pub fn transpose_csr(a: &Csr, conjugate: bool) -> Result<Csr> {
     if conjugate {
-        transpose_csr_map(a, |x| x.conj())
+        transpose_csr_map(a, crate::simd::conj)
     } else {
         transpose_csr_map(a, |x| x)
     }
