@@ -1,5 +1,6 @@
 //! Csr → Dense: the scatter of the stored entries into a zeroed column-major matrix.
 
+use faer::Mat;
 use rayon::prelude::*;
 
 use crate::engine::{self, Family, OutColumns};
@@ -33,6 +34,10 @@ crate::simd::avx2_fn! {
     }
 }
 
+/// Serial results of at most this many entries (1 MiB) are zeroed with one `memset` and
+/// scattered without the column blocks ([`csr_to_dense_small`]).
+const SMALL: usize = 1 << 16;
+
 /// Scatters the stored entries into a zeroed column-major matrix (by row blocks in parallel
 /// above the engine's Csr threshold). O(rows·cols + nnz).
 ///
@@ -42,6 +47,9 @@ crate::simd::avx2_fn! {
 pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
     let (m, n) = a.shape();
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
+    if m > 0 && n > 0 && m.saturating_mul(n) <= SMALL && workers == 1 {
+        return Ok(csr_to_dense_small(a, alloc::reserve_mat("to Dense", m, n)?));
+    }
     // SAFETY: every column slice handed out is filled with zeros in full.
     let mut mat =
         unsafe { alloc::build_mat("to Dense", m, n, workers, |_, _, cols| zero_cols(cols)) }?;
@@ -75,4 +83,69 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
         scatter(0..m);
     }
     Ok(Dense::new(mat))
+}
+
+/// Csr → Dense of at most [`SMALL`] entries on one thread, into `mat` (reserved for them,
+/// for 256 entries or fewer usually a recycled buffer): one `memset` over the columns, then the
+/// scatter. The column-block machinery of [`engine::dense_build`] cost more than the work at
+/// this size: 10 × 10 with 10 per row 0.43–0.44 → 0.29–0.34 µs, 250 × 250 34–38 → 25.5–27 µs.
+fn csr_to_dense_small(a: &Csr, mut mat: Mat<c64>) -> Dense {
+    let (m, n) = a.shape();
+    // SAFETY: `mat` was reserved for m × n (`alloc::reserve_mat`); every entry is zeroed
+    // below before anything reads the matrix, and c64 has no drop glue.
+    unsafe { mat.set_dims(m, n) };
+    let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
+    let base = mat.as_ptr_mut();
+    // SAFETY: the columns lie in [0, stride·(n − 1) + m) of the allocation (stride ≥ m, n
+    // columns reserved); the padding between them is the buffer's own memory, and all-zero
+    // bytes are the complex number 0.
+    unsafe { std::ptr::write_bytes(base, 0, stride * (n - 1) + m) };
+    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    for i in 0..m {
+        for k in p[i]..p[i + 1] {
+            // SAFETY: i < m and idx[k] < n (the Csr invariant): inside column idx[k].
+            unsafe { *base.add(i + idx[k] * stride) = val[k] };
+        }
+    }
+    Dense::new(mat)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Both paths, on either side of [`SMALL`] and with padded columns (faer rounds the row
+    /// capacity up to 4), into a recycled buffer that still holds an earlier matrix's values:
+    /// every entry is the Csr's, zeros included.
+    #[test]
+    fn small_and_general_paths_match_the_definition() {
+        for (m, n) in [
+            (1, 1),
+            (2, 3),
+            (5, 7),
+            (10, 10),
+            (3, 17),
+            (256, 256),
+            (257, 255),
+        ] {
+            // A dropped Dense of this shape leaves its buffer (full of non-zeros) in the pool.
+            drop(Dense::from_fn(m, n, |_, _| c64::new(7.0, -7.0)));
+            let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
+            for i in 0..m {
+                for j in [(i * 3) % n, (i * 5 + 1) % n] {
+                    r.push(i);
+                    c.push(j);
+                    v.push(c64::new(i as f64 + 1.0, j as f64));
+                }
+            }
+            let a = Csr::from_triplets((m, n), &r, &c, &v).unwrap();
+            let d = csr_to_dense(&a).unwrap();
+            assert_eq!(d.shape(), (m, n));
+            for i in 0..m {
+                for j in 0..n {
+                    assert_eq!(d.get(i, j), a.get(i, j), "({i}, {j}) of {m}×{n}");
+                }
+            }
+        }
+    }
 }
