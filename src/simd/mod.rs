@@ -272,8 +272,8 @@ mod avx {
         _mm256_addsub_pd(re_sums, _mm256_permute_pd::<0b0101>(im_sums))
     }
 
-    /// `y ← y + Σⱼ xⱼ·a[j]` over the rows `rows`, eight columns per pass while they last, then
-    /// four (their coefficients and pointers in registers), `y` read and written once per pass. Two FMAs per entry and
+    /// `y ← y + Σⱼ xⱼ·a[j]` over the rows `rows`, four columns per pass (their coefficients
+    /// and pointers in registers), `y` read and written once per pass. Two FMAs per entry and
     /// column: the sums by the coefficients' real parts go on top of `y`, those by their
     /// imaginary parts apart, and the two are combined once per pass.
     #[target_feature(enable = "avx2,fma")]
@@ -291,41 +291,6 @@ mod avx {
         let count = cols.len().min(x.len());
         let bc = |c: c64| (_mm256_set1_pd(c.re), _mm256_set1_pd(c.im));
         let mut j = 0;
-        // Eight columns per pass while they last: y is read and written half as often, and
-        // the coefficients are broadcast from memory at each use (sixteen would not fit the
-        // registers).
-        while j + 8 <= count {
-            let xr: [f64; 8] = std::array::from_fn(|t| x[j + t].re);
-            let xi: [f64; 8] = std::array::from_fn(|t| x[j + t].im);
-            let ps: [*const f64; 8] = std::array::from_fn(|t| cols[j + t].as_ptr().cast::<f64>());
-            let mut k = start;
-            while k + 4 <= end {
-                // SAFETY: as in the four-column pass below, for eight columns.
-                unsafe {
-                    let (o, q) = (2 * k, 2 * k + 4);
-                    let (mut a, mut b) = (_mm256_loadu_pd(py.add(o)), _mm256_loadu_pd(py.add(q)));
-                    let (mut ai, mut bi) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-                    for t in 0..8 {
-                        let (r, i) = (_mm256_broadcast_sd(&xr[t]), _mm256_broadcast_sd(&xi[t]));
-                        let p = ps[t];
-                        let (ca, cb) = (_mm256_loadu_pd(p.add(o)), _mm256_loadu_pd(p.add(q)));
-                        a = _mm256_fmadd_pd(ca, r, a);
-                        b = _mm256_fmadd_pd(cb, r, b);
-                        ai = _mm256_fmadd_pd(ca, i, ai);
-                        bi = _mm256_fmadd_pd(cb, i, bi);
-                    }
-                    _mm256_storeu_pd(py.add(o), combine(a, ai));
-                    _mm256_storeu_pd(py.add(q), combine(b, bi));
-                }
-                k += 4;
-            }
-            for t in j..j + 8 {
-                for (yi, a) in y[k..end].iter_mut().zip(&cols[t][k..end]) {
-                    *yi += a * x[t];
-                }
-            }
-            j += 8;
-        }
         while j + 4 <= count {
             let ((r0, i0), (r1, i1)) = (bc(x[j]), bc(x[j + 1]));
             let ((r2, i2), (r3, i3)) = (bc(x[j + 2]), bc(x[j + 3]));
@@ -483,10 +448,9 @@ pub(crate) unsafe fn csr_row_dots<const T: usize>(
 }
 
 /// `y ← y + Σⱼ xⱼ·a[j]` for columns `a[j]` as long as `y`: a column-major matrix–vector
-/// product. Rows go in blocks of 2 048 (32 KiB of `y`, kept in L1) and columns eight (then
-/// four) per pass over the block, so `y` is loaded and stored once per eight columns and every
-/// column streamed once (eight rather than four: n = 1000 373 → 324 µs, n = 3000 7.10 →
-/// 6.44 ms, fastest of six alternations on one thread). Rows past the shortest column are left as they are.
+/// product. Rows go in blocks of 2 048 (32 KiB of `y`, kept in L1) and columns four per pass
+/// over the block, so `y` is loaded and stored once per four columns and every column streamed
+/// once. Rows past the shortest column are left as they are.
 pub(crate) fn gemv_cols(y: &mut [c64], cols: &[&[c64]], x: &[c64]) {
     const BLOCK: usize = 2048;
     let end = cols.iter().fold(y.len(), |e, c| e.min(c.len()));
@@ -547,8 +511,8 @@ mod tests {
 
     #[test]
     fn gemv_cols_matches_naive_loops() {
-        // Column counts through the eight- and four-column passes and the single columns
-        // (8, 12 + 1, 16 + 4 + 3); row counts through the four-row, two-row and scalar tails.
+        // Column counts through the four-column passes and the single columns; row counts
+        // through the four-row, two-row and scalar tails.
         for m in [0, 1, 2, 3, 5, 6, 7, 2047, 2048, 2049, 4101] {
             for k in [0, 1, 3, 4, 5, 8, 9, 13, 23] {
                 let cols: Vec<Vec<c64>> = (0..k)
