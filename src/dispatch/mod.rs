@@ -22,8 +22,10 @@
 //! whole (arc-swap), so a call costs one lock-free load, an index computation and an indirect
 //! call, and never sees a half-built table.
 //!
-//! The module's files: `builder` (building and rebuilding), `table` (the cells), `resolved` ([`Resolved`] and [`Explanation`]), `spec` (kernels),
-//! `out` ([`Out`]) and `policy` (implicit conversions and default outputs).
+//! The module's files: `builder` (building and rebuilding), `table` (the cells), `resolved`
+//! ([`Resolved`] and [`Explanation`]), `spec` (kernels), `out` ([`Out`]) and `policy` (implicit
+//! conversions and default outputs). The per-thread state cache is `crate::cache`, shared with
+//! the conversion registry.
 
 mod builder;
 mod dump;

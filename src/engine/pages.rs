@@ -5,8 +5,9 @@
 //! on the host's tables as well. Linux can back a region with 2 MiB pages instead, but with the
 //! common `madvise` setting of `/sys/kernel/mm/transparent_hugepage/enabled` only where the
 //! program asks for them. numpy asks for every array of at least 4 MiB; polymat does the same
-//! for its dense buffers, so that streaming over them runs at the speed numpy's do (the dense
-//! adjoint at n = 1000, 16 MB: see docs/benchmarks.md).
+//! for its dense buffers, so that its buffers and numpy's are mapped alike. On the 2-core VM the
+//! streaming kernels at n = 1000 (16 MB) gained 0–15 %, about as much as the machine's noise;
+//! no case lost consistently (docs/benchmarks.md).
 //!
 //! The advice changes no contents and may be refused; it only affects how the kernel maps the
 //! pages. Outside Linux it does nothing.
