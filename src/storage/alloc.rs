@@ -165,7 +165,7 @@ pub(crate) fn try_vec<T: Clone>(
 /// # Errors
 /// As [`try_vec`].
 pub(crate) fn try_with_capacity<T>(op: &str, shape: (usize, usize), len: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
+    let mut v: Vec<T> = Vec::new();
     v.try_reserve_exact(len).map_err(|e| Error::TooLarge {
         op: op.to_owned(),
         shape,
@@ -173,6 +173,11 @@ pub(crate) fn try_with_capacity<T>(op: &str, shape: (usize, usize), len: usize) 
         limit: None,
         reason: e.to_string(),
     })?;
+    // Large sparse arrays too are advised as huge-page candidates (`engine::pages`).
+    engine::pages::advise(
+        v.as_ptr().cast::<u8>(),
+        v.capacity().saturating_mul(std::mem::size_of::<T>()),
+    );
     Ok(v)
 }
 
@@ -306,19 +311,9 @@ mod tests {
         .unwrap();
     }
 
-    /// A dense buffer of 4 MiB or more lies in a mapping Linux has marked for huge pages
-    /// (`hg` among its `VmFlags` in `/proc/self/smaps`), as numpy's arrays do.
+    /// The `VmFlags` of the mapping that holds address `at`, from `/proc/self/smaps`.
     #[cfg(target_os = "linux")]
-    #[test]
-    fn large_dense_buffers_are_advised_for_huge_pages() {
-        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists() {
-            return; // a kernel without transparent huge pages refuses the advice
-        }
-        if !crate::engine::huge_pages() {
-            return; // POLYMAT_HUGE_PAGES=0 in the environment
-        }
-        let m = zeros_mat("t", 1024, 1024).unwrap(); // 16 MiB
-        let at = m.as_ptr() as usize + (8 << 20); // a page well inside the buffer
+    fn vm_flags(at: usize) -> String {
         let smaps = std::fs::read_to_string("/proc/self/smaps").unwrap();
         let mut inside = false;
         let mut flags = None;
@@ -333,7 +328,28 @@ mod tests {
                 flags = Some(f.to_owned());
             }
         }
-        let flags = flags.expect("the buffer's mapping is listed");
-        assert!(flags.split_whitespace().any(|f| f == "hg"), "{flags}");
+        flags.expect("the buffer's mapping is listed")
+    }
+
+    /// Dense buffers and sparse arrays of 4 MiB or more lie in mappings Linux has marked for
+    /// huge pages (`hg` among their `VmFlags`), as numpy's arrays do.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn large_buffers_are_advised_for_huge_pages() {
+        if !std::path::Path::new("/sys/kernel/mm/transparent_hugepage/enabled").exists()
+            || !crate::engine::huge_pages()
+        {
+            return; // no transparent huge pages in this kernel, or POLYMAT_HUGE_PAGES=0
+        }
+        let m = zeros_mat("t", 1024, 1024).unwrap(); // 16 MiB
+        let v = try_with_capacity::<c64>("t", (1, 1), 1 << 20).unwrap(); // 16 MiB
+        // A page well inside each buffer.
+        for at in [
+            m.as_ptr() as usize + (8 << 20),
+            v.as_ptr() as usize + (8 << 20),
+        ] {
+            let flags = vm_flags(at);
+            assert!(flags.split_whitespace().any(|f| f == "hg"), "{flags}");
+        }
     }
 }
