@@ -50,16 +50,17 @@ fn read(src: &[c64], threads: usize) -> c64 {
 /// results are; a baseline without the advice pays 512 page faults where they pay one).
 fn fresh(len: usize) -> Vec<c64> {
     let v: Vec<c64> = Vec::with_capacity(len);
-    let bytes = len * std::mem::size_of::<c64>();
     #[cfg(target_os = "linux")]
-    if polymat::huge_pages() && bytes >= 4 << 20 {
-        let (lo, hi) = (v.as_ptr() as usize, v.as_ptr() as usize + bytes);
-        let (start, end) = (lo.next_multiple_of(4096), hi & !4095);
-        // SAFETY: [start, end) is whole pages inside the vector's allocation; the advice only
-        // changes how the kernel maps them.
-        unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+    {
+        let bytes = len * std::mem::size_of::<c64>();
+        if polymat::huge_pages() && bytes >= 4 << 20 {
+            let (lo, hi) = (v.as_ptr() as usize, v.as_ptr() as usize + bytes);
+            let (start, end) = (lo.next_multiple_of(4096), hi & !4095);
+            // SAFETY: [start, end) is whole pages inside the vector's allocation; the advice
+            // only changes how the kernel maps them.
+            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
+        }
     }
-    let _ = bytes;
     v
 }
 

@@ -9,8 +9,9 @@
 //! are mapped alike. It matters most for results above 32 MiB, which glibc maps afresh on
 //! every call: their first touch takes one page fault per 2 MiB instead of per 4 KiB. On the
 //! 2-core VM a 256 MB dense result (n = 4000) was written 3.8–5.4× faster on one thread, and a
-//! Csr sum or Kronecker product of 10⁶ rows ran 2.3–3.9× faster. At n = 1000 (16 MB, reused by malloc) the streaming
-//! kernels gained 0–15 %, about as much as the machine's noise (docs/benchmarks.md).
+//! Csr sum or Kronecker product of 10⁶ rows ran 2.3–3.9× faster. At n = 1000 (16 MB, reused
+//! by malloc) the streaming kernels gained 0–15 %, about as much as the machine's noise
+//! (docs/benchmarks.md).
 //!
 //! The advice changes no contents and may be refused; it only affects how the kernel maps the
 //! pages. Outside Linux it does nothing.
@@ -42,7 +43,8 @@ pub fn set_huge_pages(on: bool) {
     HUGE_PAGES.store(if on { 2 } else { 1 }, Ordering::Relaxed);
 }
 
-/// Whether large buffers (dense matrices, sparse arrays) are advised as huge-page candidates. See [`set_huge_pages`].
+/// Whether large buffers (dense matrices, sparse arrays) are advised as huge-page candidates.
+/// See [`set_huge_pages`].
 pub fn huge_pages() -> bool {
     match HUGE_PAGES.load(Ordering::Relaxed) {
         0 => {
