@@ -56,22 +56,12 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
     if m == 0 || n == 0 {
         return Ok(Dense::new(mat));
     }
-    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
     let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
     let base = Entries(mat.as_ptr_mut());
-    // Row i's entries, written straight into the column-major buffer.
-    let scatter = |rows: std::ops::Range<usize>| {
-        let ptr = base.get();
-        for i in rows {
-            let (lo, hi) = (p[i], p[i + 1]);
-            for (&c, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
-                // SAFETY: i < m and c < n (the Csr invariant), so the offset is inside the
-                // m × n allocation of column stride `stride`; each row is written by one worker
-                // only, and nothing reads the matrix until the scatter ends.
-                unsafe { *ptr.add(i + c * stride) = v };
-            }
-        }
-    };
+    // SAFETY: `base` is the m × n matrix of column stride `stride` (a's shape); each row is
+    // written by one worker only, and nothing reads the matrix until the scatter ends.
+    let scatter =
+        |rows: std::ops::Range<usize>| unsafe { scatter_rows(a, base.get(), stride, rows) };
     let scatter_workers = engine::workers(Family::CsrRows, a.nnz());
     if scatter_workers > 1 {
         // Row blocks in parallel: each worker writes only the entries of its own rows.
@@ -100,14 +90,27 @@ fn csr_to_dense_small(a: &Csr, mut mat: Mat<c64>) -> Dense {
     // columns reserved); the padding between them is the buffer's own memory, and all-zero
     // bytes are the complex number 0.
     unsafe { std::ptr::write_bytes(base, 0, stride * (n - 1) + m) };
+    // SAFETY: `base` is the m × n matrix of column stride `stride`, written only here.
+    unsafe { scatter_rows(a, base, stride, 0..m) };
+    Dense::new(mat)
+}
+
+/// Writes the stored entries of rows `rows` of `a` into the column-major matrix at `base`:
+/// row i's entries straight into their columns.
+///
+/// # Safety
+/// `base` points to a matrix of a's shape with column stride `stride` (at least its row count),
+/// and nothing else reads or writes rows `rows` of it during the call.
+unsafe fn scatter_rows(a: &Csr, base: *mut c64, stride: usize, rows: std::ops::Range<usize>) {
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-    for i in 0..m {
-        for k in p[i]..p[i + 1] {
-            // SAFETY: i < m and idx[k] < n (the Csr invariant): inside column idx[k].
-            unsafe { *base.add(i + idx[k] * stride) = val[k] };
+    for i in rows {
+        let (lo, hi) = (p[i], p[i + 1]);
+        for (&c, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
+            // SAFETY: i < m and c < n (the Csr invariant), so the offset is inside the m × n
+            // matrix of column stride `stride` (the caller's contract).
+            unsafe { *base.add(i + c * stride) = v };
         }
     }
-    Dense::new(mat)
 }
 
 #[cfg(test)]

@@ -306,10 +306,13 @@ impl ConversionRegistry {
         match cached.convert(data, kind) {
             // A commit on another thread may have published a snapshot (say, with the data's
             // new kind) and not yet bumped the cache's generation: ask the current one.
-            Err(Error::NoConversion { .. })
-                if !std::ptr::eq(&*cached, Arc::as_ptr(&self.snapshot.load())) =>
-            {
-                self.snapshot().convert(data, kind)
+            Err(e @ Error::NoConversion { .. }) => {
+                let current = self.snapshot.load();
+                if std::ptr::eq(&*cached, Arc::as_ptr(&current)) {
+                    Err(e)
+                } else {
+                    current.convert(data, kind)
+                }
             }
             r => r,
         }
