@@ -11,7 +11,8 @@
 //! Arguments: `OP KIND N [SECONDS]`, with OP one of add, matmul, kron, adjoint, transpose, mul,
 //! to_dense, to_csr, expect, trace; KIND one of csr (rand10), tridiag, dense, or csr-dense / tridiag-dense
 //! (that sparse pattern stored as Dense), ket (an n×1 Dense), or `A,B` for operands of two kinds
-//! (`matmul csr,ket 1000`). Prints the mean time per call.
+//! (`matmul csr,ket 1000`). Prints the mean time per call; with `COLD_MB=64` in the
+//! environment, the median of calls that each start out of cache.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
@@ -56,11 +57,16 @@ fn input(kind: &str, n: usize, seed: u64) -> polymat::Result<Data> {
             }
         }
         _ => {
+            // As the anchor's `csr_rand`: 10 random columns per row, every column when n ≤ 10.
             let per_row = 10.min(n);
             for i in 0..n {
-                for _ in 0..per_row {
+                for j in 0..per_row {
                     rows.push(i);
-                    cols.push((next() % n as u64) as usize);
+                    cols.push(if per_row == n {
+                        j
+                    } else {
+                        (next() % n as u64) as usize
+                    });
                     vals.push(value(&mut next));
                 }
             }
@@ -112,6 +118,28 @@ fn main() -> polymat::Result<()> {
             _ => panic!("unknown op {op}"),
         }
     };
+    // COLD_MB=64: stream over that many MiB between calls (not timed), so that every call
+    // starts with its operands out of cache, as in the side-by-side's short interleaved
+    // batches; prints the median and fastest call.
+    if let Some(mb) = std::env::var("COLD_MB")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        let mut flush = vec![0u64; mb << 17];
+        let mut times = Vec::new();
+        let start = Instant::now();
+        while start.elapsed().as_secs_f64() < secs || times.is_empty() {
+            flush.iter_mut().for_each(|x| *x = x.wrapping_add(1));
+            black_box(&flush);
+            let t = Instant::now();
+            black_box(call()?);
+            times.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+        times.sort_by(f64::total_cmp);
+        let (median, min) = (times[times.len() / 2], times[0]);
+        println!("{op} {kind} n={n} cold: median {median:.3} µs, fastest {min:.3} µs");
+        return Ok(());
+    }
     let budget = Duration::from_secs_f64(secs);
     let start = Instant::now();
     let mut calls = 0u64;

@@ -114,7 +114,7 @@ pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn transpose_dense(a: &Dense) -> Result<Dense> {
-    dense_map("transpose", a, |x| x).map(Dense::into_transpose)
+    super::dense_copy("transpose", a).map(Dense::into_transpose)
 }
 
 /// Csr transpose (conjugated if `conjugate`), by counting sort over columns. O(nnz + m + n);
@@ -242,6 +242,33 @@ mod tests {
                             a.get(i, j)
                         };
                         assert_eq!(t.get(j, i), want, "({m}, {n}) entry ({i}, {j})");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The column copies of `transpose_dense` on shapes whose rows are not a multiple of the
+    /// SIMD width (padded buffer columns), in both layouts, serial and split over workers.
+    #[test]
+    fn dense_transpose_copies_every_column_in_both_layouts() {
+        for (m, n) in [(1, 1), (3, 5), (5, 3), (7, 40), (40, 7), (0, 4)] {
+            let v: Vec<c64> = (0..m * n)
+                .map(|k| c64::new(k as f64, -(k as f64) / 3.0))
+                .collect();
+            for a in [
+                Dense::from_col_major(m, n, &v).unwrap(),
+                Dense::from_row_major(m, n, &v).unwrap(),
+            ] {
+                for force in [false, true] {
+                    crate::engine::set_force_parallel(force);
+                    let t = transpose_dense(&a).unwrap();
+                    crate::engine::set_force_parallel(false);
+                    assert_eq!(t.shape(), (n, m));
+                    for i in 0..m {
+                        for j in 0..n {
+                            assert_eq!(t.get(j, i), a.get(i, j), "{m}×{n} ({i}, {j})");
+                        }
                     }
                 }
             }
