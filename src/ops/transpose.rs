@@ -131,51 +131,73 @@ pub fn transpose_csr(a: &Csr, conjugate: bool) -> Result<Csr> {
     }
 }
 
+/// Matrices with fewer columns than this keep the counting sort's cursors in a stack array.
+const STACK_COLUMNS: usize = 64;
+
 /// The counting-sort transpose with `f` applied to each value.
 fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     const OP: &str = "transpose";
     let (m, n) = a.shape();
-    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-    // Column c's count goes to indptr[c + 2], so that after the prefix sum indptr[c + 1] is
-    // column c's start: the scatter's cursor, which it leaves at column c's end, the value
-    // indptr[c + 1] must end with (QuTiP's trick: no separate cursor array). The extra last
-    // slot is dropped afterwards.
+    let idx = a.indices();
     let len = indptr_len(OP, (n, m))?;
-    let mut indptr = alloc::try_vec(OP, (n, m), len.saturating_add(1), 0usize)?;
-    for &c in idx {
-        // SAFETY: c < n for a valid Csr, and indptr has n + 2 entries.
-        unsafe { *indptr.get_unchecked_mut(c + 2) += 1 };
-    }
-    for j in 1..n {
-        indptr[j + 1] += indptr[j];
-    }
     let nnz = idx.len();
-    // Written once each below, so no zero fill first.
+    // Written once each by the scatter, so no zero fill first.
     let mut indices = Vec::<usize>::with_capacity(nnz);
     let mut data = Vec::<c64>::with_capacity(nnz);
-    let (out_idx, out_val) = (
-        &mut indices.spare_capacity_mut()[..nnz],
-        &mut data.spare_capacity_mut()[..nnz],
-    );
-    let next = &mut indptr[1..];
-    for i in 0..m {
-        let (lo, hi) = (p[i], p[i + 1]);
-        for (&c, &v) in idx[lo..hi].iter().zip(&val[lo..hi]) {
-            // SAFETY: c < n (a valid Csr's columns are in range; `next` has n + 1 slots), and
-            // next[c] < column c's end ≤ nnz until column c's last entry is placed (its count
-            // was taken above), so the slot indexes both buffers of length nnz.
-            // The cursor is read once and advanced before the writes, so the compiler need not
-            // reload it after them.
-            unsafe {
-                let slot = *next.get_unchecked(c);
-                *next.get_unchecked_mut(c) = slot + 1;
-                out_idx.get_unchecked_mut(slot).write(i);
-                out_val.get_unchecked_mut(slot).write(f(v));
-            }
+    let indptr = if n < STACK_COLUMNS {
+        // Few columns: the cursors live on the stack, and the result's row pointers are a copy
+        // of them taken before the scatter advances them (at 10 × 10, 325 → 230 ns for the
+        // kernel, measured in one process: no zeroed heap array, no reads through it).
+        let mut cursor = [0usize; STACK_COLUMNS + 1];
+        for &c in idx {
+            // SAFETY: c < n < STACK_COLUMNS for a valid Csr, so c + 1 is in range.
+            unsafe { *cursor.get_unchecked_mut(c + 1) += 1 };
         }
-    }
-    // indptr[n + 1] holds column n − 1's count, not a pointer.
-    indptr.truncate(len);
+        for j in 0..n {
+            cursor[j + 1] += cursor[j];
+        }
+        let mut indptr = alloc::try_with_capacity(OP, (n, m), len)?;
+        indptr.extend_from_slice(&cursor[..len]);
+        // SAFETY: cursor[c] is column c's start for every c < n, from the counts of `idx`;
+        // both buffers hold nnz elements.
+        unsafe {
+            scatter(
+                a,
+                &mut cursor[..n],
+                indices.as_mut_ptr(),
+                data.as_mut_ptr(),
+                f,
+            )
+        };
+        indptr
+    } else {
+        // Column c's count goes to indptr[c + 2], so that after the prefix sum indptr[c + 1]
+        // is column c's start: the scatter's cursor, which it leaves at column c's end, the
+        // value indptr[c + 1] must end with (QuTiP's trick: no separate cursor array). The
+        // extra last slot is dropped afterwards.
+        let mut indptr = alloc::try_vec(OP, (n, m), len.saturating_add(1), 0usize)?;
+        for &c in idx {
+            // SAFETY: c < n for a valid Csr, and indptr has n + 2 entries.
+            unsafe { *indptr.get_unchecked_mut(c + 2) += 1 };
+        }
+        for j in 1..n {
+            indptr[j + 1] += indptr[j];
+        }
+        // SAFETY: indptr[c + 1] is column c's start for every c < n (above); both buffers
+        // hold nnz elements.
+        unsafe {
+            scatter(
+                a,
+                &mut indptr[1..=n],
+                indices.as_mut_ptr(),
+                data.as_mut_ptr(),
+                f,
+            );
+        };
+        // indptr[n + 1] holds column n − 1's count, not a pointer.
+        indptr.truncate(len);
+        indptr
+    };
     // Every slot was written: each column's cursor ran from its start to its end (its count of
     // entries), and these ranges partition 0..nnz.
     debug_assert!(indptr.windows(2).all(|w| w[0] <= w[1]) && indptr.last() == Some(&nnz));
@@ -188,6 +210,43 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     // are visited in increasing order, so every result row receives its columns (rows of a,
     // below m) strictly increasing.
     Ok(unsafe { Csr::from_parts_unchecked((n, m), indptr, indices, data) })
+}
+
+/// The counting sort's scatter: entry (i, c, v) of `a` goes to slot `cursor[c]` (then
+/// advanced) as column index i and value f(v), rows in increasing order.
+///
+/// Raw pointers rather than `MaybeUninit` slices: 10 % faster at n = 1000 and 12 % at n = 10,
+/// measured in one process (the slice form's zipped iterators cost more per entry).
+///
+/// # Safety
+/// `cursor` has one slot per column of `a`, and `cursor[c]` is the start of column c's range
+/// in `0..nnz(a)`, the ranges partitioning it as `a`'s column counts do; `out_idx` and
+/// `out_val` are valid for writes of nnz(a) elements.
+unsafe fn scatter(
+    a: &Csr,
+    cursor: &mut [usize],
+    out_idx: *mut usize,
+    out_val: *mut c64,
+    f: impl Fn(c64) -> c64,
+) {
+    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    let cursor = cursor.as_mut_ptr();
+    for i in 0..a.shape().0 {
+        for k in p[i]..p[i + 1] {
+            // SAFETY: k < nnz (a valid Csr's row pointers), c below the number of columns,
+            // the length of `cursor`; cursor[c] < column c's end ≤ nnz until column c's last
+            // entry is placed (the caller's counts), so the slot is inside both buffers. The
+            // cursor is read once and advanced before the writes, so the compiler need not
+            // reload it after them.
+            unsafe {
+                let c = *idx.get_unchecked(k);
+                let slot = *cursor.add(c);
+                *cursor.add(c) = slot + 1;
+                out_idx.add(slot).write(i);
+                out_val.add(slot).write(f(*val.get_unchecked(k)));
+            }
+        }
+    }
 }
 
 /// `aᵀ` or `aᴴ` of a GpuCsr: cuSPARSE `csr2cscEx2`.
@@ -203,7 +262,8 @@ mod tests {
     use super::*;
 
     /// The counting sort's shifted row pointers at the edges: no rows, no columns, one column
-    /// (the last column's count sits in the dropped slot), empty columns between full ones.
+    /// (the last column's count sits in the dropped slot), empty columns between full ones, and
+    /// column counts on either side of [`STACK_COLUMNS`].
     #[test]
     fn csr_transpose_at_the_edges_matches_the_definition() {
         let shapes = [
@@ -215,6 +275,11 @@ mod tests {
             (1, 4),
             (5, 7),
             (7, 5),
+            // Either side of the stack cursors' limit, and a heap-cursor matrix.
+            (3, STACK_COLUMNS - 1),
+            (3, STACK_COLUMNS),
+            (70, STACK_COLUMNS + 1),
+            (2, 200),
         ];
         for (m, n) in shapes {
             let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
