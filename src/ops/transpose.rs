@@ -158,17 +158,16 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
         }
         let mut indptr = alloc::try_with_capacity(OP, (n, m), len)?;
         indptr.extend_from_slice(&cursor[..len]);
+        let (out_idx, out_val) = (indices.as_mut_ptr(), data.as_mut_ptr());
         // SAFETY: cursor[c] is column c's start for every c < n, from the counts of `idx`;
         // both buffers hold nnz elements.
         unsafe {
-            scatter(
-                a,
-                &mut cursor[..n],
-                indices.as_mut_ptr(),
-                data.as_mut_ptr(),
-                f,
-            )
-        };
+            if nnz <= STACK_SLOTS {
+                scatter_by_slots(a, &mut cursor[..n], out_idx, out_val, f);
+            } else {
+                scatter(a, &mut cursor[..n], out_idx, out_val, f);
+            }
+        }
         indptr
     } else {
         // Column c's count goes to indptr[c + 2], so that after the prefix sum indptr[c + 1]
@@ -210,6 +209,53 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     // are visited in increasing order, so every result row receives its columns (rows of a,
     // below m) strictly increasing.
     Ok(unsafe { Csr::from_parts_unchecked((n, m), indptr, indices, data) })
+}
+
+/// Up to this many entries, a matrix with few columns is scattered in two passes
+/// ([`scatter_by_slots`]), the slots kept in a stack array.
+const STACK_SLOTS: usize = 1024;
+
+/// [`scatter`] in two passes: first every entry's slot (the cursor walk alone, its stores to a
+/// sequential array), then the stores of the entries to their slots.
+///
+/// With few columns the cursors are reused every few entries, and in the one-pass walk each
+/// cursor load waited on the scattered stores before it (whose addresses come from the
+/// previous loads); apart, neither pass waits on the other's stores. A 10 × 10 adjoint, kernel
+/// alone: 355–428 → 204–241 ns (at 100 × 100 with 10 per row the two passes were 8 % slower,
+/// so larger matrices keep the one pass).
+///
+/// # Safety
+/// As [`scatter`]; and nnz(a) ≤ [`STACK_SLOTS`].
+unsafe fn scatter_by_slots(
+    a: &Csr,
+    cursor: &mut [usize],
+    out_idx: *mut usize,
+    out_val: *mut c64,
+    f: impl Fn(c64) -> c64,
+) {
+    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    let mut slots = [std::mem::MaybeUninit::<u16>::uninit(); STACK_SLOTS];
+    let cur = cursor.as_mut_ptr();
+    for (slot, &c) in slots.iter_mut().zip(idx) {
+        // SAFETY: c is below the number of columns, the length of `cursor` (a valid Csr);
+        // the slot is below nnz ≤ STACK_SLOTS < 2¹⁶ (the caller's counts and bound).
+        unsafe {
+            let s = *cur.add(c);
+            *cur.add(c) = s + 1;
+            slot.write(s as u16);
+        }
+    }
+    for i in 0..a.shape().0 {
+        for k in p[i]..p[i + 1] {
+            // SAFETY: k < nnz ≤ STACK_SLOTS, so slots[k] was written above; the slot is inside
+            // both buffers (as in `scatter`), and each is taken by one entry.
+            unsafe {
+                let s = usize::from(slots.get_unchecked(k).assume_init());
+                out_idx.add(s).write(i);
+                out_val.add(s).write(f(*val.get_unchecked(k)));
+            }
+        }
+    }
 }
 
 /// The counting sort's scatter: entry (i, c, v) of `a` goes to slot `cursor[c]` (then
@@ -275,7 +321,9 @@ mod tests {
             (1, 4),
             (5, 7),
             (7, 5),
-            // Either side of the stack cursors' limit, and a heap-cursor matrix.
+            // Either side of the stack cursors' limit, and a heap-cursor matrix; few columns
+            // with more entries than the stack slots (about 1 500) take the one-pass scatter.
+            (40, STACK_COLUMNS - 4),
             (3, STACK_COLUMNS - 1),
             (3, STACK_COLUMNS),
             (70, STACK_COLUMNS + 1),
