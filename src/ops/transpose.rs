@@ -224,18 +224,20 @@ unsafe fn scatter_entries(
     f: impl Fn(c64) -> c64,
 ) {
     let nnz = a.nnz();
-    // SAFETY (all three calls): the caller's contract; the slot arrays hold nnz elements.
     if !banded(a) {
         if nnz <= STACK_SLOTS {
             let mut slots = [std::mem::MaybeUninit::<u32>::uninit(); STACK_SLOTS];
+            // SAFETY: the caller's contract; the slot array holds nnz < 2³² elements.
             return unsafe { scatter_by_slots(a, cursor, &mut slots[..nnz], out_idx, out_val, f) };
         }
         let mut slots = Vec::<u32>::new();
         if u32::try_from(nnz).is_ok() && slots.try_reserve_exact(nnz).is_ok() {
             let slots = &mut slots.spare_capacity_mut()[..nnz];
+            // SAFETY: the caller's contract; the slot array holds nnz < 2³² elements.
             return unsafe { scatter_by_slots(a, cursor, slots, out_idx, out_val, f) };
         }
     }
+    // SAFETY: the caller's contract.
     unsafe { scatter(a, cursor, out_idx, out_val, f) }
 }
 

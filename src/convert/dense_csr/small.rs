@@ -1,0 +1,168 @@
+//! Dense → Csr for small column-major matrices: the branch-free walk by rows and the walk
+//! through a bit mask of the non-zeros.
+
+use std::mem::MaybeUninit;
+
+use super::{csr_from_row_counts_unchecked, fill_rows, nonzero_bits};
+use crate::error::Result;
+use crate::scalar::c64;
+use crate::storage::{Csr, Dense, alloc};
+
+crate::simd::avx2_fn! {
+    /// Dense → Csr of a column-major matrix of at most [`BRANCH_FREE`](super::BRANCH_FREE) entries: one count of
+    /// the non-zeros over the columns, then one walk by rows that stores every entry at the
+    /// write position and advances it only past a non-zero (no branch on the values, no cursor
+    /// per row; each row's pointer is the position at its end). The arrays get one row of
+    /// slack for the stores after the last non-zero. A 10 × 10 full conversion: 5 636 → 4 217
+    /// instructions and 0.43 → 0.33 µs per call (4 × 4: 0.28 → 0.21 µs).
+    pub(super) fn branch_free_walk(a: &Dense) -> Result<Csr> {
+        const OP: &str = "to Csr";
+        let (m, n) = a.shape();
+        let nnz: usize = (0..n)
+            .map(|j| {
+                a.buffer_col(j)
+                    .iter()
+                    .map(|v| usize::from(nonzero_bits(v) != 0))
+                    .sum::<usize>()
+            })
+            .sum();
+        let mut indptr: Vec<usize> = alloc::try_with_capacity(OP, (m, n), m + 1)?;
+        // One row of slack: a row's stores past the last non-zero land there.
+        let room = nnz + n;
+        let mut indices: Vec<usize> = alloc::try_with_capacity(OP, (m, n), room)?;
+        let mut data: Vec<c64> = alloc::try_with_capacity(OP, (m, n), room)?;
+        let (pp, ip, dp) = (indptr.as_mut_ptr(), indices.as_mut_ptr(), data.as_mut_ptr());
+        let buf = a.buffer();
+        let mut k = 0usize;
+        // SAFETY: indptr has room for m + 1 pointers.
+        unsafe { pp.write(0) };
+        for i in 0..m {
+            // k counts the non-zeros stored so far, at most nnz (counted above by the same
+            // test on the same values); checked per row, so this row's n stores stay below
+            // nnz + n, the arrays' room, whatever happens.
+            if k > nnz {
+                break;
+            }
+            for j in 0..n {
+                // SAFETY: i < m and j < n, the buffer's dimensions (column-major: the matrix);
+                // k + j < nnz + n (the check above) for the stores.
+                unsafe {
+                    let v = *buf.get_unchecked(i, j);
+                    ip.add(k).write(j);
+                    dp.add(k).write(v);
+                    k += usize::from(nonzero_bits(&v) != 0);
+                }
+            }
+            // SAFETY: i + 1 ≤ m.
+            unsafe { pp.add(i + 1).write(k) };
+        }
+        // The count and the walk apply one test to the same values, so they agree; a
+        // disagreement would leave slots unwritten, so it is checked rather than assumed.
+        assert!(k == nnz, "Dense -> Csr: the count and the walk disagree");
+        // SAFETY: all m + 1 pointers were written: the walk stops early only with k > nnz,
+        // which the assertion above excludes.
+        unsafe { indptr.set_len(m + 1) };
+        // SAFETY: positions 0..nnz were all written (each non-zero's store lands at its
+        // position, k reached nnz), within the capacity.
+        unsafe {
+            indices.set_len(nnz);
+            data.set_len(nnz);
+        }
+        // SAFETY: one pointer per row from 0 to nnz, non-decreasing; each row's columns come
+        // from the increasing walk over j < n.
+        Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
+    }
+}
+
+/// Serial Dense → Csr of column-major `a` through a bit mask of its non-zeros: one pass over
+/// the values builds the masks (64 rows of a column per word) and the row counts; the fill then
+/// visits only the marked entries, 64 rows at a time and every column in increasing order, so
+/// each row comes out sorted. Past that one pass, only the non-zeros are read again, and no
+/// branch depends on a single value (the two-pass walk's branch per entry was mispredicted on
+/// scattered patterns). A mostly non-zero matrix (over half) is filled by the row-block walk
+/// of [`fill_rows`] instead, whose branch is then well predicted.
+pub(super) fn by_masks(a: &Dense) -> Result<Csr> {
+    const OP: &str = "to Csr";
+    let (m, n) = a.shape();
+    let words = m.div_ceil(64);
+    let mut masks = alloc::try_vec(OP, (m, n), words.saturating_mul(n), 0u64)?;
+    let mut indptr = alloc::try_vec(OP, (m, n), m + 1, 0usize)?;
+    scan_masks(a, &mut masks, &mut indptr[1..]);
+    // SAFETY: both fills write each row's range with its non-zeros (the ones `scan_masks`
+    // counted, by the same test) in increasing column order.
+    unsafe {
+        csr_from_row_counts_unchecked(OP, (m, n), indptr, |indptr, indices, data| {
+            if indptr[m] > m * n / 2 {
+                // Mostly non-zero: the walk by row blocks, whose branch is then well
+                // predicted, costs less than visiting the bits.
+                fill_rows(a, 0..m, indptr, indices, data);
+            } else {
+                fill_from_masks(a, &masks, indptr, indices, data);
+            }
+        })
+    }
+}
+
+/// The fill of [`by_masks`]: the entries marked in `masks`, 64 rows at a time and every column
+/// in increasing order, into `indices`/`data` (exactly nnz long, every element written when
+/// `indptr` counts the marked entries of each row).
+fn fill_from_masks(
+    a: &Dense,
+    masks: &[u64],
+    indptr: &[usize],
+    indices: &mut [MaybeUninit<usize>],
+    data: &mut [MaybeUninit<c64>],
+) {
+    let (m, n) = a.shape();
+    let words = m.div_ceil(64);
+    let mut next = [0usize; 64];
+    for c in 0..words {
+        // The write cursors of rows 64c..r1.
+        let (r0, r1) = (c * 64, (c * 64 + 64).min(m));
+        next[..r1 - r0].copy_from_slice(&indptr[r0..r1]);
+        for j in 0..n {
+            let col = &a.buffer_col(j)[r0..r1];
+            let mut mask = masks[j * words + c];
+            while mask != 0 {
+                let t = mask.trailing_zeros() as usize;
+                indices[next[t]].write(j);
+                data[next[t]].write(col[t]);
+                next[t] += 1;
+                mask &= mask - 1;
+            }
+        }
+        // Each row received exactly its counted entries, so the ranges indptr[i]..indptr[i + 1]
+        // (a partition of 0..nnz) were all written.
+        debug_assert!((r0..r1).all(|i| next[i - r0] == indptr[i + 1]));
+    }
+}
+
+crate::simd::avx2_fn! {
+    /// `masks[j·⌈m/64⌉ + c]` = the non-zeros of rows 64c.. of column j of column-major `a`, one
+    /// bit each, and `counts[i]` += the non-zeros of row i.
+    fn scan_masks(a: &Dense, masks: &mut [u64], counts: &mut [usize]) {
+        let words = a.shape().0.div_ceil(64);
+        for j in 0..a.shape().1 {
+            let col = a.buffer_col(j);
+            for (c, chunk) in col.chunks(64).enumerate() {
+                let mask = chunk.iter().enumerate().fold(0u64, |mask, (t, v)| {
+                    mask | (u64::from(nonzero_bits(v) != 0) << t)
+                });
+                masks[j * words + c] = mask;
+                if mask.count_ones() <= 16 {
+                    // Few: one increment per non-zero.
+                    let mut bits = mask;
+                    while bits != 0 {
+                        counts[c * 64 + bits.trailing_zeros() as usize] += 1;
+                        bits &= bits - 1;
+                    }
+                } else {
+                    // Many: one vectorised pass over the chunk.
+                    for (k, v) in counts[c * 64..].iter_mut().zip(chunk) {
+                        *k += usize::from(nonzero_bits(v) != 0);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,160 @@
+//! Tests of the Dense → Csr walks against a row-major reference walk.
+
+use super::columns::{collect_columns, via_columns};
+use super::small::{branch_free_walk, by_masks};
+use super::*;
+
+/// Row-major walk keeping what `!= 0` keeps: the reference for both Dense → Csr paths.
+fn reference(a: &Dense) -> (Vec<usize>, Vec<usize>, Vec<c64>) {
+    let (m, n) = a.shape();
+    let (mut indptr, mut indices, mut data) = (vec![0], vec![], vec![]);
+    for i in 0..m {
+        for j in 0..n {
+            let v = a.get(i, j);
+            if v != c64::new(0.0, 0.0) {
+                indices.push(j);
+                data.push(v);
+            }
+        }
+        indptr.push(indices.len());
+    }
+    (indptr, indices, data)
+}
+
+fn parts(c: &Csr) -> (Vec<usize>, Vec<usize>, Vec<c64>) {
+    (c.indptr().to_vec(), c.indices().to_vec(), c.data().to_vec())
+}
+
+/// A 37×29 matrix with about `per_mille`‰ non-zeros, signed zeros and a NaN among them.
+fn patterned(per_mille: usize) -> Dense {
+    Dense::from_fn(37, 29, |i, j| {
+        let h = (i * 7919 + j * 104_729 + 13) % 1000;
+        match h {
+            0 => c64::new(f64::NAN, 0.0),
+            1 => c64::new(-0.0, 0.0),
+            2 => c64::new(0.0, -0.0),
+            h if h < per_mille => c64::new(h as f64, -(j as f64)),
+            _ => c64::new(0.0, 0.0),
+        }
+    })
+}
+
+fn same(a: (Vec<usize>, Vec<usize>, Vec<c64>), b: (Vec<usize>, Vec<usize>, Vec<c64>)) {
+    assert_eq!(a.0, b.0, "indptr");
+    assert_eq!(a.1, b.1, "indices");
+    assert_eq!(a.2.len(), b.2.len());
+    for (x, y) in a.2.iter().zip(&b.2) {
+        assert!(x == y || (x.re.is_nan() && y.re.is_nan()), "{x} vs {y}");
+    }
+}
+
+#[test]
+fn both_dense_to_csr_paths_match_a_row_major_walk() {
+    // From all-zero through the switch to the blocked walk (limit = 37·29/4 = 268) to full,
+    // both layouts, serial and by parallel row blocks.
+    for per_mille in [0, 3, 30, 100, 240, 260, 300, 400, 1000] {
+        let a = patterned(per_mille);
+        let want = reference(&a);
+        same(parts(&dense_to_csr(&a).unwrap()), want.clone());
+        same(parts(&by_row_blocks(&a, 1).unwrap()), want.clone());
+        same(parts(&by_masks(&a).unwrap()), want.clone());
+        for workers in [1, 3, 40] {
+            match via_columns(&a, workers, 37 * 29 / 4) {
+                Some(c) => same(parts(&c), want.clone()),
+                None => assert!(want.1.len() > 37 * 29 / 4, "{per_mille}‰ gave up"),
+            }
+        }
+        same(parts(&by_row_blocks(&a, 3).unwrap()), want.clone());
+        let r = a.clone().into_layout(Layout::RowMajor).unwrap();
+        same(parts(&dense_to_csr(&r).unwrap()), want.clone());
+        same(parts(&by_row_blocks(&r, 3).unwrap()), want);
+    }
+}
+
+#[test]
+fn parallel_row_blocks_match_in_both_layouts() {
+    // 300 rows: several blocks of at least 64 rows for 2 and 3 workers.
+    let a = Dense::from_fn(300, 41, |i, j| {
+        if (i * 31 + j * 17) % 7 < 2 {
+            c64::new(i as f64, j as f64 + 1.0)
+        } else {
+            c64::new(0.0, 0.0)
+        }
+    });
+    let want = reference(&a);
+    let r = a.clone().into_layout(Layout::RowMajor).unwrap();
+    for workers in [2, 3] {
+        same(parts(&by_row_blocks(&a, workers).unwrap()), want.clone());
+        same(parts(&by_row_blocks(&r, workers).unwrap()), want.clone());
+    }
+}
+
+/// The mask walk across word boundaries (rows a multiple of 64 or not), on sparse patterns
+/// (bit walk) and mostly non-zero ones (row-block walk), signed zeros and a NaN included.
+#[test]
+fn mask_walk_matches_across_words() {
+    for m in [1, 63, 64, 65, 128, 130] {
+        for keep in [0, 1, 2, 6, 7] {
+            let a = Dense::from_fn(m, 9, |i, j| match (i * 31 + j * 17) % 7 {
+                _ if i == 5 && j == 3 => c64::new(f64::NAN, 1.0),
+                _ if i == 2 && j == 1 => c64::new(-0.0, 0.0),
+                h if h < keep => c64::new(i as f64, j as f64 + 1.0),
+                _ => c64::new(0.0, 0.0),
+            });
+            let want = reference(&a);
+            same(parts(&by_masks(&a).unwrap()), want.clone());
+            if m * 9 > TINY && m * 9 <= SMALL {
+                same(parts(&dense_to_csr(&a).unwrap()), want);
+            }
+        }
+    }
+}
+
+/// The branch-free walk on every shape up to its limit's neighbourhood: all-zero, full,
+/// sparse patterns ending in zeros (the stores past the last non-zero go to the slack),
+/// signed zeros and a NaN; and `dense_to_csr` on either side of [`BRANCH_FREE`].
+#[test]
+fn branch_free_walk_matches_a_row_major_walk() {
+    for (m, n) in [
+        (1, 1),
+        (1, 7),
+        (7, 1),
+        (3, 4),
+        (10, 10),
+        (11, 11),
+        (12, 11),
+        (1, 128),
+    ] {
+        for keep in [0, 1, 3, 7] {
+            let a = Dense::from_fn(m, n, |i, j| match (i * 31 + j * 17) % 7 {
+                _ if (i, j) == (2, 0) => c64::new(f64::NAN, -1.0),
+                _ if (i, j) == (0, 2) => c64::new(-0.0, 0.0),
+                _ if (i, j) == (m - 1, n - 1) => c64::new(0.0, -0.0),
+                h if h < keep => c64::new(i as f64 + 1.0, j as f64),
+                _ => c64::new(0.0, 0.0),
+            });
+            let want = reference(&a);
+            same(parts(&branch_free_walk(&a).unwrap()), want.clone());
+            same(parts(&dense_to_csr(&a).unwrap()), want);
+        }
+    }
+}
+
+#[test]
+fn collect_columns_gives_up_past_its_limit() {
+    let a = patterned(400);
+    let nnz = reference(&a).1.len();
+    assert!(collect_columns(&a, 0..29, nnz - 1).is_none());
+    let csc = collect_columns(&a, 0..29, nnz).expect("within the limit");
+    assert_eq!(csc.rows.len(), nnz);
+    assert_eq!(csc.colptr.len(), 30);
+    assert_eq!(csc.row_counts.iter().sum::<usize>(), nnz);
+}
+
+#[test]
+fn empty_shapes_convert() {
+    for (m, n) in [(0, 0), (0, 5), (5, 0)] {
+        let c = dense_to_csr(&Dense::zeros(m, n)).unwrap();
+        assert_eq!((c.shape(), c.nnz(), c.indptr().len()), ((m, n), 0, m + 1));
+    }
+}
