@@ -8,7 +8,7 @@
 //! perf report --no-children --percent-limit 2
 //! ```
 //!
-//! Arguments: `OP KIND N [SECONDS]`, with OP one of add, matmul, kron, adjoint, transpose, mul,
+//! Arguments: `OP KIND N [SECONDS]`, with OP one of add, sub, matmul, kron, adjoint, transpose, mul,
 //! to_dense, to_csr, expect, trace; KIND one of csr (rand10), tridiag, dense, or csr-dense / tridiag-dense
 //! (that sparse pattern stored as Dense), ket (an n×1 Dense), or `A,B` for operands of two kinds
 //! (`matmul csr,ket 1000`). Prints the mean time per call; with `COLD_MB=64` in the
@@ -99,6 +99,7 @@ fn main() -> polymat::Result<()> {
     let call = || -> polymat::Result<Data> {
         match op {
             "add" => polymat::add(&a, &b, Out::Auto),
+            "sub" => polymat::sub(&a, &b, Out::Auto),
             "matmul" => polymat::matmul(&a, &b, Out::Auto),
             "kron" => polymat::kron(&k.0, &k.1, Out::Auto),
             "adjoint" => polymat::adjoint(&a, Out::Auto),

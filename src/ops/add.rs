@@ -110,6 +110,14 @@ pub fn add_dense(a: &Dense, b: &Dense, scale: c64) -> Result<Dense> {
     same_shape("add", a.shape(), b.shape())?;
     if scale == ONE {
         super::dense_zip("add", a, b, |x, y| x + y)
+    } else if a.layout() == b.layout() {
+        // SAFETY: `add_scaled_into` writes every element of `out`, as long as `x` and `y`;
+        // the shapes are equal (checked above) and so are the layouts.
+        unsafe {
+            super::dense_zip_cols("add", a, b, |x, y, out| {
+                crate::simd::add_scaled_into(out, x, scale, y);
+            })
+        }
     } else {
         super::dense_zip("add", a, b, |x, y| x + scale * y)
     }
@@ -331,7 +339,8 @@ pub fn add_csr_dense(a: &Csr, b: &Dense, scale: c64) -> Result<Dense> {
     let mut out = if scale == ONE {
         b.clone()
     } else {
-        super::dense_map("add", b, |x| scale * x)?
+        // SAFETY: `scale_into` writes every element of `out`, as long as `x`.
+        unsafe { super::dense_map_cols("add", b, |x, out| crate::simd::scale_into(out, scale, x)) }?
     };
     scatter_add(&mut out, a, ONE);
     Ok(out)

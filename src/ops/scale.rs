@@ -71,7 +71,8 @@ pub fn neg(a: &Data, out: Out) -> Result<Data> {
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn mul_dense(a: &Dense, s: c64) -> Result<Dense> {
-    dense_map("mul", a, |x| s * x)
+    // SAFETY: `scale_into` writes every element of `out`, as long as `x`.
+    unsafe { super::dense_map_cols("mul", a, |x, out| crate::simd::scale_into(out, s, x)) }
 }
 
 /// `s·a` for Csr. O(nnz); multiplying by zero gives a matrix with no stored entries.

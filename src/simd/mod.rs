@@ -12,6 +12,9 @@ use std::mem::MaybeUninit;
 use crate::scalar::c64;
 
 pub(crate) mod gemm;
+mod scale;
+
+pub(crate) use scale::{add_scaled_into, scale_into};
 
 /// Whether the AVX2 + FMA kernels can run (cached by std).
 #[inline(always)]
