@@ -145,9 +145,7 @@ crate::simd::avx2_fn! {
         for j in 0..a.shape().1 {
             let col = a.buffer_col(j);
             for (c, chunk) in col.chunks(64).enumerate() {
-                let mask = chunk.iter().enumerate().fold(0u64, |mask, (t, v)| {
-                    mask | (u64::from(nonzero_bits(v) != 0) << t)
-                });
+                let mask = crate::simd::nonzero_mask(chunk);
                 masks[j * words + c] = mask;
                 if mask.count_ones() <= 16 {
                     // Few: one increment per non-zero.
