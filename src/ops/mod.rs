@@ -48,6 +48,7 @@ pub mod construct;
 pub mod decomp;
 pub mod dia;
 mod eigen;
+mod elementwise;
 pub mod expect;
 pub mod expm;
 pub mod expm_multiply;
@@ -115,14 +116,14 @@ pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};
 
 // The kernels behind the operators on Dense and Csr (crate::operators).
 pub(crate) use add::{add_csr, add_csr_dense, add_dense, add_dense_csr};
+pub(crate) use elementwise::{dense_copy, dense_map, dense_map_cols, dense_zip, dense_zip_cols};
 pub(crate) use scale::{mul_csr, mul_dense};
 
 use crate::dispatch::{KernelReturn, ReturnValue, Specialisation};
-use crate::engine::{self, Family, OutColumns};
 use crate::error::Result;
 use crate::scalar::{ZERO, c64};
 use crate::shape::{same_shape, square};
-use crate::storage::{Csr, Data, Dense, Layout, alloc};
+use crate::storage::{Csr, Data, Dense};
 
 /// A kernel for storage type `A` that runs `f` on a Dense copy of its input, made by
 /// `to_dense` (so a large input is refused with [`Error::TooLarge`](crate::Error::TooLarge)
@@ -165,230 +166,6 @@ pub(crate) fn check_same_shape<P>(op: &str, args: &[&Data], _: &P) -> Result<()>
 /// Dispatcher check: the only input is square.
 pub(crate) fn check_square<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
     square(op, args[0].shape())
-}
-
-/// A new Dense with entries `f(a[i, j], b[i, j])`, written once, vectorised and, above the
-/// engine's elementwise threshold, parallel. Operands of one layout are walked as their
-/// buffers and the result keeps that layout; mixed layouts give a column-major result, the
-/// row-major operand read through its strided view.
-///
-/// # Errors
-/// [`Error::TooLarge`](crate::Error::TooLarge) naming `op` if the result cannot be allocated.
-#[inline]
-pub(crate) fn dense_zip(
-    op: &str,
-    a: &Dense,
-    b: &Dense,
-    f: impl Fn(c64, c64) -> c64 + Sync,
-) -> Result<Dense> {
-    let (m, n) = a.shape();
-    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
-    if a.layout() == b.layout() {
-        let (bm, bn) = (a.buffer().nrows(), a.buffer().ncols());
-        // SAFETY: the closure writes every element of every column slice it is handed (the
-        // zip runs over the whole output slice: both buffers have the output buffer's shape).
-        let mat = unsafe {
-            alloc::build_mat(op, bm, bn, workers, |rows, j0, cols| {
-                zip_cols(a, b, &f, rows, j0, cols);
-            })
-        }?;
-        return Ok(Dense::with_layout(mat, a.layout()));
-    }
-    // Mixed layouts: a column-major result. Row by row within each block of result columns,
-    // so the row-major operand's row segment is read contiguously and the column-major
-    // operand and the result are walked as a few parallel column streams.
-    let (cm, rm, swapped) = if a.layout() == Layout::ColMajor {
-        (a, b, false)
-    } else {
-        (b, a, true)
-    };
-    // SAFETY: `zip_mixed` writes every element of every column slice: `rows` indexes each
-    // output slice exactly (all have the output's row count).
-    let mat = unsafe {
-        alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            zip_mixed(cm, rm, swapped, &f, rows, j0, cols);
-        })
-    }?;
-    Ok(Dense::new(mat))
-}
-
-crate::simd::avx2_fn! {
-    /// Rows `rows` of columns `j0..` of `f(a, b)` entry by entry, `a` and `b` in the same
-    /// layout (walked as buffers), into `cols`.
-    fn zip_cols(
-        a: &Dense,
-        b: &Dense,
-        f: &impl Fn(c64, c64) -> c64,
-        rows: std::ops::Range<usize>,
-        j0: usize,
-        cols: &mut OutColumns<'_>,
-    ) {
-        for (k, out) in cols.iter_mut().enumerate() {
-            let x = &a.buffer_col(j0 + k)[rows.clone()];
-            let y = &b.buffer_col(j0 + k)[rows.clone()];
-            for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
-                o.write(f(*x, *y));
-            }
-        }
-    }
-}
-
-crate::simd::avx2_fn! {
-    /// Rows `rows` of columns `j0..` of the column-major result of `f` on column-major `cm`
-    /// and row-major `rm` (arguments in that order, or swapped), row by row so that `rm`'s row
-    /// segment is read contiguously.
-    fn zip_mixed(
-        cm: &Dense,
-        rm: &Dense,
-        swapped: bool,
-        f: &impl Fn(c64, c64) -> c64,
-        rows: std::ops::Range<usize>,
-        j0: usize,
-        cols: &mut OutColumns<'_>,
-    ) {
-        let w = cols.len();
-        let cc: Vec<&[c64]> = (j0..j0 + w).map(|j| cm.buffer_col(j)).collect();
-        for i in rows.clone() {
-            let r = &rm.buffer_col(i)[j0..j0 + w];
-            for (k, out) in cols.iter_mut().enumerate() {
-                // SAFETY: i is one of `rows`, below the row count m of `cm`'s columns and of
-                // every output slice (which holds exactly `rows`); k < w = cols.len() = cc.len().
-                let c = unsafe { *cc.get_unchecked(k).get_unchecked(i) };
-                let v = if swapped { f(r[k], c) } else { f(c, r[k]) };
-                // SAFETY: as above, i − rows.start < rows.len() = out.len().
-                unsafe { out.get_unchecked_mut(i - rows.start).write(v) };
-            }
-        }
-    }
-}
-
-/// A new Dense with `f` applied to every entry (written once over the buffer, vectorised,
-/// parallel above the elementwise threshold); the result keeps the input's layout.
-///
-/// # Errors
-/// [`Error::TooLarge`](crate::Error::TooLarge) naming `op` if the result cannot be allocated.
-#[inline]
-pub(crate) fn dense_map(op: &str, a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> Result<Dense> {
-    let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
-    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
-    // SAFETY: the closure writes every element of every column slice it is handed (the input
-    // column segment has the same length as the output slice).
-    let mat = unsafe {
-        alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            map_cols(a, &f, rows, j0, cols);
-        })
-    }?;
-    Ok(Dense::with_layout(mat, a.layout()))
-}
-
-/// A copy of `a`'s buffer in the same layout, one `memcpy` per buffer column.
-///
-/// glibc's `memcpy` (`rep movsb` for a column of 2 KiB or more on the development VM) beat the
-/// `dense_map` loop it replaced for `transpose` at n = 1000 (0.98–1.00 against 1.08–1.30 ms
-/// per call, one thread, same run) and tied it at n = 10 and 100.
-pub(crate) fn dense_copy(op: &str, a: &Dense) -> Result<Dense> {
-    let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
-    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
-    if workers == 1 && m > 0 && n > 0 {
-        // One thread: one `memcpy` of the whole buffer when both have the same column stride
-        // (they do, being reserved alike), padding included: at 10 × 10 one call instead of
-        // ten and no column blocks (1 580 → 1 150 instructions per `transpose`).
-        let mut mat = alloc::reserve_mat(op, m, n)?;
-        let src = a.buffer();
-        if src.row_stride() == 1 && src.col_stride() == mat.col_stride() {
-            let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
-            // SAFETY: both buffers are m × n with column stride `stride` ≥ m, so each spans
-            // stride·(n − 1) + m elements of its own allocation; the fresh output does not
-            // overlap the input. The padding between columns is copied as raw bytes (never
-            // read as values), and every entry of the result is written, so it may be given
-            // its dimensions.
-            unsafe {
-                std::ptr::copy_nonoverlapping(src.as_ptr(), mat.as_ptr_mut(), stride * (n - 1) + m);
-                mat.set_dims(m, n);
-            }
-            return Ok(Dense::with_layout(mat, a.layout()));
-        }
-    }
-    // SAFETY: the closure writes every element of every column slice it is handed: each is
-    // filled by one copy of the input column segment of the same length; the fresh output
-    // buffer does not overlap the input, and `MaybeUninit<c64>` has the layout of `c64`.
-    let mat = unsafe {
-        alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            for (k, out) in cols.iter_mut().enumerate() {
-                let src = &a.buffer_col(j0 + k)[rows.clone()];
-                let len = src.len().min(out.len());
-                debug_assert_eq!(src.len(), out.len());
-                std::ptr::copy_nonoverlapping(src.as_ptr(), out.as_mut_ptr().cast(), len);
-            }
-        })
-    }?;
-    Ok(Dense::with_layout(mat, a.layout()))
-}
-
-/// A new Dense in `a`'s layout whose every buffer column segment is `col(input segment,
-/// output segment)`: for maps with a kernel of their own per column (`mul`'s scaling).
-///
-/// # Safety
-/// `col` must write every element of the output segment it is given (as long as the input's).
-pub(crate) unsafe fn dense_map_cols(
-    op: &str,
-    a: &Dense,
-    col: impl Fn(&[c64], &mut [std::mem::MaybeUninit<c64>]) + Sync,
-) -> Result<Dense> {
-    let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
-    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
-    // SAFETY: `col` writes every element of every output segment (this function's contract).
-    let mat = unsafe {
-        alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            for (k, out) in cols.iter_mut().enumerate() {
-                col(&a.buffer_col(j0 + k)[rows.clone()], out);
-            }
-        })
-    }?;
-    Ok(Dense::with_layout(mat, a.layout()))
-}
-
-/// [`dense_map_cols`] with two operands of the same shape and layout: `col(a segment,
-/// b segment, output segment)` (`add` with a scale).
-///
-/// # Safety
-/// As [`dense_map_cols`]; and `a` and `b` have the same shape and layout.
-pub(crate) unsafe fn dense_zip_cols(
-    op: &str,
-    a: &Dense,
-    b: &Dense,
-    col: impl Fn(&[c64], &[c64], &mut [std::mem::MaybeUninit<c64>]) + Sync,
-) -> Result<Dense> {
-    debug_assert!(a.shape() == b.shape() && a.layout() == b.layout());
-    let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
-    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
-    // SAFETY: `col` writes every element of every output segment (this function's contract).
-    let mat = unsafe {
-        alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            for (k, out) in cols.iter_mut().enumerate() {
-                let (x, y) = (a.buffer_col(j0 + k), b.buffer_col(j0 + k));
-                col(&x[rows.clone()], &y[rows.clone()], out);
-            }
-        })
-    }?;
-    Ok(Dense::with_layout(mat, a.layout()))
-}
-
-crate::simd::avx2_fn! {
-    /// Rows `rows` of columns `j0..` of `f` applied to `a`'s buffer, into `cols`.
-    fn map_cols(
-        a: &Dense,
-        f: &impl Fn(c64) -> c64,
-        rows: std::ops::Range<usize>,
-        j0: usize,
-        cols: &mut OutColumns<'_>,
-    ) {
-        for (k, out) in cols.iter_mut().enumerate() {
-            for (o, x) in out.iter_mut().zip(&a.buffer_col(j0 + k)[rows.clone()]) {
-                o.write(f(*x));
-            }
-        }
-    }
 }
 
 /// A new Csr with the same structure and `f` applied to every stored value.
