@@ -159,9 +159,10 @@ unsafe fn csr_from_row_counts_unchecked(
 /// faster than [`by_masks`]; at 32×32, 1.3–1.6× slower (10 % non-zero).
 const TINY: usize = 256;
 
-/// Up to this many entries, Dense → Csr takes the branch-free walk of [`branch_free_walk`] (which stores
-/// every entry, non-zero or not): 23 % faster than [`by_row_blocks`] at 10 × 10 full, 9 % on a
-/// 10 × 10 tridiagonal, 25 % at 4 × 4; at 16 × 16 tridiagonal (18 % non-zero) 6 % slower.
+/// Up to this many entries, Dense → Csr takes the branch-free walk of [`branch_free_walk`]
+/// (which stores every entry, non-zero or not): 23 % faster than [`by_row_blocks`] at 10 × 10
+/// full, 9 % on a 10 × 10 tridiagonal, 25 % at 4 × 4; at 16 × 16 tridiagonal (18 % non-zero)
+/// 6 % slower.
 const BRANCH_FREE: usize = 128;
 
 /// Up to this many entries, a column-major Dense → Csr takes [`by_masks`] (a plain walk below
