@@ -170,15 +170,21 @@ pub(crate) fn check_square<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
 
 /// A new Csr with the same structure and `f` applied to every stored value.
 pub(crate) fn csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Csr {
-    // SAFETY: the structure is copied unchanged from a valid Csr.
-    unsafe {
-        Csr::from_parts_unchecked(
-            a.shape(),
-            a.indptr().to_vec(),
-            a.indices().to_vec(),
-            a.data().iter().map(|&x| f(x)).collect(),
-        )
-    }
+    csr_with_values(a, a.data().iter().map(|&x| f(x)).collect())
+}
+
+/// A new Csr with `a`'s structure and the values `data`, one per stored entry.
+///
+/// # Panics
+/// If `data` does not hold exactly nnz(a) values (a caller's bug).
+pub(crate) fn csr_with_values(a: &Csr, data: Vec<c64>) -> Csr {
+    assert_eq!(
+        data.len(),
+        a.nnz(),
+        "csr_with_values: one value per stored entry"
+    );
+    // SAFETY: the structure is copied unchanged from a valid Csr, with one value per entry.
+    unsafe { Csr::from_parts_unchecked(a.shape(), a.indptr().to_vec(), a.indices().to_vec(), data) }
 }
 
 /// Whether every product `x·y` of a value of `a` and a value of `b` is non-zero once rounded, so

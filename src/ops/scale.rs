@@ -88,6 +88,5 @@ pub fn mul_csr(a: &Csr, s: c64) -> Csr {
     crate::simd::scale_into(&mut data.spare_capacity_mut()[..nnz], s, a.data());
     // SAFETY: `scale_into` wrote all nnz elements (the lengths agree); the capacity is nnz.
     unsafe { data.set_len(nnz) };
-    // SAFETY: the structure is copied unchanged from a valid Csr, with one value per entry.
-    unsafe { Csr::from_parts_unchecked(a.shape(), a.indptr().to_vec(), a.indices().to_vec(), data) }
+    super::csr_with_values(a, data)
 }

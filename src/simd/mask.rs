@@ -20,8 +20,9 @@ pub(crate) fn nonzero_mask(chunk: &[c64]) -> u64 {
 }
 
 /// Non-zero exactly when `v` is not `±0 + ±0i`: the bits of both parts, sign bits shifted out.
+/// The one test of "stored" that Dense → Csr applies everywhere.
 #[inline(always)]
-fn nonzero_bits(v: &c64) -> u64 {
+pub(crate) fn nonzero_bits(v: &c64) -> u64 {
     (v.re.to_bits() | v.im.to_bits()) << 1
 }
 

@@ -15,7 +15,7 @@ pub(crate) mod gemm;
 mod mask;
 mod scale;
 
-pub(crate) use mask::nonzero_mask;
+pub(crate) use mask::{nonzero_bits, nonzero_mask};
 pub(crate) use scale::{add_scaled_into, scale_into};
 
 /// Whether the AVX2 + FMA kernels can run (cached by std).

@@ -3,8 +3,8 @@
 
 use rayon::prelude::*;
 
-use super::nonzero_bits;
 use crate::scalar::c64;
+use crate::simd::nonzero_bits;
 use crate::storage::{Csr, Dense};
 
 /// Dense → Csr through the columns of column-major `a`: one range of columns per worker, each

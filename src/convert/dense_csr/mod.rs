@@ -19,6 +19,7 @@ use small::{branch_free_walk, by_masks};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::scalar::c64;
+use crate::simd::nonzero_bits;
 use crate::storage::{Csr, Dense, Layout, alloc};
 
 /// Keeps the entries that are not exactly zero (`-0.0` counts as zero, NaN does not). O(rows·cols).
@@ -59,12 +60,6 @@ pub(crate) fn dense_to_csr(a: &Dense) -> Result<Csr> {
         Some(c) => Ok(c),
         None => by_row_blocks(a, workers),
     }
-}
-
-/// Non-zero exactly when `v` is not `±0 + ±0i`: the bits of both parts, sign bits shifted out.
-#[inline(always)]
-fn nonzero_bits(v: &c64) -> u64 {
-    (v.re.to_bits() | v.im.to_bits()) << 1
 }
 
 /// Dense → Csr by blocks of rows, `workers` of them at a time (serial for 1): a vectorised

@@ -3,9 +3,10 @@
 
 use std::mem::MaybeUninit;
 
-use super::{csr_from_row_counts_unchecked, fill_rows, nonzero_bits};
+use super::{csr_from_row_counts_unchecked, fill_rows};
 use crate::error::Result;
 use crate::scalar::c64;
+use crate::simd::nonzero_bits;
 use crate::storage::{Csr, Dense, alloc};
 
 crate::simd::avx2_fn! {
