@@ -126,52 +126,96 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) })
 }
 
-crate::simd::avx2_fn! {
-    /// The entries of a ⊗ b in row order into `indices` and `data` (each nnz(a)·nnz(b) long),
-    /// one row pointer per result row pushed to `indptr`; returns the count written (all of
-    /// them). The AVX2 instance halves the shuffles of the complex products (1.5× faster at
-    /// n = 100 than the baseline instance the function used to be).
-    fn kron_csr_fill(
-        a: &Csr,
-        b: &Csr,
-        indices: &mut [MaybeUninit<usize>],
-        data: &mut [MaybeUninit<c64>],
-        indptr: &mut Vec<usize>,
-    ) -> usize {
-        let (ma, mb, nb) = (a.shape().0, b.shape().0, b.shape().1);
-        let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
-        let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
-        // Written in place, without a capacity check per run (runs are short for banded
-        // operators: 1.5× faster than `extend` per run for tridiagonal factors, measured in
-        // one process).
-        let nnz = indices.len().min(data.len());
-        assert!(
-            ia.len().checked_mul(ib.len()) == Some(nnz),
-            "kron_csr_fill: buffers of the wrong length"
-        );
-        let (out_idx, out_val) = (indices.as_mut_ptr(), data.as_mut_ptr());
-        let mut pos = 0usize;
-        for i in 0..ma {
-            let (ra, rv) = (&ia[pa[i]..pa[i + 1]], &da[pa[i]..pa[i + 1]]);
-            for k in 0..mb {
-                let (bi, bv) = (&ib[pb[k]..pb[k + 1]], &db[pb[k]..pb[k + 1]]);
-                for (&ca, &va) in ra.iter().zip(rv) {
-                    let base = ca * nb;
-                    for (&c, &v) in bi.iter().zip(bv) {
-                        // SAFETY: the loops visit each (entry of a, entry of b) pair once, so
-                        // pos < nnz(a)·nnz(b) = nnz, the length of both buffers (asserted).
-                        unsafe {
-                            (*out_idx.add(pos)).write(base + c);
-                            (*out_val.add(pos)).write(va * v);
-                        }
-                        pos += 1;
-                    }
-                }
-                indptr.push(pos);
+/// The entries of a ⊗ b in row order into `indices` and `data` (each nnz(a)·nnz(b) long), one
+/// row pointer per result row pushed to `indptr`; returns the count written (all of them).
+///
+/// Each run (one entry of a times one row of b) is written in place without a capacity check
+/// (1.5× faster than `extend` per run for tridiagonal factors). The AVX2 path writes a run two
+/// entries at a time, values and columns in one loop (`simd::scale_run`, inlined into the
+/// walk: 10 × 10 full factors 9.5–9.7 → 6.1–6.2 µs, tridiagonal 1.79–1.84 → 1.31–1.43 µs
+/// against the compiler's vectorisation of the scalar loop); its products are the scalar ones
+/// to the bit (NaN as NaN).
+fn kron_csr_fill(
+    a: &Csr,
+    b: &Csr,
+    indices: &mut [MaybeUninit<usize>],
+    data: &mut [MaybeUninit<c64>],
+    indptr: &mut Vec<usize>,
+) -> usize {
+    let nnz = indices.len().min(data.len());
+    assert!(
+        a.nnz().checked_mul(b.nnz()) == Some(nnz),
+        "kron_csr_fill: buffers of the wrong length"
+    );
+    let (out_idx, out_val) = (
+        indices.as_mut_ptr().cast::<usize>(),
+        data.as_mut_ptr().cast::<c64>(),
+    );
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::avx2() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above); both buffers hold
+        // nnz(a)·nnz(b) entries (asserted).
+        return unsafe { kron_csr_fill_v3(a, b, out_idx, out_val, indptr) };
+    }
+    kron_csr_runs(a, b, indptr, |pos, base, va, bi, bv| {
+        for (k, (&c, &v)) in bi.iter().zip(bv).enumerate() {
+            // SAFETY: `kron_csr_runs` hands out disjoint runs covering 0..nnz(a)·nnz(b), the
+            // length of both buffers (asserted), so pos + k is in bounds.
+            unsafe {
+                out_idx.add(pos + k).write(base + c);
+                out_val.add(pos + k).write(va * v);
             }
         }
-        pos
+    })
+}
+
+/// [`kron_csr_fill`] on the AVX2 path.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `out_idx` and `out_val` are valid for nnz(a)·nnz(b) writes.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn kron_csr_fill_v3(
+    a: &Csr,
+    b: &Csr,
+    out_idx: *mut usize,
+    out_val: *mut c64,
+    indptr: &mut Vec<usize>,
+) -> usize {
+    kron_csr_runs(a, b, indptr, |pos, base, va, bi, bv| {
+        // SAFETY: this function's features; the run pos..pos + bv.len() is in bounds (see the
+        // scalar path) and the outputs do not overlap the inputs.
+        unsafe { crate::simd::scale_run(out_val.add(pos), out_idx.add(pos), va, bv, bi, base) }
+    })
+}
+
+/// Walks the runs of a ⊗ b in row order: `run(pos, base, va, bi, bv)` is to write the run
+/// `va · bv` with columns `base + bi` at positions `pos..pos + bv.len()`. The runs are
+/// disjoint and cover `0..nnz(a)·nnz(b)` (each pair of an entry of a and an entry of b once),
+/// and one row pointer per result row is pushed to `indptr`. Returns the total.
+#[inline(always)]
+fn kron_csr_runs(
+    a: &Csr,
+    b: &Csr,
+    indptr: &mut Vec<usize>,
+    mut run: impl FnMut(usize, usize, c64, &[usize], &[c64]),
+) -> usize {
+    let (ma, mb, nb) = (a.shape().0, b.shape().0, b.shape().1);
+    let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
+    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+    let mut pos = 0usize;
+    for i in 0..ma {
+        let (ra, rv) = (&ia[pa[i]..pa[i + 1]], &da[pa[i]..pa[i + 1]]);
+        for k in 0..mb {
+            let (bi, bv) = (&ib[pb[k]..pb[k + 1]], &db[pb[k]..pb[k + 1]]);
+            for (&ca, &va) in ra.iter().zip(rv) {
+                run(pos, ca * nb, va, bi, bv);
+                pos += bv.len();
+            }
+            indptr.push(pos);
+        }
     }
+    pos
 }
 
 /// `aᵀ ⊗ b`, the building block of superoperators (`vec(b·X·a) = (aᵀ ⊗ b)·vec(X)`).
@@ -264,6 +308,61 @@ mod tests {
             &[z(f64::NAN, 0.0)],
             &[z(1.0, 0.0)]
         ));
+    }
+
+    /// Both instances of the fill (AVX2 runs of two, the scalar loop) against the definition,
+    /// to the bit: rows of b of every length from 0 to 5 (odd runs end in the one-entry tail),
+    /// signed zeros, infinities, subnormals and NaN among the values, rectangular factors.
+    #[test]
+    fn kron_csr_fill_matches_the_definition_on_both_instances() {
+        let special = [1.5, -0.0, f64::INFINITY, 1e-310, -2.25, f64::NAN, 3.0, 0.5];
+        let value = |k: usize| c64::new(special[k % 8], special[(k * 5 + 3) % 8]);
+        // b: 6 × 7, row r holding r entries (0..=5) at scattered columns.
+        let (mut bi, mut bj, mut bv) = (vec![], vec![], vec![]);
+        for r in 0..6 {
+            for t in 0..r {
+                bi.push(r);
+                bj.push((t * 3 + r) % 7);
+                bv.push(value(bv.len()));
+            }
+        }
+        let b = Csr::from_triplets((6, 7), &bi, &bj, &bv).unwrap();
+        let a = Csr::from_triplets(
+            (3, 4),
+            &[0, 0, 0, 2, 2],
+            &[0, 1, 3, 2, 3],
+            &[value(1), value(6), value(4), value(7), value(2)],
+        )
+        .unwrap();
+        let fast = kron_csr(&a, &b).unwrap();
+        let slow = crate::simd::baseline(|| kron_csr(&a, &b)).unwrap();
+        // NaN as NaN: the vector `addsub` and the scalar difference may give it another sign.
+        let part = |x: f64| if x.is_nan() { u64::MAX } else { x.to_bits() };
+        // Every pair of stored entries whose product is not an exact zero (subnormal products
+        // underflow) is stored, with the product's bits.
+        let zero = c64::new(0.0, 0.0);
+        let kept = a
+            .data()
+            .iter()
+            .flat_map(|&x| bv.iter().map(move |&y| x * y));
+        let kept = kept.filter(|&z| z != zero).count();
+        for k in [&fast, &slow] {
+            assert_eq!(k.shape(), (18, 28));
+            assert_eq!(k.nnz(), kept);
+            for i in 0..18 {
+                for p in k.indptr()[i]..k.indptr()[i + 1] {
+                    let (j, v) = (k.indices()[p], k.data()[p]);
+                    let want = a.get(i / 6, j / 7) * b.get(i % 6, j % 7);
+                    let same = (part(v.re), part(v.im)) == (part(want.re), part(want.im));
+                    assert!(same, "({i}, {j}): {v} against {want}");
+                }
+            }
+        }
+        assert_eq!(fast.indptr(), slow.indptr());
+        assert_eq!(fast.indices(), slow.indices());
+        let parts =
+            |k: &Csr| -> Vec<_> { k.data().iter().map(|z| (part(z.re), part(z.im))).collect() };
+        assert_eq!(parts(&fast), parts(&slow));
     }
 
     #[test]

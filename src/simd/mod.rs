@@ -16,6 +16,8 @@ mod mask;
 mod scale;
 
 pub(crate) use mask::{nonzero_bits, nonzero_mask};
+#[cfg(target_arch = "x86_64")]
+pub(crate) use scale::scale_run;
 pub(crate) use scale::{add_scaled_into, scale_into};
 
 /// Whether the AVX2 + FMA kernels can run (cached by std).

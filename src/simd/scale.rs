@@ -38,6 +38,58 @@ pub(crate) fn add_scaled_into(out: &mut [MaybeUninit<c64>], x: &[c64], s: c64, y
     }
 }
 
+/// One run of a Kronecker product: `vals[k] = s·x[k]` (as [`scale_into`], bit for bit the
+/// scalar product) and `cols[k] = base + idx[k]` for every `k < x.len()`, on the AVX2 path.
+///
+/// Meant to be inlined into a caller compiled for the same features (the Csr Kronecker fill),
+/// so that a short run costs no call.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `vals` and `cols` are valid for `x.len()` writes and do not
+/// overlap `x` or `idx`; `idx.len() >= x.len()`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(crate) unsafe fn scale_run(
+    vals: *mut c64,
+    cols: *mut usize,
+    s: c64,
+    x: &[c64],
+    idx: &[usize],
+    base: usize,
+) {
+    use std::arch::x86_64::*;
+    let n = x.len();
+    debug_assert!(idx.len() >= n);
+    let (px, pi) = (x.as_ptr().cast::<f64>(), idx.as_ptr());
+    let (sr, si) = (_mm256_set1_pd(s.re), _mm256_set1_pd(s.im));
+    // `usize` is 64 bits on x86-64; the sum wraps as `usize` addition would not, but the
+    // caller's columns are below the result's column count, which fits in `usize`.
+    let vb = _mm_set1_epi64x(base as i64);
+    let mut k = 0;
+    while k + 2 <= n {
+        // SAFETY: entries k..k + 2 exist in `x` and `idx` and may be written in `vals` and
+        // `cols` (the caller's contract); `Complex<f64>` is two packed doubles; unaligned
+        // accesses.
+        unsafe {
+            let v = _mm256_loadu_pd(px.add(2 * k));
+            let swapped = _mm256_permute_pd::<0b0101>(v);
+            let r = _mm256_addsub_pd(_mm256_mul_pd(sr, v), _mm256_mul_pd(si, swapped));
+            _mm256_storeu_pd(vals.add(k).cast::<f64>(), r);
+            let c = _mm_loadu_si128(pi.add(k).cast::<__m128i>());
+            _mm_storeu_si128(cols.add(k).cast::<__m128i>(), _mm_add_epi64(c, vb));
+        }
+        k += 2;
+    }
+    if k < n {
+        // SAFETY: as above, for the last entry.
+        unsafe {
+            vals.add(k).write(s * *x.get_unchecked(k));
+            cols.add(k).write(base + *idx.get_unchecked(k));
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx {
     use std::arch::x86_64::*;
