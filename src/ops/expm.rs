@@ -131,7 +131,14 @@ fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Mat<c64> {
 fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Mat<c64> {
     let n = a.nrows();
     let mut out = Mat::<c64>::zeros(n, n);
-    engine::product(n * n * n, |par| {
+    let work = n.saturating_mul(n).saturating_mul(n);
+    engine::product(work, |par| {
+        // Large products: three real ones where the values allow (`gemm3m`).
+        if work >= super::gemm3m::MIN_WORK
+            && super::gemm3m::gemm_3m(out.as_mut(), a.as_ref(), b.as_ref(), par)
+        {
+            return;
+        }
         faer_matmul(
             out.as_mut(),
             Accum::Replace,

@@ -54,6 +54,7 @@ pub mod expm;
 pub mod expm_multiply;
 pub mod extract;
 pub mod funm;
+mod gemm3m;
 pub mod inner;
 pub mod inplace;
 pub mod kron;
