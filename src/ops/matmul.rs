@@ -130,37 +130,49 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let (m, k) = a.shape();
     let n = b.shape().1;
-    let mut out = Dense::zeros_for("matmul", m, n)?;
     if m == 0 || n == 0 || k == 0 {
-        return Ok(out);
+        return Dense::zeros_for("matmul", m, n);
     }
     let work = m.saturating_mul(k).saturating_mul(n);
     let serial = engine::workers(Family::Matmul, work) == 1;
     if n == 1 && serial {
+        let mut out = Dense::zeros_for("matmul", m, n)?;
         dense_gemv(a, b.col(0), out.col_mut(0));
         return Ok(out);
     }
     // At most 12 rows: each result column in registers (simd::gemm), 1.3–2.3× faster than
-    // faer's gemm for square n = 8–12 (docs/benchmarks.md).
+    // faer's gemm for square n = 8–12 (docs/benchmarks.md), written once into an
+    // uninitialised result; A read in place when its row count is even.
     if serial && a.layout() == Layout::ColMajor {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
-        if let Some(ap) = gemm::pad_a(&mut buf, (m, k), |c| a.buffer_col(c)) {
-            if b.layout() == Layout::RowMajor {
+        let ap = match gemm::Operand::direct(a.buffer()) {
+            Some(ap) => Some(ap),
+            None => gemm::Operand::padded(&mut buf, (m, k), |c| a.buffer_col(c)),
+        };
+        if let Some(ap) = ap {
+            let row_major = b.layout() == Layout::RowMajor;
+            let fill = |_: std::ops::Range<usize>, j0: usize, cols: &mut OutColumns<'_>| {
                 let mut bj = [ZERO; MAX_INNER];
-                for j in 0..n {
-                    for (t, x) in bj[..k].iter_mut().enumerate() {
-                        *x = b.buffer_col(t)[j];
+                for (t, col) in cols.iter_mut().enumerate() {
+                    let j = j0 + t;
+                    if row_major {
+                        for (x, y) in bj[..k].iter_mut().enumerate() {
+                            *y = b.buffer_col(x)[j];
+                        }
+                        gemm::column(&ap, &bj[..k], col);
+                    } else {
+                        gemm::column(&ap, &b.buffer_col(j)[..k], col);
                     }
-                    gemm::column(ap, m, &bj[..k], out.col_mut(j));
                 }
-            } else {
-                for j in 0..n {
-                    gemm::column(ap, m, &b.buffer_col(j)[..k], out.col_mut(j));
-                }
-            }
-            return Ok(out);
+            };
+            // SAFETY: `gemm::column` writes all m rows of every column handed out (one worker:
+            // whole columns).
+            return Ok(Dense::from(unsafe {
+                alloc::build_mat("matmul", m, n, 1, fill)?
+            }));
         }
     }
+    let mut out = Dense::zeros_for("matmul", m, n)?;
     engine::product(work, |par| {
         // Large products: three real ones where that applies (finite, moderate values).
         if work >= gemm3m::MIN_WORK

@@ -3,11 +3,15 @@
 //! faer's gemm takes about 0.85 µs for a 10×10·10×10 product on the development VM (its
 //! packing and dispatch are sized for large matrices), while the multiply-adds need about a
 //! fifth of that. Here a result column of up to [`MAX_ROWS`] rows is a set of AVX2
-//! accumulators: A's columns are copied once, zero-padded to whole registers ([`pad_a`]), and
-//! each column of B costs one broadcast pair and two FMAs per register per inner index
-//! ([`column`]).
+//! accumulators: A's columns are read where they lie when their row count is even
+//! ([`Operand::direct`]) or copied once, zero-padded to whole registers ([`Operand::padded`]),
+//! and each column of B costs one broadcast pair and two FMAs per register per inner index
+//! ([`column`]), written straight into the result's uninitialised column.
 
+use std::marker::PhantomData;
 use std::mem::MaybeUninit;
+
+use faer::MatRef;
 
 use crate::scalar::{ZERO, c64};
 
@@ -21,46 +25,91 @@ pub(crate) const MAX_INNER: usize = 64;
 /// Room for A's padded copy.
 pub(crate) type PadBuf = [MaybeUninit<c64>; MAX_ROWS * MAX_INNER];
 
-/// A's `p` columns (`a_col(k)`, each at least `m` long), each zero-padded to an even length,
-/// written into `buf`: the operand of [`column`]. `None` when `m` or `p` is 0 or out of range,
-/// or the CPU lacks AVX2 and FMA (the caller then takes its general product).
-pub(crate) fn pad_a<'b, 'a>(
-    buf: &'b mut PadBuf,
-    (m, p): (usize, usize),
-    a_col: impl Fn(usize) -> &'a [c64],
-) -> Option<&'b [c64]> {
-    if m == 0 || m > MAX_ROWS || p == 0 || p > MAX_INNER || !super::avx2() {
-        return None;
-    }
-    let w = m.next_multiple_of(2);
-    for k in 0..p {
-        let dst = &mut buf[k * w..(k + 1) * w];
-        for (d, v) in dst.iter_mut().zip(&a_col(k)[..m]) {
-            d.write(*v);
-        }
-        if w > m {
-            dst[m].write(ZERO);
-        }
-    }
-    // SAFETY: the loop wrote the first p·w elements (all w of each of the p columns), and
-    // p·w ≤ MAX_INNER·MAX_ROWS, the buffer's length.
-    Some(unsafe { std::slice::from_raw_parts(buf.as_ptr().cast::<c64>(), p * w) })
+/// A as [`column`] reads it: `p` columns of `m` rows, column `k` starting `k·stride` entries
+/// after `ptr`, each followed by a zero when `m` is odd (so every column fills whole
+/// registers).
+#[derive(Clone, Copy)]
+pub(crate) struct Operand<'a> {
+    ptr: *const c64,
+    stride: usize,
+    m: usize,
+    p: usize,
+    _borrow: PhantomData<&'a c64>,
 }
 
-/// `c[..m] = Σₖ a_k·b[k]`, with `a` from [`pad_a`] for the same `m` and `b.len()` columns.
+// SAFETY: an `Operand` is a shared, read-only borrow of `c64` values for `'a`, as a `&'a [c64]`
+// would be: sending or sharing it across threads is as safe as sending or sharing that borrow.
+unsafe impl Send for Operand<'_> {}
+// SAFETY: as for `Send`: nothing is written through the pointer.
+unsafe impl Sync for Operand<'_> {}
+
+impl<'a> Operand<'a> {
+    /// A read where it lies, without a copy: needs an even row count (no padding) and unit row
+    /// stride. `None` otherwise, when `m` or `p` is 0 or out of range, or when the CPU lacks
+    /// AVX2 and FMA (the caller then takes its general product).
+    pub(crate) fn direct(a: MatRef<'a, c64>) -> Option<Operand<'a>> {
+        let (m, p) = (a.nrows(), a.ncols());
+        if !in_range(m, p) || m % 2 != 0 || a.row_stride() != 1 {
+            return None;
+        }
+        Some(Operand {
+            ptr: a.as_ptr(),
+            stride: usize::try_from(a.col_stride()).ok().filter(|&s| s >= m)?,
+            m,
+            p,
+            _borrow: PhantomData,
+        })
+    }
+
+    /// A's `p` columns (`a_col(k)`, each at least `m` long), each zero-padded to an even
+    /// length, copied into `buf`. `None` as for [`direct`](Self::direct), odd `m` allowed.
+    pub(crate) fn padded(
+        buf: &'a mut PadBuf,
+        (m, p): (usize, usize),
+        a_col: impl Fn(usize) -> &'a [c64],
+    ) -> Option<Operand<'a>> {
+        if !in_range(m, p) {
+            return None;
+        }
+        let w = m.next_multiple_of(2);
+        for k in 0..p {
+            let dst = &mut buf[k * w..(k + 1) * w];
+            for (d, v) in dst.iter_mut().zip(&a_col(k)[..m]) {
+                d.write(*v);
+            }
+            if w > m {
+                dst[m].write(ZERO);
+            }
+        }
+        // The loop wrote the first p·w elements (all w of each of the p columns), and
+        // p·w ≤ MAX_INNER·MAX_ROWS, the buffer's length.
+        Some(Operand {
+            ptr: buf.as_ptr().cast::<c64>(),
+            stride: w,
+            m,
+            p,
+            _borrow: PhantomData,
+        })
+    }
+}
+
+/// Whether a product with `m` rows and `p` inner columns takes the register kernel here.
+fn in_range(m: usize, p: usize) -> bool {
+    (1..=MAX_ROWS).contains(&m) && (1..=MAX_INNER).contains(&p) && super::avx2()
+}
+
+/// `c = Σₖ a_k·b[k]` (all `m` rows of `c` written), with `b.len()` = A's column count.
 ///
 /// # Panics
-/// If `a` is not `b.len()` padded columns of `m` rows or `c` is shorter than `m`: a caller's
-/// bug.
-pub(crate) fn column(a: &[c64], m: usize, b: &[c64], c: &mut [c64]) {
-    let w = m.next_multiple_of(2);
+/// If `b` does not have A's column count or `c` does not have its row count: a caller's bug.
+pub(crate) fn column(a: &Operand<'_>, b: &[c64], c: &mut [MaybeUninit<c64>]) {
     assert!(
-        (1..=MAX_ROWS).contains(&m) && a.len() == w * b.len() && c.len() >= m,
+        b.len() == a.p && c.len() == a.m,
         "gemm::column: operands of the wrong size"
     );
     #[cfg(target_arch = "x86_64")]
     {
-        let kernel = match w / 2 {
+        let kernel = match a.m.div_ceil(2) {
             1 => avx::column::<1>,
             2 => avx::column::<2>,
             3 => avx::column::<3>,
@@ -68,38 +117,46 @@ pub(crate) fn column(a: &[c64], m: usize, b: &[c64], c: &mut [c64]) {
             5 => avx::column::<5>,
             _ => avx::column::<6>,
         };
-        // SAFETY: `a` came from `pad_a`, which returned it only on a CPU with AVX2 and FMA;
-        // the sizes are those the kernel needs (asserted above).
-        unsafe { kernel(a, b, &mut c[..m]) }
+        // SAFETY: an `Operand` exists only on a CPU with AVX2 and FMA; column k of A holds
+        // 2H = m rounded up to even readable entries at ptr + k·stride (a padded copy, or an
+        // even m in a matrix the `Operand` borrows), for k < p = b.len(); c has m entries.
+        unsafe { kernel(a.ptr, a.stride, b, c) }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("pad_a returns None off x86-64");
+    unreachable!("an Operand is only made on x86-64 with AVX2")
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx {
     use std::arch::x86_64::*;
+    use std::mem::MaybeUninit;
 
     use crate::scalar::c64;
 
-    /// One result column, `c = Σₖ a[k]·b[k]` with `a[k]` the k-th padded column of A (2H
-    /// entries, the last possibly padding). The sums by B's real parts and by its imaginary
-    /// parts are kept apart and combined once at the end (`addsub` of one and the other with
-    /// its lanes swapped).
+    /// One result column, `c = Σₖ a[k]·b[k]` with `a[k]` the k-th column of A (2H entries
+    /// from `a + k·stride`, the last possibly padding). The sums by B's real parts and by its
+    /// imaginary parts are kept apart and combined once at the end (`addsub` of one and the
+    /// other with its lanes swapped).
     ///
     /// # Safety
-    /// The CPU has AVX2 and FMA; `a.len() = 2H·b.len()` and `c.len()` is `2H` or `2H − 1`.
+    /// The CPU has AVX2 and FMA; 2H entries are readable from `a + k·stride` for every
+    /// `k < b.len()`; `c.len()` is `2H` or `2H − 1`.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn column<const H: usize>(a: &[c64], b: &[c64], c: &mut [c64]) {
-        let pa = a.as_ptr().cast::<f64>();
+    pub(super) unsafe fn column<const H: usize>(
+        a: *const c64,
+        stride: usize,
+        b: &[c64],
+        c: &mut [MaybeUninit<c64>],
+    ) {
+        let pa = a.cast::<f64>();
         let mut re = [_mm256_setzero_pd(); H];
         let mut im = [_mm256_setzero_pd(); H];
         for (k, v) in b.iter().enumerate() {
             let (br, bi) = (_mm256_set1_pd(v.re), _mm256_set1_pd(v.im));
             for h in 0..H {
-                // SAFETY: doubles 4(kH + h)..+4 are entries 2(kH + h) and 2(kH + h) + 1 of
-                // `a`, below 2H·b.len() = a.len() (k < b.len(), h < H).
-                let x = unsafe { _mm256_loadu_pd(pa.add(4 * (k * H + h))) };
+                // SAFETY: doubles 2k·stride + 4h..+4 are entries 2h and 2h + 1 of column k,
+                // readable by the caller's contract (h < H, k < b.len()).
+                let x = unsafe { _mm256_loadu_pd(pa.add(2 * k * stride + 4 * h)) };
                 re[h] = _mm256_fmadd_pd(x, br, re[h]);
                 im[h] = _mm256_fmadd_pd(x, bi, im[h]);
             }
@@ -128,8 +185,9 @@ mod tests {
     }
 
     /// Every register count (m = 1..=12, odd and even) and inner sizes up to the limit agree
-    /// with the definition to rounding, and leave what follows an odd column alone;
-    /// out-of-range sizes are declined.
+    /// with the definition to rounding, through a padded copy and (even m) read in place from
+    /// a matrix with padded columns; they write the column's m entries and nothing past them;
+    /// out-of-range sizes and odd m read in place are declined.
     #[test]
     fn small_products_match_the_definition() {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
@@ -138,27 +196,47 @@ mod tests {
                 let a: Vec<Vec<c64>> = (0..p)
                     .map(|k| (0..m).map(|i| value(i * p + k, 1)).collect())
                     .collect();
-                let Some(ap) = pad_a(&mut buf, (m, p), |k| &a[k]) else {
+                // The same A in a faer matrix, viewed as the top m rows of m + 3 (stride > m).
+                let tall = faer::Mat::<c64>::from_fn(m + 3, p, |i, k| {
+                    if i < m {
+                        a[k][i]
+                    } else {
+                        c64::new(f64::NAN, 0.0)
+                    }
+                });
+                let direct = Operand::direct(tall.as_ref().subrows(0, m));
+                assert_eq!(
+                    direct.is_some(),
+                    m % 2 == 0 && crate::simd::avx2(),
+                    "{m}×{p}"
+                );
+                let Some(padded) = Operand::padded(&mut buf, (m, p), |k| &a[k]) else {
                     assert!(!crate::simd::avx2());
                     return;
                 };
-                for j in 0..3 {
-                    let b: Vec<c64> = (0..p).map(|k| value(k * 3 + j, 2)).collect();
-                    let sentinel = c64::new(-7.0, 7.0);
-                    let mut c = vec![sentinel; m + 1];
-                    column(ap, m, &b, &mut c[..m]);
-                    for i in 0..m {
-                        let want: c64 = (0..p).map(|k| a[k][i] * b[k]).sum();
-                        let tol = 1e-13 * 50.0 * p as f64;
-                        assert!((c[i] - want).norm() <= tol, "{m}×{p} row {i}");
+                for op in [Some(padded), direct].into_iter().flatten() {
+                    for j in 0..3 {
+                        let b: Vec<c64> = (0..p).map(|k| value(k * 3 + j, 2)).collect();
+                        let sentinel = c64::new(-7.0, 7.0);
+                        let mut c = vec![MaybeUninit::new(sentinel); m + 1];
+                        column(&op, &b, &mut c[..m]);
+                        // SAFETY: every element was initialised above (and rows < m again).
+                        let c: Vec<c64> = c.iter().map(|x| unsafe { x.assume_init() }).collect();
+                        for i in 0..m {
+                            let want: c64 = (0..p).map(|k| a[k][i] * b[k]).sum();
+                            let tol = 1e-13 * 50.0 * p as f64;
+                            assert!((c[i] - want).norm() <= tol, "{m}×{p} row {i}");
+                        }
+                        assert_eq!(c[m], sentinel, "{m}×{p}: wrote past the column");
                     }
-                    assert_eq!(c[m], sentinel, "{m}×{p}: wrote past the column");
                 }
             }
         }
         let none: [c64; 0] = [];
-        assert!(pad_a(&mut buf, (13, 2), |_| &none).is_none());
-        assert!(pad_a(&mut buf, (2, 65), |_| &none).is_none());
-        assert!(pad_a(&mut buf, (0, 2), |_| &none).is_none());
+        assert!(Operand::padded(&mut buf, (13, 2), |_| &none).is_none());
+        assert!(Operand::padded(&mut buf, (2, 65), |_| &none).is_none());
+        assert!(Operand::padded(&mut buf, (0, 2), |_| &none).is_none());
+        let row_major = faer::Mat::<c64>::zeros(2, 4);
+        assert!(Operand::direct(row_major.as_ref().transpose()).is_none());
     }
 }
