@@ -135,14 +135,10 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     }
     let work = m.saturating_mul(k).saturating_mul(n);
     let serial = engine::workers(Family::Matmul, work) == 1;
-    if n == 1 && serial {
-        let mut out = Dense::zeros_for("matmul", m, n)?;
-        dense_gemv(a, b.col(0), out.col_mut(0));
-        return Ok(out);
-    }
     // At most 12 rows: each result column in registers (simd::gemm), 1.3–2.3× faster than
     // faer's gemm for square n = 8–12 (docs/benchmarks.md), written once into an
-    // uninitialised result; A read in place when its row count is even.
+    // uninitialised result; A read in place when its row count is even. Kets too: one column
+    // in registers beats the column axpys of `dense_gemv` at these sizes.
     if serial && a.layout() == Layout::ColMajor {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
         let ap = match gemm::Operand::direct(a.buffer()) {
@@ -171,6 +167,11 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
                 alloc::build_mat("matmul", m, n, 1, fill)?
             }));
         }
+    }
+    if n == 1 && serial {
+        let mut out = Dense::zeros_for("matmul", m, n)?;
+        dense_gemv(a, b.col(0), out.col_mut(0));
+        return Ok(out);
     }
     let mut out = Dense::zeros_for("matmul", m, n)?;
     engine::product(work, |par| {
