@@ -29,18 +29,30 @@ use crate::scalar::c64;
 /// 10 % slower (docs/benchmarks.md).
 pub(crate) const MIN_WORK: usize = 1 << 21;
 
+/// Products with a dimension below this keep the complex product: the split and combine
+/// passes (O(mk + kn + mn)) are then not small against the product, and the 3M gain was only
+/// measured on square shapes.
+pub(crate) const MIN_DIM: usize = 32;
+
 /// The largest magnitude of a part for which the method is used (2⁴⁸⁰).
 const BOUND: f64 = f64::from_bits((1023 + 480) << 52);
 
 /// `out ← a·b` by three real products; returns `false` (and leaves `out` as it was) where the
-/// method does not apply: a non-finite or huge part, inputs with no unit stride, an `out` whose
-/// columns are not contiguous, or scratch memory over the dense limit or refused.
+/// method does not apply: a dimension below [`MIN_DIM`], a non-finite or huge part, inputs with
+/// no unit stride, an `out` whose columns are not contiguous, or scratch memory over the dense
+/// limit or refused.
 pub(crate) fn gemm_3m(
     out: MatMut<'_, c64>,
     a: MatRef<'_, c64>,
     b: MatRef<'_, c64>,
     par: Par,
 ) -> bool {
+    let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
+    m.min(k).min(n) >= MIN_DIM && three_products(out, a, b, par)
+}
+
+/// [`gemm_3m`] at any size (the tests' entry point for small shapes).
+fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, par: Par) -> bool {
     let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
     if b.nrows() != k || out.nrows() != m || out.ncols() != n || m == 0 || n == 0 || k == 0 {
         return false;
@@ -295,10 +307,10 @@ mod tests {
             ] {
                 let want = complex_product(x, y);
                 let mut got = Mat::<c64>::zeros(m, n);
-                assert!(gemm_3m(got.as_mut(), x, y, Par::Seq), "{m}×{k}×{n}");
+                assert!(three_products(got.as_mut(), x, y, Par::Seq), "{m}×{k}×{n}");
                 // The column blocks of the parallel passes give the serial result.
                 let mut split = Mat::<c64>::zeros(m, n);
-                assert!(gemm_3m(split.as_mut(), x, y, Par::rayon(3)));
+                assert!(three_products(split.as_mut(), x, y, Par::rayon(3)));
                 assert!((0..n).all(|j| {
                     (0..m).all(|i| {
                         (split[(i, j)] - got[(i, j)]).norm() <= 1e-14 * (1.0 + got[(i, j)].norm())
@@ -327,13 +339,13 @@ mod tests {
             let mut a = sample(3, 3, 5);
             a[(1, 2)] = c64::new(0.5, bad);
             let mut out = Mat::<c64>::from_fn(3, 3, |_, _| marker);
-            assert!(!gemm_3m(
+            assert!(!three_products(
                 out.as_mut(),
                 a.as_ref(),
                 sample(3, 3, 6).as_ref(),
                 Par::Seq
             ));
-            assert!(!gemm_3m(
+            assert!(!three_products(
                 out.as_mut(),
                 sample(3, 3, 6).as_ref(),
                 a.as_ref(),
@@ -342,15 +354,22 @@ mod tests {
             assert!((0..3).all(|j| (0..3).all(|i| out[(i, j)] == marker)));
         }
         let mut empty = Mat::<c64>::zeros(0, 3);
-        assert!(!gemm_3m(
+        assert!(!three_products(
             empty.as_mut(),
             sample(0, 2, 1).as_ref(),
             sample(2, 3, 1).as_ref(),
             Par::Seq
         ));
+        // Below MIN_DIM in any dimension the entry point declines; at it, it runs.
+        let (a, b) = (sample(MIN_DIM, 40, 1), sample(40, MIN_DIM - 1, 2));
+        let mut out = Mat::<c64>::zeros(MIN_DIM, MIN_DIM - 1);
+        assert!(!gemm_3m(out.as_mut(), a.as_ref(), b.as_ref(), Par::Seq));
+        let (a, b) = (sample(MIN_DIM, 40, 1), sample(40, MIN_DIM, 2));
+        let mut out = Mat::<c64>::zeros(MIN_DIM, MIN_DIM);
+        assert!(gemm_3m(out.as_mut(), a.as_ref(), b.as_ref(), Par::Seq));
         // Wrong shapes are refused rather than read out of bounds.
         let mut out = Mat::<c64>::zeros(3, 3);
-        assert!(!gemm_3m(
+        assert!(!three_products(
             out.as_mut(),
             sample(3, 2, 1).as_ref(),
             sample(3, 3, 1).as_ref(),
