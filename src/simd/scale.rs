@@ -72,9 +72,7 @@ pub(crate) unsafe fn scale_run(
         // `cols` (the caller's contract); `Complex<f64>` is two packed doubles; unaligned
         // accesses.
         unsafe {
-            let v = _mm256_loadu_pd(px.add(2 * k));
-            let swapped = _mm256_permute_pd::<0b0101>(v);
-            let r = _mm256_addsub_pd(_mm256_mul_pd(sr, v), _mm256_mul_pd(si, swapped));
+            let r = avx::product(sr, si, _mm256_loadu_pd(px.add(2 * k)));
             _mm256_storeu_pd(vals.add(k).cast::<f64>(), r);
             let c = _mm_loadu_si128(pi.add(k).cast::<__m128i>());
             _mm_storeu_si128(cols.add(k).cast::<__m128i>(), _mm_add_epi64(c, vb));
@@ -97,7 +95,18 @@ mod avx {
 
     use crate::scalar::c64;
 
-    /// `s·x` two entries at a time: `addsub(re s · x, im s · swap(x))`.
+    /// `s·v` for two packed entries, `s` given as its broadcast parts: `addsub(re s · v,
+    /// im s · swap(v))`, without a fused multiply-add, so each part is the scalar product's.
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    pub(super) fn product(sr: __m256d, si: __m256d, v: __m256d) -> __m256d {
+        _mm256_addsub_pd(
+            _mm256_mul_pd(sr, v),
+            _mm256_mul_pd(si, _mm256_permute_pd::<0b0101>(v)),
+        )
+    }
+
+    /// `s·x` two entries at a time ([`product`]).
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn scale_into(out: &mut [MaybeUninit<c64>], s: c64, x: &[c64]) {
         let n = out.len().min(x.len());
@@ -108,9 +117,7 @@ mod avx {
             // SAFETY: entries k..k + 2 exist in both slices (doubles 2k..2k + 4; `Complex<f64>`
             // is two packed doubles); `out` is borrowed exclusively; unaligned accesses.
             unsafe {
-                let v = _mm256_loadu_pd(px.add(2 * k));
-                let swapped = _mm256_permute_pd::<0b0101>(v);
-                let r = _mm256_addsub_pd(_mm256_mul_pd(sr, v), _mm256_mul_pd(si, swapped));
+                let r = product(sr, si, _mm256_loadu_pd(px.add(2 * k)));
                 _mm256_storeu_pd(po.add(2 * k), r);
             }
             k += 2;
@@ -132,9 +139,7 @@ mod avx {
             // SAFETY: entries k..k + 2 exist in the three slices (doubles 2k..2k + 4); `out`
             // is borrowed exclusively; unaligned accesses.
             unsafe {
-                let v = _mm256_loadu_pd(py.add(2 * k));
-                let swapped = _mm256_permute_pd::<0b0101>(v);
-                let sv = _mm256_addsub_pd(_mm256_mul_pd(sr, v), _mm256_mul_pd(si, swapped));
+                let sv = product(sr, si, _mm256_loadu_pd(py.add(2 * k)));
                 let r = _mm256_add_pd(_mm256_loadu_pd(px.add(2 * k)), sv);
                 _mm256_storeu_pd(po.add(2 * k), r);
             }
