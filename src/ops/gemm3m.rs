@@ -37,10 +37,13 @@ pub(crate) const MIN_DIM: usize = 32;
 /// The largest magnitude of a part for which the method is used (2⁴⁸⁰).
 const BOUND: f64 = f64::from_bits((1023 + 480) << 52);
 
-/// `out ← a·b` by three real products; returns `false` (and leaves `out` as it was) where the
-/// method does not apply: a dimension below [`MIN_DIM`], a non-finite or huge part, inputs with
-/// no unit stride, an `out` whose columns are not contiguous, or scratch memory over the dense
-/// limit or refused.
+/// `out ← a·b` by three real products; returns `false` where the method does not apply: a
+/// dimension below [`MIN_DIM`], a non-finite or huge part, inputs with no unit stride, an `out`
+/// whose columns are not contiguous, or scratch memory over the dense limit or refused. These
+/// are decided before `out` is written; the one later `false` (a scratch matrix whose columns
+/// are not contiguous, which faer's `Mat` never has) comes after its real parts. Callers run
+/// the complex product with `Accum::Replace` on `false`, so what `out` holds then is
+/// overwritten.
 pub(crate) fn gemm_3m(
     out: MatMut<'_, c64>,
     a: MatRef<'_, c64>,

@@ -118,11 +118,12 @@ pub fn matmul_dag(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// Dense·Dense with `faer` (with registers for results of at most 12 rows). O(mkn); parallel
 /// above the engine's threshold.
 ///
-/// From 2²¹ multiply-adds (n = 128), when every part of both inputs is finite and at most 2⁴⁸⁰,
-/// the product is three real `faer` products (the "3M" method, about 0.8 of the time of the
-/// complex one): its error is bounded normwise like the complex product's, with a larger
-/// constant for the imaginary parts, and results differ from the complex product's by
-/// rounding. Inputs with NaN, infinities or huge values keep the complex product.
+/// From 2²¹ multiply-adds (n = 128), when every dimension is at least 32 and every part of both
+/// inputs is finite and at most 2⁴⁸⁰, the product is three real `faer` products (the "3M"
+/// method, about 0.8 of the time of the complex one): its error is bounded normwise like the
+/// complex product's, with a larger constant for the imaginary parts, and results differ from
+/// the complex product's by rounding. Inputs with NaN, infinities or huge values keep the
+/// complex product.
 ///
 /// # Errors
 /// [`Error::Shape`] on mismatched inner dimensions.
