@@ -164,21 +164,37 @@ pub(crate) fn try_vec<T: Clone>(
 ///
 /// # Errors
 /// As [`try_vec`].
+#[inline]
 pub(crate) fn try_with_capacity<T>(op: &str, shape: (usize, usize), len: usize) -> Result<Vec<T>> {
     let mut v: Vec<T> = Vec::new();
-    v.try_reserve_exact(len).map_err(|e| Error::TooLarge {
-        op: op.to_owned(),
-        shape,
-        bytes: len as u128 * std::mem::size_of::<T>() as u128,
-        limit: None,
-        reason: e.to_string(),
-    })?;
+    if let Err(e) = v.try_reserve_exact(len) {
+        let bytes = len as u128 * std::mem::size_of::<T>() as u128;
+        return Err(refused(op, shape, bytes, &e));
+    }
     // Large sparse arrays too are advised as huge-page candidates (`engine::pages`).
     engine::pages::advise(
         v.as_ptr().cast::<u8>(),
         v.capacity().saturating_mul(std::mem::size_of::<T>()),
     );
     Ok(v)
+}
+
+/// The error of a refused reservation, out of the callers' hot paths.
+#[cold]
+#[inline(never)]
+fn refused(
+    op: &str,
+    shape: (usize, usize),
+    bytes: u128,
+    e: &std::collections::TryReserveError,
+) -> Error {
+    Error::TooLarge {
+        op: op.to_owned(),
+        shape,
+        bytes,
+        limit: None,
+        reason: e.to_string(),
+    }
 }
 
 /// Recycling of small dense buffers, per thread (issue 15, item 4). faer allocates every `Mat`

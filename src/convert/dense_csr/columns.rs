@@ -5,11 +5,11 @@ use rayon::prelude::*;
 
 use crate::scalar::c64;
 use crate::simd::nonzero_bits;
-use crate::storage::{Csr, Dense};
+use crate::storage::{Csr, Dense, alloc};
 
 /// Dense → Csr through the columns of column-major `a`: one range of columns per worker, each
 /// collected in one contiguous pass ([`collect_columns`]), then a counting sort by row. `None`
-/// once the non-zeros pass `limit`.
+/// once the non-zeros pass `limit`, or when an array of the result cannot be allocated.
 pub(super) fn via_columns(a: &Dense, workers: usize, limit: usize) -> Option<Csr> {
     let (m, n) = a.shape();
     let per = n.div_ceil(workers);
@@ -38,9 +38,12 @@ pub(super) fn via_columns(a: &Dense, workers: usize, limit: usize) -> Option<Csr
         indptr[i + 1] += indptr[i];
     }
     let nnz = indptr[m];
-    let mut indices = vec![0usize; nnz];
-    let mut data = vec![c64::new(0.0, 0.0); nnz];
-    let mut next = indptr[..m].to_vec();
+    // Allocated fallibly: a refusal is a `None` like a count over the limit, and the caller's
+    // other path reports it.
+    let mut indices = alloc::try_vec("to Csr", (m, n), nnz, 0usize).ok()?;
+    let mut data = alloc::try_vec("to Csr", (m, n), nnz, c64::new(0.0, 0.0)).ok()?;
+    let mut next = alloc::try_with_capacity("to Csr", (m, n), m).ok()?;
+    next.extend_from_slice(&indptr[..m]);
     // Parts and their columns in increasing order, so each row's entries come out sorted.
     for part in &parts {
         for (k, j) in part.cols.clone().enumerate() {
@@ -71,9 +74,13 @@ pub(super) struct Columns {
 
 crate::simd::avx2_fn! {
     /// One contiguous pass over the columns `cols` of column-major `a` collecting the non-zeros;
-    /// `None` as soon as there are more than `limit` of them. Runs of 8 zeros are skipped with one OR-reduction; other runs
-    /// become a bit mask of their non-zeros.
-    pub(super) fn collect_columns(a: &Dense, cols: std::ops::Range<usize>, limit: usize) -> Option<Columns> {
+    /// `None` as soon as there are more than `limit` of them. Runs of 8 zeros are skipped with
+    /// one OR-reduction; other runs become a bit mask of their non-zeros.
+    pub(super) fn collect_columns(
+        a: &Dense,
+        cols: std::ops::Range<usize>,
+        limit: usize,
+    ) -> Option<Columns> {
         const RUN: usize = 8;
         let m = a.shape().0;
         // Reserved up front (small matrices never regrow); large ones grow past 64 Ki entries.

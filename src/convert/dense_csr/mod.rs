@@ -22,7 +22,8 @@ use crate::scalar::c64;
 use crate::simd::nonzero_bits;
 use crate::storage::{Csr, Dense, Layout, alloc};
 
-/// Keeps the entries that are not exactly zero (`-0.0` counts as zero, NaN does not). O(rows·cols).
+/// Keeps the entries that are not exactly zero (`-0.0` counts as zero, NaN does not).
+/// O(rows·cols).
 ///
 /// Column-major: up to [`BRANCH_FREE`] entries, one count and one branch-free walk by rows
 /// ([`branch_free_walk`]); up to [`TINY`], a plain two-pass walk ([`by_row_blocks`]); up to
