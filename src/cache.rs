@@ -106,6 +106,35 @@ impl<S> Deref for Pinned<S> {
     }
 }
 
+/// The current state of dispatcher `id` if this thread's fast copy of it is current, without
+/// pinning it: nothing is counted and nothing needs dropping.
+///
+/// The pointer is valid until this thread next reaches [`load`] for `id` (a nested dispatch),
+/// which may release the state. A caller reads what it needs before calling anything that can
+/// dispatch, and keeps alive by other means whatever it uses after that (the dispatcher's
+/// kernels are retained by the dispatcher itself).
+#[inline(always)]
+pub(crate) fn peek<S: Send + Sync + 'static>(id: usize) -> Option<*const S> {
+    let generation = GENERATION.load(Ordering::Acquire);
+    if id < FAST_SLOTS {
+        let (seen, ptr) = FAST.with(|f| f[id].get());
+        if seen == generation {
+            return Some(ptr as *const S);
+        }
+    }
+    None
+}
+
+/// Pins a state [`peek`] gave, for a call that goes on past a nested dispatch.
+///
+/// # Safety
+/// `ptr` came from `peek` on this thread, and this thread has not dispatched since.
+#[inline]
+pub(crate) unsafe fn pin<S: Send + Sync + 'static>(ptr: *const S) -> Pinned<S> {
+    DEPTH.set(DEPTH.get() + 1);
+    Pinned::Cached(ptr, PhantomData)
+}
+
 /// The current state of dispatcher `id`, whose states are published through `swap`.
 #[inline]
 pub(crate) fn load<S: Send + Sync + 'static>(id: usize, swap: &ArcSwap<S>) -> Pinned<S> {

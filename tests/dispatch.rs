@@ -311,3 +311,49 @@ fn dynamic_conversion_output_is_checked() {
     let err = polymat::to(k, &Dense::identity(1).into()).unwrap_err();
     assert!(matches!(err, Error::ConverterOutput { .. }), "{err}");
 }
+
+/// A kernel that replaces its own specialisation and then dispatches again: the nested call
+/// refreshes this thread's cached state and drops the state the outer call found its kernel
+/// in (the outer call took the fast path, which pins nothing). The outer kernel, and what it
+/// captured, must stay alive until it returns.
+#[test]
+fn a_kernel_that_replaces_itself_lives_until_it_returns() {
+    use std::sync::OnceLock;
+    use std::sync::atomic::{AtomicBool, Ordering::SeqCst};
+
+    static DROPPED: AtomicBool = AtomicBool::new(false);
+    static ARMED: AtomicBool = AtomicBool::new(false);
+    static OP: OnceLock<Dispatcher<(), c64>> = OnceLock::new();
+    struct Captured(Vec<u8>);
+    impl Drop for Captured {
+        fn drop(&mut self) {
+            DROPPED.store(true, SeqCst);
+        }
+    }
+
+    let op = OP.get_or_init(|| {
+        Dispatcher::<(), c64>::builder("self_replacing", 1)
+            .build()
+            .unwrap()
+    });
+    let captured = Captured(vec![7; 64]);
+    let first = Specialisation::unary("first", move |a: &Dense, _: &()| {
+        let mut nested = 0.0;
+        if ARMED.swap(false, SeqCst) {
+            let op = OP.get().expect("set before the first call");
+            let second =
+                Specialisation::unary("second", |_: &Dense, _: &()| Ok(c64::new(2.0, 0.0)));
+            op.add_specialisation(second)?;
+            nested = op.call(&[&Data::from(a.clone())], Out::Auto, &())?.re;
+        }
+        assert!(!DROPPED.load(SeqCst), "the running kernel was dropped");
+        Ok(c64::new(f64::from(captured.0[63]), nested))
+    });
+    op.add_specialisation(first).unwrap();
+    let x: Data = Dense::identity(2).into();
+    // The first call fills this thread's cache; the armed one then takes the fast path.
+    assert_eq!(op.call(&[&x], Out::Auto, &()).unwrap(), c64::new(7.0, 0.0));
+    ARMED.store(true, SeqCst);
+    assert_eq!(op.call(&[&x], Out::Auto, &()).unwrap(), c64::new(7.0, 2.0));
+    assert_eq!(op.call(&[&x], Out::Auto, &()).unwrap(), c64::new(2.0, 0.0));
+}

@@ -129,6 +129,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> DispatcherBuilder<P, R> {
                 specs: Vec::new(),
                 table: Table::empty(),
             }),
+            retired: std::sync::Mutex::new(Vec::new()),
         });
         let weak = Arc::downgrade(&inner) as std::sync::Weak<dyn Listener>;
         let specs = self.specs;
@@ -137,7 +138,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> DispatcherBuilder<P, R> {
             inner.state.store(Arc::new(state));
             Ok(())
         })?;
-        Ok(Dispatcher { inner })
+        Ok(Dispatcher::from_inner(inner))
     }
 
     /// Builds a built-in dispatcher, whose kernels all use built-in types: it cannot fail
@@ -160,7 +161,13 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Inner<P, R> {
         let mut specs = self.state.load().specs.clone();
         for s in new {
             let spec = Arc::new(s.resolve(&self.name, self.arity, snap)?);
-            specs.retain(|old| !old.same_key(&spec));
+            if let Some(i) = specs.iter().position(|old| old.same_key(&spec)) {
+                let old = specs.remove(i);
+                self.retired
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .push(old);
+            }
             specs.push(spec);
         }
         let cells = Table::<P, R>::cells(snap.n_kinds(), self.arity, R::DISPATCHED);

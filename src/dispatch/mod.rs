@@ -19,8 +19,9 @@
 //!
 //! The result for *every* tuple of known kinds and every output is computed in advance into a
 //! table, rebuilt whenever a kind, a conversion or a specialisation is registered and published
-//! whole (arc-swap), so a call costs one lock-free load, an index computation and an indirect
-//! call, and never sees a half-built table.
+//! whole (arc-swap); each thread caches the tables it uses (`crate::cache`), so a direct hit
+//! costs a generation check, an index computation and an indirect call, and never sees a
+//! half-built table.
 //!
 //! The module's files: `builder` (building and rebuilding), `table` (the cells), `resolved`
 //! ([`Resolved`] and [`Explanation`]), `spec` (kernels), `out` ([`Out`]) and `policy` (implicit
@@ -74,6 +75,10 @@ struct Inner<P, R> {
     arity: usize,
     check: Option<CheckFn<P>>,
     state: ArcSwap<State<P, R>>,
+    /// Every specialisation a rebuild replaced, kept for the dispatcher's lifetime: the fast
+    /// path of [`Dispatcher::call`] runs a kernel without pinning the state it found it in, so
+    /// a kernel must outlive every state that held it.
+    retired: std::sync::Mutex<Vec<Arc<Spec<P, R>>>>,
 }
 
 /// One operation: its specialisations and the lookup table over every tuple of kinds.
@@ -100,13 +105,27 @@ struct Inner<P, R> {
 /// ```
 pub struct Dispatcher<P: 'static = (), R: ReturnValue = Data> {
     inner: Arc<Inner<P, R>>,
+    /// Copies of `inner`'s id, arity and check, read by every call without a pointer hop (a
+    /// built-in dispatcher's handle is a static).
+    id: usize,
+    arity: usize,
+    check: Option<CheckFn<P>>,
+}
+
+impl<P: 'static, R: ReturnValue> Dispatcher<P, R> {
+    fn from_inner(inner: Arc<Inner<P, R>>) -> Self {
+        Dispatcher {
+            id: inner.id,
+            arity: inner.arity,
+            check: inner.check,
+            inner,
+        }
+    }
 }
 
 impl<P: 'static, R: ReturnValue> Clone for Dispatcher<P, R> {
     fn clone(&self) -> Self {
-        Dispatcher {
-            inner: self.inner.clone(),
-        }
+        Dispatcher::from_inner(self.inner.clone())
     }
 }
 
@@ -143,27 +162,53 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
     /// needs.
     ///
     /// # Cost
-    /// A direct hit: one lock-free load, the index computation, one indirect call; nothing is
-    /// allocated by the dispatcher. An indirect hit adds the conversions.
+    /// A direct hit reads this thread's cached table (no atomic read-modify-write, no pin),
+    /// computes the index and makes one indirect call; nothing is allocated by the dispatcher.
+    /// An indirect hit pins the state for the call and adds the conversions.
     #[inline]
     pub fn call(&self, args: &[&Data], out: Out, params: &P) -> Result<R> {
-        let inner = &*self.inner;
-        if args.len() != inner.arity {
+        if args.len() != self.arity {
             return Err(self.arity_error(args.len()));
         }
-        if let Some(check) = inner.check {
-            check(&inner.name, args, params)?;
+        if let Some(check) = self.check {
+            check(&self.inner.name, args, params)?;
         }
+        if !policy::active()
+            && !matches!(out, Out::Group(_))
+            && let Some(state) = cache::peek::<State<P, R>>(self.id)
+        {
+            // SAFETY: `peek` gives this thread's current state, kept alive by the thread's
+            // cache slot until this thread dispatches again; the entry is read before the
+            // kernel runs. A nested call inside the kernel may release that state, but not
+            // the kernel: `Inner::retired` keeps every kernel a state ever held for as long
+            // as `self` lives, and nothing of the state is used after the kernel returns.
+            let table = unsafe { &(*state).table };
+            if let Some(e) = table.cell(args, out.kind()) {
+                if e.plain {
+                    return (e.kernel)(args, params, e.ctx);
+                }
+                // SAFETY: `state` came from `peek` just now, and nothing has dispatched since.
+                let state = unsafe { cache::pin(state) };
+                if let Some(e) = state.table.cell(args, out.kind()) {
+                    return self.call_entry(e, args, params, &state.snap);
+                }
+            }
+        }
+        self.call_pinned(args, out, params)
+    }
+
+    /// [`call`](Self::call) past the fast path, the state pinned for the whole call: a
+    /// conversion policy, a group output, a converting cell, an error, or this thread's first
+    /// call since a registration.
+    #[inline(never)]
+    fn call_pinned(&self, args: &[&Data], out: Out, params: &P) -> Result<R> {
+        let inner = &*self.inner;
         if policy::active() || matches!(out, Out::Group(_)) {
             return self.call_with_policy(args, out, params);
         }
         let state = cache::load(inner.id, &inner.state);
-        let entry = state
-            .table
-            .index(args.iter().map(|a| a.kind()), out.kind())
-            .and_then(|i| state.table.entries[i].as_ref());
-        match entry {
-            Some(e) if e.direct && e.fixup.is_none() => (e.kernel)(args, params, e.ctx),
+        match state.table.cell(args, out.kind()) {
+            Some(e) if e.plain => (e.kernel)(args, params, e.ctx),
             Some(e) => self.call_entry(e, args, params, &state.snap),
             None => Err(self.lookup_error(args.iter().map(|a| a.kind()).collect(), out)),
         }
@@ -206,7 +251,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
         let Some(e) = cell(out) else {
             return Err(self.lookup_error(kinds().collect(), out));
         };
-        if e.direct && e.fixup.is_none() {
+        if e.plain {
             return (e.kernel)(args, params, e.ctx);
         }
         let convs = resolved::describe_conversions(e, out.kind(), &state.snap);
@@ -407,6 +452,12 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
     }
 
     /// Adds (or replaces: same input and output types) one specialisation, then rebuilds.
+    ///
+    /// A replaced specialisation is not dropped: the dispatcher keeps it, and what its kernel
+    /// captured, until the dispatcher itself is dropped: a kernel that registers and then
+    /// dispatches again may still be running the one it replaced (a direct hit pins nothing, so
+    /// the state it was found in can go). Replacing kernels in a loop grows memory by one
+    /// kernel per replacement.
     ///
     /// # Errors
     /// As [`DispatcherBuilder::build`]; the dispatcher is unchanged on error.

@@ -71,7 +71,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Resolved<P, R> {
             check(name, args, params)?;
         }
         let e = self.entry();
-        if e.direct && e.fixup.is_none() {
+        if e.plain {
             (e.kernel)(args, params, e.ctx)
         } else {
             self.dispatcher

@@ -106,12 +106,36 @@ impl KernelReturn<Data> for Data {
     }
 }
 
-/// Per-call context handed to erased kernels: the requested output and the kernel's native
-/// output kind (meaningless for plain outputs and generic kernels).
+/// Per-call context handed to erased kernels: the requested output kind and the kernel's
+/// native output kind (meaningless for plain outputs and generic kernels). Two `u32`s, so that
+/// it travels in registers.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ctx {
-    pub(crate) out: Out,
+    /// The requested kind's index, [`Ctx::AUTO`] for none.
+    out: u32,
     pub(crate) native: Kind,
+}
+
+impl Ctx {
+    const AUTO: u32 = u32::MAX;
+
+    /// The context of a cell for output `out` (`None`: `Out::Auto`) and a kernel producing
+    /// `native`.
+    pub(crate) fn new(out: Option<Kind>, native: Kind) -> Ctx {
+        Ctx {
+            out: out.map_or(Ctx::AUTO, |k| k.0),
+            native,
+        }
+    }
+
+    /// The requested output: a kind, or `Out::Auto`.
+    pub(crate) fn out(self) -> Out {
+        if self.out == Ctx::AUTO {
+            Out::Auto
+        } else {
+            Out::from(Kind(self.out))
+        }
+    }
 }
 
 /// A type-erased kernel.
@@ -289,7 +313,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Specialisation<P, R> {
             inputs: vec![None; arity],
             output: None,
             via: None,
-            kernel: Arc::new(move |args, p, ctx| f(args, ctx.out, p)),
+            kernel: Arc::new(move |args, p, ctx| f(args, ctx.out(), p)),
         }
     }
 

@@ -4,10 +4,9 @@
 use std::cmp::Ordering;
 use std::sync::Arc;
 
-use super::Out;
 use super::spec::{Ctx, KernelFn, Spec};
 use crate::convert::{Chain, Snapshot};
-use crate::storage::Kind;
+use crate::storage::{Data, Kind};
 
 /// One resolved cell of the table.
 pub(crate) struct Entry<P, R> {
@@ -26,6 +25,8 @@ pub(crate) struct Entry<P, R> {
     pub(crate) keep: Box<[Kind]>,
     pub(crate) weight: f64,
     pub(crate) direct: bool,
+    /// `direct` and no `fixup`: the kernel's result is the call's result (the fast path).
+    pub(crate) plain: bool,
     pub(crate) ctx: Ctx,
 }
 
@@ -34,6 +35,15 @@ pub(crate) struct Table<P, R> {
     pub(crate) n_kinds: usize,
     pub(crate) out_slots: usize,
     pub(crate) entries: Box<[Option<Entry<P, R>>]>,
+}
+
+impl<P, R> Table<P, R> {
+    /// The cell for these inputs' kinds and output, `None` where there is none.
+    #[inline(always)]
+    pub(crate) fn cell(&self, args: &[&Data], out: Option<Kind>) -> Option<&Entry<P, R>> {
+        let i = self.index(args.iter().map(|a| a.kind()), out)?;
+        self.entries.get(i)?.as_ref()
+    }
 }
 
 /// Ordering key of a candidate; smaller is better. See `Dispatcher`'s documentation.
@@ -219,12 +229,11 @@ fn best<P, R>(
     let internal = spec.via.is_some_and(|v| {
         spec.inputs.iter().any(|k| k.is_some_and(|k| k != v)) || spec.output.is_some_and(|o| o != v)
     });
+    let direct = inputs.iter().all(Option::is_none) && output.is_none() && !internal;
     Some(Entry {
-        direct: inputs.iter().all(Option::is_none) && output.is_none() && !internal,
-        ctx: Ctx {
-            out: out.map_or(Out::Auto, Out::from),
-            native: spec.output.unwrap_or(Kind::DENSE),
-        },
+        direct,
+        plain: direct && fixup.is_none(),
+        ctx: Ctx::new(out, spec.output.unwrap_or(Kind::DENSE)),
         kernel: spec.kernel.clone(),
         spec: spec.clone(),
         inputs,

@@ -69,6 +69,7 @@ pub static SUB: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let c = c.downcast_ref::<Csr>().unwrap();
 /// assert_eq!(c.get(0, 0), c64::new(1.0, 1.0));
 /// ```
+#[inline]
 pub fn add(a: &Data, b: &Data, out: Out) -> Result<Data> {
     ADD.call(&[a, b], out, &ONE)
 }
@@ -84,6 +85,7 @@ pub fn add(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// let c = polymat::add_scaled(&i, &i, c64::new(0.0, 1.0), Out::Auto).unwrap();
 /// assert_eq!(c.downcast_ref::<Dense>().unwrap().get(1, 1), c64::new(1.0, 1.0));
 /// ```
+#[inline]
 pub fn add_scaled(a: &Data, b: &Data, scale: c64, out: Out) -> Result<Data> {
     ADD.call(&[a, b], out, &scale)
 }
@@ -98,6 +100,7 @@ pub fn add_scaled(a: &Data, b: &Data, scale: c64, out: Out) -> Result<Data> {
 /// let i = Csr::identity(3).into();
 /// assert!(polymat::iszero(&polymat::sub(&i, &i, Out::Auto).unwrap(), 0.0).unwrap());
 /// ```
+#[inline]
 pub fn sub(a: &Data, b: &Data, out: Out) -> Result<Data> {
     SUB.call(&[a, b], out, &())
 }

@@ -56,6 +56,7 @@ fn check_range(op: &str, shape: (usize, usize), (rows, cols): &BlockRange) -> Re
 /// assert_eq!(b.shape(), (2, 2));
 /// assert_eq!(b.downcast_ref::<Dense>().unwrap().get(0, 0), c64::new(6.0, 0.0));
 /// ```
+#[inline]
 pub fn block_extract(a: &Data, range: BlockRange, out: Out) -> Result<Data> {
     BLOCK_EXTRACT.call(&[a], out, &range)
 }
@@ -158,6 +159,7 @@ fn check_fits(op: &str, a: (usize, usize), b: (usize, usize), at: (usize, usize)
 /// assert_eq!(c.downcast_ref::<Csr>().unwrap().get(2, 2), c64::new(1.0, 0.0));
 /// assert!(polymat::block_overwrite(&a, &b, (2, 0), Out::Auto).is_err());
 /// ```
+#[inline]
 pub fn block_overwrite(a: &Data, block: &Data, at: (usize, usize), out: Out) -> Result<Data> {
     BLOCK_OVERWRITE.call(&[a, block], out, &at)
 }

@@ -74,6 +74,7 @@ pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
 /// assert!(polymat::iszero(&tiny, 1e-12).unwrap());
 /// assert!(!polymat::iszero(&tiny, 0.0).unwrap());
 /// ```
+#[inline]
 pub fn iszero(a: &Data, atol: f64) -> Result<bool> {
     ISZERO.call(&[a], Out::Auto, &atol)
 }
@@ -91,6 +92,7 @@ pub fn iszero(a: &Data, atol: f64) -> Result<bool> {
 /// let b = Dense::identity(3).into();
 /// assert!(polymat::isequal(&a, &b, 1e-12, 0.0).unwrap());
 /// ```
+#[inline]
 pub fn isequal(a: &Data, b: &Data, atol: f64, rtol: f64) -> Result<bool> {
     ISEQUAL.call(&[a, b], Out::Auto, &Tol { atol, rtol })
 }
@@ -200,6 +202,7 @@ pub static ISDIAG: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
 /// let sy = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[c64::new(0.0, -1.0), c64::new(0.0, 1.0)]).unwrap().into();
 /// assert!(polymat::ops::isherm(&sy, 1e-12).unwrap());
 /// ```
+#[inline]
 pub fn isherm(a: &Data, atol: f64) -> Result<bool> {
     ISHERM.call(&[a], Out::Auto, &atol)
 }
@@ -213,6 +216,7 @@ pub fn isherm(a: &Data, atol: f64) -> Result<bool> {
 /// use polymat::Csr;
 /// assert!(polymat::ops::isdiag(&Csr::identity(3).into(), 0.0).unwrap());
 /// ```
+#[inline]
 pub fn isdiag(a: &Data, atol: f64) -> Result<bool> {
     ISDIAG.call(&[a], Out::Auto, &atol)
 }

@@ -60,6 +60,7 @@ pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
 /// assert_eq!(format!("{:#}", polymat::zeros(2, 3, Out::Auto).unwrap()), "Csr(2×3, nnz=0)");
 /// assert_eq!(format!("{:#}", polymat::zeros(2, 3, Out::Dense).unwrap()), "Dense(2×3)");
 /// ```
+#[inline]
 pub fn zeros(rows: usize, cols: usize, out: Out) -> Result<Data> {
     ZEROS.call(&[], out, &(rows, cols))
 }
@@ -74,6 +75,7 @@ pub fn zeros(rows: usize, cols: usize, out: Out) -> Result<Data> {
 /// let i = polymat::identity(3, Out::Dense).unwrap();
 /// assert_eq!(polymat::trace(&i).unwrap(), c64::new(3.0, 0.0));
 /// ```
+#[inline]
 pub fn identity(n: usize, out: Out) -> Result<Data> {
     IDENTITY.call(&[], out, &(n, crate::scalar::ONE))
 }

@@ -118,6 +118,7 @@ fn check_count(op: &str, n: usize, o: &EigsOptions) -> Result<()> {
 /// assert!((e.values[0] - c64::new(1.0, 0.0)).norm() < 1e-14);
 /// assert_eq!(e.vectors.unwrap().shape(), (2, 2));
 /// ```
+#[inline]
 pub fn eigs(a: &Data, options: EigsOptions) -> Result<Eigen> {
     EIGS.call(&[a], Out::Auto, &options)
 }
@@ -235,6 +236,7 @@ pub static SVD: LazyLock<Dispatcher<bool, Svd>> = LazyLock::new(|| {
 /// assert!((d.s[0] - 2.0).abs() < 1e-14 && (d.s[1] - 1.0).abs() < 1e-14);
 /// assert_eq!(d.vh.unwrap().shape(), (2, 2));
 /// ```
+#[inline]
 pub fn svd(a: &Data, vectors: bool) -> Result<Svd> {
     SVD.call(&[a], Out::Auto, &vectors)
 }

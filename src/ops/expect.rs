@@ -55,6 +55,7 @@ pub static EXPECT: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
 /// let up = Dense::from_rows(&[[c64::new(1.0, 0.0)], [c64::new(0.0, 0.0)]]).unwrap().into();
 /// assert_eq!(polymat::ops::expect(&sz, &up).unwrap(), c64::new(1.0, 0.0));
 /// ```
+#[inline]
 pub fn expect(op: &Data, state: &Data) -> Result<c64> {
     EXPECT.call(&[op, state], Out::Auto, &())
 }
@@ -215,6 +216,7 @@ pub static TRACE_OPER_KET: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
 /// let v = Dense::from_col_major(4, 1, &[1.0, 3.0, 2.0, 4.0].map(|x| c64::new(x, 0.0))).unwrap();
 /// assert_eq!(polymat::trace_oper_ket(&v.into()).unwrap(), c64::new(5.0, 0.0));
 /// ```
+#[inline]
 pub fn trace_oper_ket(a: &Data) -> Result<c64> {
     TRACE_OPER_KET.call(&[a], Out::Auto, &())
 }
@@ -292,6 +294,7 @@ fn super_shapes(op: &str, s: (usize, usize), r: (usize, usize)) -> Result<usize>
 /// let e = polymat::expect_super(&Csr::identity(4).into(), &rho.into()).unwrap();
 /// assert_eq!(e, c64::new(1.0, 0.0));
 /// ```
+#[inline]
 pub fn expect_super(s: &Data, rho: &Data) -> Result<c64> {
     EXPECT_SUPER.call(&[s, rho], Out::Auto, &())
 }

@@ -59,6 +59,7 @@ pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// assert!((u.get(0, 0) - c64::new(t.cos(), 0.0)).norm() < 1e-15);
 /// assert!((u.get(1, 0) - c64::new(0.0, t.sin())).norm() < 1e-15);
 /// ```
+#[inline]
 pub fn expm(a: &Data, out: Out) -> Result<Data> {
     EXPM.call(&[a], out, &())
 }

@@ -58,6 +58,7 @@ pub static EXPM_MULTIPLY: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 /// assert!((psi.get(1, 0) - c64::new(0.0, -t.sin())).norm() < 1e-14);
 /// # Ok::<(), polymat::Error>(())
 /// ```
+#[inline]
 pub fn expm_multiply(a: &Data, v: &Data, t: c64, out: Out) -> Result<Data> {
     EXPM_MULTIPLY.call(&[a, v], out, &t)
 }

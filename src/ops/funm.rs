@@ -81,6 +81,7 @@ pub static LOGM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let r = polymat::sqrtm(&a.into(), Out::Auto).unwrap();
 /// assert!((r.downcast_ref::<Dense>().unwrap().get(1, 1) - c64::new(3.0, 0.0)).norm() < 1e-14);
 /// ```
+#[inline]
 pub fn sqrtm(a: &Data, out: Out) -> Result<Data> {
     SQRTM.call(&[a], out, &())
 }
@@ -100,6 +101,7 @@ pub fn sqrtm(a: &Data, out: Out) -> Result<Data> {
 /// let l = polymat::logm(&a.into(), Out::Dense).unwrap();
 /// assert!((l.downcast_ref::<Dense>().unwrap().get(0, 0) - c64::new(1.0, 0.0)).norm() < 1e-14);
 /// ```
+#[inline]
 pub fn logm(a: &Data, out: Out) -> Result<Data> {
     LOGM.call(&[a], out, &())
 }

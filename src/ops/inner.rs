@@ -60,6 +60,7 @@ pub static INNER_OP: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
 /// let psi = Dense::from_rows(&[[c64::new(0.0, 1.0)], [c64::new(1.0, 0.0)]]).unwrap().into();
 /// assert_eq!(polymat::ops::inner(&psi, &psi).unwrap(), c64::new(2.0, 0.0));
 /// ```
+#[inline]
 pub fn inner(left: &Data, right: &Data) -> Result<c64> {
     INNER.call(&[left, right], Out::Auto, &())
 }
@@ -77,6 +78,7 @@ pub fn inner(left: &Data, right: &Data) -> Result<c64> {
 /// let sx = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[one, one]).unwrap().into();
 /// assert_eq!(polymat::ops::inner_op(&up, &sx, &down).unwrap(), one);
 /// ```
+#[inline]
 pub fn inner_op(left: &Data, op: &Data, right: &Data) -> Result<c64> {
     INNER_OP.call(&[left, op, right], Out::Auto, &())
 }

@@ -37,6 +37,7 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let k = polymat::kron(&Csr::identity(2).into(), &Csr::identity(3).into(), Out::Auto).unwrap();
 /// assert_eq!(format!("{k:#}"), "Csr(6×6, nnz=6)");
 /// ```
+#[inline]
 pub fn kron(a: &Data, b: &Data, out: Out) -> Result<Data> {
     KRON.call(&[a, b], out, &())
 }
@@ -250,6 +251,7 @@ pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let k = polymat::kron_transpose(&a.into(), &Dense::identity(1).into(), Out::Auto).unwrap();
 /// assert_eq!(k.shape(), (2, 1));
 /// ```
+#[inline]
 pub fn kron_transpose(a: &Data, b: &Data, out: Out) -> Result<Data> {
     KRON_TRANSPOSE.call(&[a, b], out, &())
 }

@@ -68,6 +68,7 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let z = z.downcast_ref::<Dense>().unwrap();
 /// assert_eq!((z.get(0, 0), z.get(1, 0)), (c64::new(2.0, 0.0), c64::new(1.0, 0.0)));
 /// ```
+#[inline]
 pub fn matmul(a: &Data, b: &Data, out: Out) -> Result<Data> {
     MATMUL.call(&[a, b], out, &())
 }
@@ -111,6 +112,7 @@ fn matmul_dag_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<(
 /// let p = polymat::ops::matmul_dag(&a, &a, Out::Auto).unwrap();
 /// assert_eq!(p.shape(), (2, 2));
 /// ```
+#[inline]
 pub fn matmul_dag(a: &Data, b: &Data, out: Out) -> Result<Data> {
     MATMUL_DAG.call(&[a, b], out, &())
 }

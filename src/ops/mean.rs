@@ -52,6 +52,7 @@ pub static MEAN_ABS_NONZERO: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
 /// let a = Csr::from_triplets((2, 2), &[0, 1], &[0, 1], &[c64::new(1.0, 0.0), c64::new(3.0, 0.0)]).unwrap();
 /// assert_eq!(polymat::mean_nonzero(&a.into()).unwrap(), c64::new(2.0, 0.0));
 /// ```
+#[inline]
 pub fn mean_nonzero(a: &Data) -> Result<c64> {
     MEAN_NONZERO.call(&[a], Out::Auto, &())
 }
@@ -66,6 +67,7 @@ pub fn mean_nonzero(a: &Data) -> Result<c64> {
 /// let a = Dense::from_rows(&[[c64::new(0.0, 2.0), c64::new(0.0, 0.0)]]).unwrap();
 /// assert_eq!(polymat::mean_abs_nonzero(&a.into()).unwrap(), 2.0);
 /// ```
+#[inline]
 pub fn mean_abs_nonzero(a: &Data) -> Result<f64> {
     MEAN_ABS_NONZERO.call(&[a], Out::Auto, &())
 }

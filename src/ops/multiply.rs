@@ -37,6 +37,7 @@ pub static MULTIPLY: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let p = polymat::multiply(&a.clone().into(), &a.into(), Out::Auto).unwrap();
 /// assert_eq!(p.downcast_ref::<Dense>().unwrap().get(1, 1), c64::new(4.0, 0.0));
 /// ```
+#[inline]
 pub fn multiply(a: &Data, b: &Data, out: Out) -> Result<Data> {
     MULTIPLY.call(&[a, b], out, &())
 }

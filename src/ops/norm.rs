@@ -143,6 +143,7 @@ pub fn max_csr(a: &Csr) -> f64 {
 /// let v = Dense::from_rows(&[[c64::new(3.0, 0.0)], [c64::new(0.0, 4.0)]]).unwrap().into();
 /// assert_eq!(polymat::ops::norm::l2(&v).unwrap(), 5.0);
 /// ```
+#[inline]
 pub fn l2(a: &Data) -> Result<f64> {
     NORM_L2.call(&[a], Out::Auto, &())
 }
@@ -156,6 +157,7 @@ pub fn l2(a: &Data) -> Result<f64> {
 /// use polymat::Csr;
 /// assert_eq!(polymat::ops::norm::frobenius(&Csr::identity(4).into()).unwrap(), 2.0);
 /// ```
+#[inline]
 pub fn frobenius(a: &Data) -> Result<f64> {
     NORM_FROBENIUS.call(&[a], Out::Auto, &())
 }
@@ -170,6 +172,7 @@ pub fn frobenius(a: &Data) -> Result<f64> {
 /// let a = Dense::from_fn(2, 2, |i, j| c64::new(i as f64, -(j as f64) * 2.0)).into();
 /// assert!((polymat::ops::norm::max(&a).unwrap() - 5f64.sqrt()).abs() < 1e-15);
 /// ```
+#[inline]
 pub fn max(a: &Data) -> Result<f64> {
     NORM_MAX.call(&[a], Out::Auto, &())
 }
@@ -185,6 +188,7 @@ pub fn max(a: &Data) -> Result<f64> {
 ///                            [c64::new(3.0, 0.0), c64::new(0.0, 1.0)]]).unwrap().into();
 /// assert_eq!(polymat::ops::norm::one(&a).unwrap(), 4.0);
 /// ```
+#[inline]
 pub fn one(a: &Data) -> Result<f64> {
     NORM_ONE.call(&[a], Out::Auto, &())
 }
@@ -199,6 +203,7 @@ pub fn one(a: &Data) -> Result<f64> {
 /// let a = Dense::from_fn(2, 2, |i, j| c64::new(if i == j { -3.0 } else { 0.0 }, 0.0)).into();
 /// assert!((polymat::ops::norm::trace(&a).unwrap() - 6.0).abs() < 1e-12);
 /// ```
+#[inline]
 pub fn trace(a: &Data) -> Result<f64> {
     NORM_TRACE.call(&[a], Out::Auto, &())
 }

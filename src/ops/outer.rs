@@ -59,6 +59,7 @@ fn outer_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
 /// let p = polymat::matmul_outer(&ket.into(), &bra.into(), Out::Auto).unwrap();
 /// assert_eq!(p.kind(), Kind::CSR); // density 0.01
 /// ```
+#[inline]
 pub fn matmul_outer(ket: &Data, bra: &Data, out: Out) -> Result<Data> {
     MATMUL_OUTER.call(&[ket, bra], out, &())
 }
@@ -171,6 +172,7 @@ pub static PROJECT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let p = polymat::ops::project(&psi, Out::Auto).unwrap();
 /// assert!((polymat::trace(&p).unwrap() - c64::new(1.0, 0.0)).norm() < 1e-12);
 /// ```
+#[inline]
 pub fn project(state: &Data, out: Out) -> Result<Data> {
     PROJECT.call(&[state], out, &())
 }

@@ -88,6 +88,7 @@ pub static PERMUTE_DIMENSIONS: LazyLock<Dispatcher<Subsystems>> = LazyLock::new(
 /// // old row 0 moved to row 2
 /// assert_eq!(b.downcast_ref::<Dense>().unwrap().get(2, 0), c64::new(0.0, 0.0));
 /// ```
+#[inline]
 pub fn indices(a: &Data, permutation: &Permutation, out: Out) -> Result<Data> {
     PERMUTE_INDICES.call(&[a], out, permutation)
 }
@@ -110,6 +111,7 @@ pub fn indices(a: &Data, permutation: &Permutation, out: Out) -> Result<Data> {
 /// let swapped = permute::dimensions(&ket.into(), &s, Out::Auto).unwrap();
 /// assert_eq!(swapped.downcast_ref::<Csr>().unwrap().get(2, 0), c64::new(1.0, 0.0));
 /// ```
+#[inline]
 pub fn dimensions(a: &Data, subsystems: &Subsystems, out: Out) -> Result<Data> {
     PERMUTE_DIMENSIONS.call(&[a], out, subsystems)
 }

@@ -30,6 +30,7 @@ pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
 /// let p = polymat::pow(&a.into(), 5, Out::Auto).unwrap();
 /// assert_eq!(p.downcast_ref::<Dense>().unwrap().get(0, 1), c64::new(5.0, 0.0));
 /// ```
+#[inline]
 pub fn pow(a: &Data, n: u32, out: Out) -> Result<Data> {
     POW.call(&[a], out, &n)
 }

@@ -51,6 +51,7 @@ pub static PTRACE: LazyLock<Dispatcher<Ptrace>> = LazyLock::new(|| {
 /// let r = polymat::ptrace(&ab, &p, Out::Dense).unwrap();
 /// assert_eq!(r.downcast_ref::<Dense>().unwrap().get(0, 1), c64::new(6.0, 0.0));
 /// ```
+#[inline]
 pub fn ptrace(a: &Data, p: &Ptrace, out: Out) -> Result<Data> {
     PTRACE.call(&[a], out, p)
 }

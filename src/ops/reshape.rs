@@ -42,6 +42,7 @@ pub static RESHAPE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
 /// assert_eq!(r.get(1, 0), c64::new(2.0, 0.0)); // flat position 2
 /// assert!(polymat::reshape(&Dense::zeros(2, 3).into(), (4, 2), Out::Auto).is_err());
 /// ```
+#[inline]
 pub fn reshape(a: &Data, to: (usize, usize), out: Out) -> Result<Data> {
     RESHAPE.call(&[a], out, &to)
 }
@@ -118,6 +119,7 @@ pub static COLUMN_STACK: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let back = polymat::column_unstack(&v, 2, Out::Dense).unwrap();
 /// assert_eq!(back.downcast_ref::<Dense>().unwrap().get(1, 1), c64::new(3.0, 0.0));
 /// ```
+#[inline]
 pub fn column_stack(a: &Data, out: Out) -> Result<Data> {
     COLUMN_STACK.call(&[a], out, &())
 }
@@ -201,6 +203,7 @@ fn unstack_shape(op: &str, shape: (usize, usize), rows: usize) -> Result<usize> 
 /// # Errors
 /// [`Error::Shape`] unless `a` is a column whose length is a nonzero multiple of `rows`
 /// (an empty column unstacks to `rows × 0`).
+#[inline]
 pub fn column_unstack(a: &Data, rows: usize, out: Out) -> Result<Data> {
     COLUMN_UNSTACK.call(&[a], out, &rows)
 }
@@ -280,6 +283,7 @@ pub static SPLIT_COLUMNS: LazyLock<Dispatcher<(), Vec<Data>>> = LazyLock::new(||
 /// assert_eq!(cols.len(), 3);
 /// assert_eq!(format!("{:#}", cols[2]), "Csr(3×1, nnz=1)");
 /// ```
+#[inline]
 pub fn split_columns(a: &Data) -> Result<Vec<Data>> {
     SPLIT_COLUMNS.call(&[a], Out::Auto, &())
 }

@@ -48,6 +48,7 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// let a = polymat::mul(&Csr::identity(2).into(), c64::new(0.0, 2.0), Out::Auto).unwrap();
 /// assert_eq!(a.downcast_ref::<Csr>().unwrap().get(1, 1), c64::new(0.0, 2.0));
 /// ```
+#[inline]
 pub fn mul(a: &Data, scalar: c64, out: Out) -> Result<Data> {
     MUL.call(&[a], out, &scalar)
 }
@@ -62,6 +63,7 @@ pub fn mul(a: &Data, scalar: c64, out: Out) -> Result<Data> {
 /// let a = polymat::neg(&Dense::identity(2).into(), Out::Auto).unwrap();
 /// assert_eq!(a.downcast_ref::<Dense>().unwrap().get(0, 0), c64::new(-1.0, 0.0));
 /// ```
+#[inline]
 pub fn neg(a: &Data, out: Out) -> Result<Data> {
     NEG.call(&[a], out, &())
 }

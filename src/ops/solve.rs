@@ -200,6 +200,7 @@ pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// assert!((inv.downcast_ref::<Dense>().unwrap().get(0, 1) - c64::new(-1.0, 0.0)).norm() < 1e-14);
 /// assert!(polymat::inv(&Dense::zeros(2, 2).into(), Out::Auto).is_err());
 /// ```
+#[inline]
 pub fn inv(a: &Data, out: Out) -> Result<Data> {
     INV.call(&[a], out, &())
 }
@@ -304,6 +305,7 @@ fn check_method(op: &str, m: &SolveMethod) -> Result<()> {
 /// let x = polymat::solve(&a, &b, SolveMethod::Gmres(Iterative::default()), Out::Auto).unwrap();
 /// assert!((x.downcast_ref::<Dense>().unwrap().get(1, 0) - c64::new(0.25, 0.0)).norm() < 1e-10);
 /// ```
+#[inline]
 pub fn solve(a: &Data, b: &Data, method: SolveMethod, out: Out) -> Result<Data> {
     SOLVE.call(&[a, b], out, &method)
 }

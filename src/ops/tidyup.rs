@@ -34,6 +34,7 @@ pub static TIDYUP: LazyLock<Dispatcher<f64>> = LazyLock::new(|| {
 /// let t = t.downcast_ref::<Csr>().unwrap();
 /// assert_eq!((t.nnz(), t.get(0, 0)), (1, c64::new(1.0, 0.0)));
 /// ```
+#[inline]
 pub fn tidyup(a: &Data, atol: f64, out: Out) -> Result<Data> {
     TIDYUP.call(&[a], out, &atol)
 }

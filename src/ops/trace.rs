@@ -34,6 +34,7 @@ pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
 /// assert_eq!(polymat::trace(&Csr::identity(4).into()).unwrap(), c64::new(4.0, 0.0));
 /// assert!(polymat::trace(&Csr::zeros(2, 3).into()).is_err());
 /// ```
+#[inline]
 pub fn trace(a: &Data) -> Result<c64> {
     TRACE.call(&[a], Out::Auto, &())
 }

@@ -65,6 +65,7 @@ pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// assert_eq!(h.shape(), (2, 1));
 /// assert_eq!(h.downcast_ref::<Dense>().unwrap().get(1, 0), c64::new(1.0, -2.0));
 /// ```
+#[inline]
 pub fn adjoint(a: &Data, out: Out) -> Result<Data> {
     ADJOINT.call(&[a], out, &())
 }
@@ -80,6 +81,7 @@ pub fn adjoint(a: &Data, out: Out) -> Result<Data> {
 /// let t = polymat::transpose(&a.into(), Out::Auto).unwrap();
 /// assert_eq!(t.downcast_ref::<Csr>().unwrap().get(1, 0), c64::new(1.0, 2.0));
 /// ```
+#[inline]
 pub fn transpose(a: &Data, out: Out) -> Result<Data> {
     TRANSPOSE.call(&[a], out, &())
 }
@@ -95,6 +97,7 @@ pub fn transpose(a: &Data, out: Out) -> Result<Data> {
 /// let c = polymat::conj(&a.into(), Out::Auto).unwrap();
 /// assert_eq!(c.downcast_ref::<Dense>().unwrap().get(0, 0), c64::new(1.0, -2.0));
 /// ```
+#[inline]
 pub fn conj(a: &Data, out: Out) -> Result<Data> {
     CONJ.call(&[a], out, &())
 }

@@ -1,6 +1,6 @@
 //! The type-erased, shared matrix handle.
 
-use std::any::Any;
+use std::any::{Any, TypeId};
 use std::fmt;
 use std::sync::Arc;
 
@@ -33,6 +33,10 @@ use crate::scalar::c64;
 pub struct Data {
     kind: Kind,
     shape: (usize, usize),
+    /// `TypeId` of the value behind `inner`, set with it in [`Data::with_kind`] (the one
+    /// constructor) and never changed: a downcast compares it inline instead of asking the
+    /// value through its vtable.
+    type_id: TypeId,
     inner: Arc<dyn Storage>,
 }
 
@@ -55,6 +59,7 @@ impl Data {
         Data {
             kind,
             shape: value.shape(),
+            type_id: TypeId::of::<T>(),
             inner: Arc::new(value),
         }
     }
@@ -74,8 +79,13 @@ impl Data {
     /// The concrete value, if it is a `T`.
     #[inline]
     pub fn downcast_ref<T: Storage>(&self) -> Option<&T> {
-        let any: &dyn Any = &*self.inner;
-        any.downcast_ref::<T>()
+        if self.type_id == TypeId::of::<T>() {
+            // SAFETY: `type_id` is the `TypeId` of the value `inner` was created from (both
+            // set together in `with_kind` and never changed), so `inner` points at a `T`.
+            Some(unsafe { &*Arc::as_ptr(&self.inner).cast::<T>() })
+        } else {
+            None
+        }
     }
 
     /// The concrete value or an [`Error::KernelType`] naming `op` and `kernel`; for kernels.
