@@ -111,7 +111,9 @@ impl KernelReturn<Data> for Data {
 /// it travels in registers.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Ctx {
-    /// The requested kind's index, [`Ctx::AUTO`] for none.
+    /// The requested kind's index, [`Ctx::AUTO`] for none. No kind has that index: a
+    /// registration that would take a one-input table past `MAX_TABLE_CELLS` (2²⁰) fails, so
+    /// there are fewer than 2¹⁰ kinds.
     out: u32,
     pub(crate) native: Kind,
 }
