@@ -7,13 +7,16 @@
 //! call compares its cached generation with the global one (a plain atomic load) and only
 //! reloads from the `ArcSwap` when they differ, i.e. once after each registration.
 //!
-//! Soundness: a call keeps a raw pointer to the state for its duration. The `Arc` behind it
-//! lives in this thread's slot; when a nested call on the same thread replaces the slot, the old
-//! `Arc` is parked in a graveyard until the outermost call on the thread has returned.
+//! Soundness: a pinned call ([`load`], [`pin`]) keeps a raw pointer to the state for its
+//! duration. The `Arc` behind it lives in this thread's slot; when a nested call on the same
+//! thread replaces the slot, the old `Arc` is parked in a graveyard until the outermost pinned
+//! call on the thread has returned. [`peek`] pins nothing: its caller (a dispatcher's direct
+//! hit) reads what it needs before anything can dispatch again and keeps its kernel alive by
+//! other means.
 //!
 //! The hot path touches only thread-locals without destructors, which need no lazy
-//! registration check: the nesting depth, a flag for a non-empty graveyard, and a copy of the
-//! first [`FAST_SLOTS`] slots' (generation, pointer) pairs. The slots' `Arc`s stay in the
+//! registration check: a copy of the first [`FAST_SLOTS`] slots' (generation, pointer) pairs,
+//! and for a pinned call the nesting depth and a flag for a non-empty graveyard. The slots' `Arc`s stay in the
 //! destructor-carrying cache, which is touched only on a refresh; its destructor clears the
 //! copies first, so a call made during thread teardown finds no pointer into freed states.
 //!
