@@ -154,7 +154,13 @@ pub(crate) fn workers(family: Family, work: usize) -> usize {
     if FORCE_PARALLEL.load(Ordering::Relaxed) {
         return threads();
     }
-    workers_for(thresholds::of(family), work, threads())
+    let threshold = thresholds::of(family);
+    if work < threshold {
+        // Below the threshold the thread count does not matter: not even a call to read it
+        // (every small kernel passes here).
+        return 1;
+    }
+    workers_for(threshold, work, threads())
 }
 
 /// [`workers`] for a given threshold and thread count.
