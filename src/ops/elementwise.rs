@@ -64,9 +64,9 @@ crate::simd::avx2_fn! {
         j0: usize,
         cols: &mut OutColumns<'_>,
     ) {
-        for (k, out) in cols.iter_mut().enumerate() {
-            let x = &a.buffer_col(j0 + k)[rows.clone()];
-            let y = &b.buffer_col(j0 + k)[rows.clone()];
+        let xs = a.buffer_cols(rows.clone(), j0, cols.len());
+        let ys = b.buffer_cols(rows, j0, cols.len());
+        for ((out, x), y) in cols.iter_mut().zip(xs).zip(ys) {
             for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
                 o.write(f(*x, *y));
             }
@@ -224,8 +224,9 @@ crate::simd::avx2_fn! {
         j0: usize,
         cols: &mut OutColumns<'_>,
     ) {
-        for (k, out) in cols.iter_mut().enumerate() {
-            for (o, x) in out.iter_mut().zip(&a.buffer_col(j0 + k)[rows.clone()]) {
+        let xs = a.buffer_cols(rows, j0, cols.len());
+        for (out, x) in cols.iter_mut().zip(xs) {
+            for (o, x) in out.iter_mut().zip(x) {
                 o.write(f(*x));
             }
         }
