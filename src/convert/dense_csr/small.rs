@@ -19,10 +19,10 @@ crate::simd::avx2_fn! {
     pub(super) fn branch_free_walk(a: &Dense) -> Result<Csr> {
         const OP: &str = "to Csr";
         let (m, n) = a.shape();
-        let nnz: usize = (0..n)
-            .map(|j| {
-                a.buffer_col(j)
-                    .iter()
+        let nnz: usize = a
+            .buffer_cols(0..m, 0, n)
+            .map(|col| {
+                col.iter()
                     .map(|v| usize::from(nonzero_bits(v) != 0))
                     .sum::<usize>()
             })
