@@ -155,8 +155,8 @@ pub(crate) fn dense_copy(op: &str, a: &Dense) -> Result<Dense> {
     // buffer does not overlap the input, and `MaybeUninit<c64>` has the layout of `c64`.
     let mat = unsafe {
         alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            for (k, out) in cols.iter_mut().enumerate() {
-                let src = &a.buffer_col(j0 + k)[rows.clone()];
+            let srcs = a.buffer_cols(rows, j0, cols.len());
+            for (out, src) in cols.iter_mut().zip(srcs) {
                 let len = src.len().min(out.len());
                 debug_assert_eq!(src.len(), out.len());
                 std::ptr::copy_nonoverlapping(src.as_ptr(), out.as_mut_ptr().cast(), len);
@@ -181,8 +181,9 @@ pub(crate) unsafe fn dense_map_cols(
     // SAFETY: `col` writes every element of every output segment (this function's contract).
     let mat = unsafe {
         alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            for (k, out) in cols.iter_mut().enumerate() {
-                col(&a.buffer_col(j0 + k)[rows.clone()], out);
+            let xs = a.buffer_cols(rows, j0, cols.len());
+            for (out, x) in cols.iter_mut().zip(xs) {
+                col(x, out);
             }
         })
     }?;
@@ -206,9 +207,10 @@ pub(crate) unsafe fn dense_zip_cols(
     // SAFETY: `col` writes every element of every output segment (this function's contract).
     let mat = unsafe {
         alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            for (k, out) in cols.iter_mut().enumerate() {
-                let (x, y) = (a.buffer_col(j0 + k), b.buffer_col(j0 + k));
-                col(&x[rows.clone()], &y[rows.clone()], out);
+            let xs = a.buffer_cols(rows.clone(), j0, cols.len());
+            let ys = b.buffer_cols(rows, j0, cols.len());
+            for ((out, x), y) in cols.iter_mut().zip(xs).zip(ys) {
+                col(x, y, out);
             }
         })
     }?;
