@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Arguments: `OP KIND N [SECONDS]`, with OP one of add, sub, matmul, kron, adjoint,
-//! transpose, mul, to_dense, to_csr, expect, trace; KIND one of csr (rand10), tridiag, dense,
+//! transpose, mul, expm, to_dense, to_csr, expect, trace; KIND one of csr (rand10), tridiag, dense,
 //! or csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an n×1 Dense), or
 //! `A,B` for operands of two kinds (`matmul csr,ket 1000`). Prints the mean time per call;
 //! with `COLD_MB=64` in the environment, the median of calls that each start out of cache.
@@ -105,6 +105,7 @@ fn main() -> polymat::Result<()> {
             "adjoint" => polymat::adjoint(&a, Out::Auto),
             "transpose" => polymat::transpose(&a, Out::Auto),
             "mul" => polymat::mul(&a, c64::new(0.5, 1.0), Out::Auto),
+            "expm" => polymat::expm(&a, Out::Auto),
             "to_dense" => polymat::to(Kind::DENSE, &a),
             "to_csr" => polymat::to(Kind::CSR, &a),
             // A scalar result: the returned handle is a clone of `a` (an `Arc` increment).
