@@ -183,13 +183,13 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
             // the kernel: `Inner::retired` keeps every kernel a state ever held for as long
             // as `self` lives, and nothing of the state is used after the kernel returns.
             let table = unsafe { &(*state).table };
-            if let Some(e) = table.cell(args, out.kind()) {
+            if let Some(e) = table.cell(args.iter().map(|a| a.kind()), out.kind()) {
                 if e.plain {
                     return (e.kernel)(args, params, e.ctx);
                 }
                 // SAFETY: `state` came from `peek` just now, and nothing has dispatched since.
                 let state = unsafe { cache::pin(state) };
-                if let Some(e) = state.table.cell(args, out.kind()) {
+                if let Some(e) = state.table.cell(args.iter().map(|a| a.kind()), out.kind()) {
                     return self.call_entry(e, args, params, &state.snap);
                 }
             }
@@ -207,7 +207,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
             return self.call_with_policy(args, out, params);
         }
         let state = cache::load(inner.id, &inner.state);
-        match state.table.cell(args, out.kind()) {
+        match state.table.cell(args.iter().map(|a| a.kind()), out.kind()) {
             Some(e) if e.plain => (e.kernel)(args, params, e.ctx),
             Some(e) => self.call_entry(e, args, params, &state.snap),
             None => Err(self.lookup_error(args.iter().map(|a| a.kind()).collect(), out)),
@@ -226,12 +226,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
         };
         let state = cache::load(self.inner.id, &self.inner.state);
         let kinds = || args.iter().map(|a| a.kind());
-        let cell = |out: Out| {
-            state
-                .table
-                .index(kinds(), out.kind())
-                .and_then(|i| state.table.entries[i].as_ref())
-        };
+        let cell = |out: Out| state.table.cell(kinds(), out.kind());
         let mut out = out;
         if let (Out::Auto, Some((default, scope)), true) = (out, p.output, R::DISPATCHED) {
             let applies = match scope {
@@ -356,10 +351,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
         let mut best: Option<(f64, Kind)> = None;
         if R::DISPATCHED {
             for k in state.snap.kinds_in(group) {
-                let e = state
-                    .table
-                    .index(kinds.iter().copied(), Some(k))
-                    .and_then(|i| state.table.entries[i].as_ref());
+                let e = state.table.cell(kinds.iter().copied(), Some(k));
                 if let Some(e) = e
                     && best.is_none_or(|(w, _)| e.weight < w)
                 {

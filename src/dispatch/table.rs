@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use super::spec::{Ctx, KernelFn, Spec};
 use crate::convert::{Chain, Snapshot};
-use crate::storage::{Data, Kind};
+use crate::storage::Kind;
 
 /// One resolved cell of the table.
 pub(crate) struct Entry<P, R> {
@@ -38,10 +38,14 @@ pub(crate) struct Table<P, R> {
 }
 
 impl<P, R> Table<P, R> {
-    /// The cell for these inputs' kinds and output, `None` where there is none.
+    /// The cell for these input kinds and output, `None` where there is none.
     #[inline(always)]
-    pub(crate) fn cell(&self, args: &[&Data], out: Option<Kind>) -> Option<&Entry<P, R>> {
-        let i = self.index(args.iter().map(|a| a.kind()), out)?;
+    pub(crate) fn cell(
+        &self,
+        kinds: impl Iterator<Item = Kind>,
+        out: Option<Kind>,
+    ) -> Option<&Entry<P, R>> {
+        let i = self.index(kinds, out)?;
         self.entries.get(i)?.as_ref()
     }
 }

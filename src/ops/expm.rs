@@ -125,10 +125,7 @@ fn mul_small(a: &Mat<c64>, b: &Mat<c64>) -> Option<Mat<c64>> {
         return None;
     }
     let mut buf = [MaybeUninit::uninit(); gemm::MAX_ROWS * gemm::MAX_INNER];
-    let ap = match gemm::Operand::direct(a.as_ref()) {
-        Some(ap) => ap,
-        None => gemm::Operand::padded(&mut buf, (n, n), |k| a.col_as_slice(k))?,
-    };
+    let ap = gemm::Operand::of(a.as_ref(), &mut buf, |k| a.col_as_slice(k))?;
     let mut out = Mat::<c64>::zeros(n, n);
     for j in 0..n {
         let col = out.col_as_slice_mut(j);

@@ -144,11 +144,7 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     // in registers beats the column axpys of `dense_gemv` at these sizes.
     if serial && a.layout() == Layout::ColMajor {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
-        let ap = match gemm::Operand::direct(a.buffer()) {
-            Some(ap) => Some(ap),
-            None => gemm::Operand::padded(&mut buf, (m, k), |c| a.buffer_col(c)),
-        };
-        if let Some(ap) = ap {
+        if let Some(ap) = gemm::Operand::of(a.buffer(), &mut buf, |c| a.buffer_col(c)) {
             let row_major = b.layout() == Layout::RowMajor;
             let fill = |_: std::ops::Range<usize>, j0: usize, cols: &mut OutColumns<'_>| {
                 let mut bj = [ZERO; MAX_INNER];

@@ -61,6 +61,20 @@ impl<'a> Operand<'a> {
         })
     }
 
+    /// A read in place where it can be ([`direct`](Self::direct)), else copied into `buf`
+    /// ([`padded`](Self::padded), `a_col(k)` being column `k` of `a`). `None` as for
+    /// [`padded`](Self::padded).
+    pub(crate) fn of(
+        a: MatRef<'a, c64>,
+        buf: &'a mut PadBuf,
+        a_col: impl Fn(usize) -> &'a [c64],
+    ) -> Option<Operand<'a>> {
+        match Operand::direct(a) {
+            Some(ap) => Some(ap),
+            None => Operand::padded(buf, (a.nrows(), a.ncols()), a_col),
+        }
+    }
+
     /// A's `p` columns (`a_col(k)`, each at least `m` long), each zero-padded to an even
     /// length, copied into `buf`. `None` as for [`direct`](Self::direct), odd `m` allowed.
     pub(crate) fn padded(
