@@ -16,9 +16,9 @@ mod mask;
 mod scale;
 
 pub(crate) use mask::{nonzero_bits, nonzero_mask};
-#[cfg(target_arch = "x86_64")]
-pub(crate) use scale::scale_run;
 pub(crate) use scale::{add_scaled_into, scale_into};
+#[cfg(target_arch = "x86_64")]
+pub(crate) use scale::{add_scaled_run, kron_block};
 
 /// Whether the AVX2 + FMA kernels can run (cached by std).
 #[inline(always)]

@@ -88,6 +88,127 @@ pub(crate) unsafe fn scale_run(
     }
 }
 
+/// `acc[k] += s·y[k]` for every `k < y.len()`, on the AVX2 path: bit for bit the scalar
+/// `*acc += s * y` (the product as [`scale_into`]'s, then the sum). For contiguous runs of
+/// columns in a sparse accumulation (a Csr·Csr row of b whose columns are consecutive).
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `acc` is valid for reads and writes of `y.len()` elements and
+/// does not overlap `y`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(crate) unsafe fn add_scaled_run(acc: *mut c64, s: c64, y: &[c64]) {
+    use std::arch::x86_64::*;
+    let n = y.len();
+    let (py, pa) = (y.as_ptr().cast::<f64>(), acc.cast::<f64>());
+    let (sr, si) = (_mm256_set1_pd(s.re), _mm256_set1_pd(s.im));
+    let mut k = 0;
+    while k + 2 <= n {
+        // SAFETY: entries k..k + 2 exist in `y` and `acc` (the caller's contract); unaligned.
+        unsafe {
+            let sv = avx::product(sr, si, _mm256_loadu_pd(py.add(2 * k)));
+            _mm256_storeu_pd(
+                pa.add(2 * k),
+                _mm256_add_pd(_mm256_loadu_pd(pa.add(2 * k)), sv),
+            );
+        }
+        k += 2;
+    }
+    if k < n {
+        // SAFETY: as above, for the last entry.
+        unsafe { *acc.add(k) += s * *y.get_unchecked(k) };
+    }
+}
+
+/// One block of a Csr Kronecker product (row i of a with row k of b): for each entry x of a's
+/// row, the run `vals[x·L + y] = rv[x]·bv[y]`, `cols[x·L + y] = ra[x]·nb + bi[y]` with
+/// `L = bv.len()`; every product bit for bit the scalar one.
+///
+/// Rows of b of 2, 3 or 4 entries (banded factors, the common case) keep b's values, their
+/// swapped halves and columns in registers across the block's runs, so a run is two
+/// broadcasts, two or four multiplies, one or two `addsub`s and the stores, with no per-run
+/// loop; other rows take [`scale_run`] per run.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `vals` and `cols` are valid for `ra.len()·bv.len()` writes and
+/// do not overlap the inputs; `rv.len() == ra.len()`, `bi.len() == bv.len()`, and every
+/// `ra[x]·nb + bi[y]` fits in `usize`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(crate) unsafe fn kron_block(
+    vals: *mut c64,
+    cols: *mut usize,
+    nb: usize,
+    ra: &[usize],
+    rv: &[c64],
+    bi: &[usize],
+    bv: &[c64],
+) {
+    use std::arch::x86_64::*;
+    let l = bv.len();
+    debug_assert!(rv.len() == ra.len() && bi.len() == l);
+    if !(2..=4).contains(&l) {
+        for (x, (&ca, &va)) in ra.iter().zip(rv).enumerate() {
+            // SAFETY: run x lies at x·l..(x + 1)·l inside the block (the caller's contract).
+            unsafe { scale_run(vals.add(x * l), cols.add(x * l), va, bv, bi, ca * nb) };
+        }
+        return;
+    }
+    let (pv, pi) = (bv.as_ptr().cast::<f64>(), bi.as_ptr());
+    // SAFETY: b's row has l ≥ 2 entries, so its first two load as one vector.
+    let (v0, c0) = unsafe { (_mm256_loadu_pd(pv), _mm_loadu_si128(pi.cast::<__m128i>())) };
+    let s0 = _mm256_permute_pd::<0b0101>(v0);
+    let (v1, c1) = match l {
+        // SAFETY: entries 2 and 3 exist.
+        4 => unsafe {
+            (
+                _mm256_loadu_pd(pv.add(4)),
+                _mm_loadu_si128(pi.add(2).cast()),
+            )
+        },
+        // SAFETY: entry 2 exists; the upper halves are never stored.
+        3 => unsafe {
+            (
+                _mm256_castpd128_pd256(_mm_loadu_pd(pv.add(4))),
+                _mm_set1_epi64x(*pi.add(2) as i64),
+            )
+        },
+        _ => (_mm256_setzero_pd(), _mm_setzero_si128()),
+    };
+    let s1 = _mm256_permute_pd::<0b0101>(v1);
+    let (mut po, mut pc) = (vals.cast::<f64>(), cols);
+    for (&ca, &va) in ra.iter().zip(rv) {
+        let (sr, si) = (_mm256_set1_pd(va.re), _mm256_set1_pd(va.im));
+        // `usize` is 64 bits on x86-64; the caller's columns fit in it.
+        let base = _mm_set1_epi64x((ca * nb) as i64);
+        let r0 = _mm256_addsub_pd(_mm256_mul_pd(sr, v0), _mm256_mul_pd(si, s0));
+        let r1 = _mm256_addsub_pd(_mm256_mul_pd(sr, v1), _mm256_mul_pd(si, s1));
+        // SAFETY: this run's l entries lie at po / pc inside the block (the caller's
+        // contract); for l = 3 only the lower halves of the second product and its columns
+        // are stored.
+        unsafe {
+            _mm256_storeu_pd(po, r0);
+            _mm_storeu_si128(pc.cast(), _mm_add_epi64(c0, base));
+            match l {
+                4 => {
+                    _mm256_storeu_pd(po.add(4), r1);
+                    _mm_storeu_si128(pc.add(2).cast(), _mm_add_epi64(c1, base));
+                }
+                3 => {
+                    _mm_storeu_pd(po.add(4), _mm256_castpd256_pd128(r1));
+                    let c = _mm_add_epi64(c1, base);
+                    pc.add(2).write(_mm_cvtsi128_si64(c) as usize);
+                }
+                _ => {}
+            }
+            po = po.add(2 * l);
+            pc = pc.add(l);
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx {
     use std::arch::x86_64::*;
