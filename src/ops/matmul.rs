@@ -283,7 +283,7 @@ crate::simd::avx2_fn! {
 
 /// Rows `rows` of columns `j0..` of a·b for column-major `b`, into `cols`: the rows' sparse
 /// dots against four columns at a time ([`crate::simd::csr_row_dots`]: each stored entry is
-/// loaded once for four products), then one column at a time. A column's sums do not depend
+/// loaded once for four products), then the last one to three columns in one pass. A column's sums do not depend
 /// on the group it falls in, so neither does the result on the blocks (serial = parallel, bit
 /// for bit).
 fn csr_dense_cols(
@@ -305,10 +305,24 @@ fn csr_dense_cols(
         // length of each column of b.
         unsafe { crate::simd::csr_row_dots(p, idx, val, bs, rows.clone(), quad) };
     }
-    for (k, out) in rest.iter_mut().enumerate() {
-        let bj = b.col(j0 + full + k);
-        // SAFETY: as above, for one column.
-        unsafe { crate::simd::csr_row_dots(p, idx, val, [bj], rows.clone(), &mut [out]) };
+    // The last one to three columns in one pass too (10 columns: three passes over a, not
+    // four).
+    let col = |t: usize| b.col(j0 + full + t);
+    // SAFETY: as above, for the remaining columns.
+    unsafe {
+        match rest {
+            [x, y] => crate::simd::csr_row_dots(p, idx, val, [col(0), col(1)], rows, &mut [x, y]),
+            [x, y, z] => {
+                let xs = [col(0), col(1), col(2)];
+                crate::simd::csr_row_dots(p, idx, val, xs, rows, &mut [x, y, z]);
+            }
+            // No column, or one (`as_chunks_mut` leaves fewer than four).
+            _ => {
+                for (t, out) in rest.iter_mut().enumerate() {
+                    crate::simd::csr_row_dots(p, idx, val, [col(t)], rows.clone(), &mut [out]);
+                }
+            }
+        }
     }
 }
 

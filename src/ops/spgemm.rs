@@ -48,14 +48,15 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         // merged (strictly increasing), and are columns of b (below n).
         return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
     }
-    let mut acc = vec![ZERO; n];
     if n <= 64 {
+        // The accumulator on the stack: no allocation for small products.
+        let mut acc = [ZERO; 64];
         let mut out = Emit {
             indices: indices.spare_capacity_mut(),
             data: data.spare_capacity_mut(),
             len: 0,
         };
-        gustavson_narrow(a, b, &mut acc, &mut out, &mut indptr);
+        gustavson_narrow(a, b, &mut acc[..n], &mut out, &mut indptr);
         let nnz = out.len;
         // SAFETY: `Emit` initialised the first `nnz` elements of both spare capacities.
         unsafe {
@@ -65,6 +66,7 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         // SAFETY: as below; a row's columns are the set bits of one word, emitted in order.
         return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
     }
+    let mut acc = vec![ZERO; n];
     // Bit j of `seen` is set while column j is in the current row's pattern.
     let mut seen = vec![0u64; n.div_ceil(64)];
     // A row's distinct columns, in the order met (at most its products, at most n), and one
@@ -248,26 +250,36 @@ crate::simd::avx2_fn! {
     ) {
         let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
         let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
-        debug_assert!(b.shape().1 <= 64 && acc.len() == b.shape().1);
+        // The unchecked reads below rely on these (`matmul_csr` checked the shapes).
+        assert!(
+            a.shape().1 == b.shape().0 && b.shape().1 <= 64 && acc.len() == b.shape().1,
+            "gustavson_narrow: shapes"
+        );
         #[cfg(target_arch = "x86_64")]
         let runs = crate::simd::avx2();
         for i in 0..a.shape().0 {
             let mut pattern = 0u64;
             for (&r, &va) in ia[pa[i]..pa[i + 1]].iter().zip(&da[pa[i]..pa[i + 1]]) {
-                let (b0, b1) = (pb[r], pb[r + 1]);
+                // SAFETY: r is a column of a, below its column count, b's row count (asserted),
+                // so r + 1 < pb.len(); b's row pointers increase up to nnz(b), the length of
+                // `ib` and `db` (the Csr invariants).
+                let (bi, bv) = unsafe {
+                    let (b0, b1) = (*pb.get_unchecked(r), *pb.get_unchecked(r + 1));
+                    (ib.get_unchecked(b0..b1), db.get_unchecked(b0..b1))
+                };
                 #[cfg(target_arch = "x86_64")]
-                if runs && b1 - b0 >= RUN && ib[b1 - 1] - ib[b0] == b1 - b0 - 1 {
+                if runs && bi.len() >= RUN && bi[bi.len() - 1] - bi[0] == bi.len() - 1 {
                     // Consecutive columns j0..j0 + len (sorted, distinct): one vector run.
-                    let (j0, len) = (ib[b0], b1 - b0);
+                    let (j0, len) = (bi[0], bi.len());
                     pattern |= (u64::MAX >> (64 - len)) << j0;
                     // SAFETY: the CPU has AVX2 and FMA (`runs`); j0 + len ≤ n = acc.len()
                     // (b's columns are below n), and `acc` does not overlap b's values.
                     unsafe {
-                        crate::simd::add_scaled_run(acc.as_mut_ptr().add(j0), va, &db[b0..b1]);
+                        crate::simd::add_scaled_run(acc.as_mut_ptr().add(j0), va, bv);
                     }
                     continue;
                 }
-                for (&j, &vb) in ib[b0..b1].iter().zip(&db[b0..b1]) {
+                for (&j, &vb) in bi.iter().zip(bv) {
                     pattern |= 1 << (j % 64);
                     // SAFETY: j < n = acc.len() (the Csr invariant of b).
                     unsafe { *acc.get_unchecked_mut(j) += va * vb };
@@ -304,13 +316,22 @@ impl Emit<'_> {
 
     /// Writes the columns marked in word `w` of a row's bitset (`bits`), in increasing order,
     /// with their accumulated values, zeroing those accumulators.
+    ///
+    /// The count is kept in a local across the word (the compiler cannot tell that the
+    /// entries' writes leave `self.len` alone, and would store it once per entry).
     #[inline(always)]
     fn word(&mut self, w: usize, mut bits: u64, acc: &mut [c64]) {
+        let mut out = Emit {
+            indices: &mut *self.indices,
+            data: &mut *self.data,
+            len: self.len,
+        };
         while bits != 0 {
             let j = w * 64 + bits.trailing_zeros() as usize;
-            self.entry(j, std::mem::replace(&mut acc[j], ZERO));
+            out.entry(j, std::mem::replace(&mut acc[j], ZERO));
             bits &= bits - 1;
         }
+        self.len = out.len;
     }
 }
 
