@@ -222,12 +222,18 @@ fn kron_csr_blocks(
         .split_first_mut()
         .expect("kron_csr_blocks: row pointers");
     assert_eq!(rest.len(), ma * mb, "kron_csr_blocks: row pointers");
+    assert_eq!(pb.len(), mb + 1, "kron_csr_blocks: b's row pointers");
     first.write(0);
     let mut pos = 0usize;
     for (i, out) in rest.chunks_exact_mut(mb.max(1)).enumerate().take(ma) {
         let (ra, rv) = (&ia[pa[i]..pa[i + 1]], &da[pa[i]..pa[i + 1]]);
         for (k, ptr) in out.iter_mut().enumerate() {
-            let (bi, bv) = (&ib[pb[k]..pb[k + 1]], &db[pb[k]..pb[k + 1]]);
+            // SAFETY: k < mb, so k + 1 < pb.len() (asserted); a valid Csr's row pointers are
+            // non-decreasing and at most nnz(b), the length of `ib` and `db`.
+            let (bi, bv) = unsafe {
+                let (b0, b1) = (*pb.get_unchecked(k), *pb.get_unchecked(k + 1));
+                (ib.get_unchecked(b0..b1), db.get_unchecked(b0..b1))
+            };
             block(pos, ra, rv, bi, bv);
             pos += ra.len() * bv.len();
             ptr.write(pos);
