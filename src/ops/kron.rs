@@ -389,6 +389,39 @@ mod tests {
         assert_eq!(parts(&fast), parts(&slow));
     }
 
+    /// Factors with no rows, no columns or no entries: the right shape, every row pointer
+    /// written (all zero), no entries; an empty row of a between full ones keeps its block of
+    /// rows empty.
+    #[test]
+    fn kron_csr_of_empty_factors_and_rows() {
+        let one = c64::new(2.0, -1.0);
+        let full = |m: usize, n: usize| {
+            let (r, c): (Vec<usize>, Vec<usize>) =
+                (0..m * n).map(|k| (k / n.max(1), k % n.max(1))).unzip();
+            Csr::from_triplets((m, n), &r, &c, &vec![one; m * n]).unwrap()
+        };
+        for ((ma, na), (mb, nb)) in [
+            ((0, 3), (2, 2)),
+            ((2, 2), (0, 3)),
+            ((3, 0), (2, 2)),
+            ((2, 2), (3, 0)),
+            ((0, 0), (0, 0)),
+        ] {
+            let k = kron_csr(&full(ma, na), &full(mb, nb)).unwrap();
+            assert_eq!(k.shape(), (ma * mb, na * nb));
+            assert_eq!(k.nnz(), 0);
+            assert_eq!(k.indptr(), vec![0; ma * mb + 1].as_slice());
+        }
+        let zeros = Csr::from_triplets((2, 2), &[], &[], &[]).unwrap();
+        assert_eq!(kron_csr(&zeros, &full(3, 3)).unwrap().indptr(), &[0; 7]);
+        // a with its middle row empty.
+        let a = Csr::from_triplets((3, 2), &[0, 2], &[1, 0], &[one, one]).unwrap();
+        let k = kron_csr(&a, &full(2, 3)).unwrap();
+        assert_eq!(k.indptr(), &[0, 3, 6, 6, 6, 9, 12]);
+        assert_eq!(k.indices(), &[3, 4, 5, 3, 4, 5, 0, 1, 2, 0, 1, 2]);
+        assert!(k.data().iter().all(|&v| v == one * one));
+    }
+
     #[test]
     fn kron_drops_products_that_underflow_to_zero() {
         let tiny = c64::new(1e-200, 0.0);
