@@ -7,7 +7,7 @@ use arc_swap::ArcSwap;
 
 use super::spec::{KernelReturn, ReturnValue, Specialisation};
 use super::table::Table;
-use super::{CheckFn, Dispatcher, Inner, Out, State};
+use super::{Check, CheckFn, Dispatcher, Inner, Out, State};
 use crate::cache;
 use crate::convert::{Listener, Prepared, Snapshot, registry};
 use crate::error::{Error, Result};
@@ -40,14 +40,26 @@ pub const MAX_TABLE_CELLS: usize = 1 << 20;
 pub struct DispatcherBuilder<P: 'static, R: ReturnValue> {
     pub(super) name: String,
     pub(super) arity: usize,
-    pub(super) check: Option<CheckFn<P>>,
+    pub(super) check: Check<P>,
     pub(super) specs: Vec<Specialisation<P, R>>,
 }
 
 impl<P: Send + Sync + 'static, R: ReturnValue> DispatcherBuilder<P, R> {
     /// Sets the shape/parameter check, run on every call before any conversion.
     pub fn check(mut self, check: CheckFn<P>) -> Self {
-        self.check = Some(check);
+        self.check = Check::Fn(check);
+        self
+    }
+
+    /// Checks that the first input is square (made inline on every call).
+    pub(crate) fn check_square(mut self) -> Self {
+        self.check = Check::Square;
+        self
+    }
+
+    /// Checks that the first two inputs have the same shape (made inline on every call).
+    pub(crate) fn check_same_shape(mut self) -> Self {
+        self.check = Check::SameShape;
         self
     }
 

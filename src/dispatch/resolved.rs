@@ -67,9 +67,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Resolved<P, R> {
                 ),
             ));
         }
-        if let Some(check) = self.dispatcher.inner.check {
-            check(name, args, params)?;
-        }
+        self.dispatcher.inner.check.run(name, args, params)?;
         let e = self.entry();
         if e.plain {
             (e.kernel)(args, params, e.ctx)

@@ -9,7 +9,7 @@ use faer::linalg::solvers::Solve;
 use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
 
-use super::{check_square, via_dense};
+use super::via_dense;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
@@ -27,7 +27,7 @@ use crate::storage::{Csr, Data, Dense};
 /// measures 165× at n = 10). Csr → Csr keeps only the nonzero entries of the result.
 pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("expm", 1)
-        .check(check_square)
+        .check_square()
         .unary("expm_dense", |a: &Dense, _: &()| expm_dense(a))
         .specialisation(via_dense(
             "expm_csr_dense",

@@ -11,7 +11,6 @@ use std::sync::LazyLock;
 
 use faer::{Mat, MatRef, Side};
 
-use super::check_square;
 use super::decomp::HERMITIAN_ATOL;
 use super::via_dense;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
@@ -50,7 +49,7 @@ fn dense_kernels(
 /// densely; the square root of a sparse matrix is dense in general).
 pub static SQRTM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     dense_kernels(
-        Dispatcher::builder("sqrtm", 1).check(check_square),
+        Dispatcher::builder("sqrtm", 1).check_square(),
         "sqrtm",
         sqrtm_dense,
     )
@@ -60,7 +59,7 @@ pub static SQRTM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// The principal logarithm. Kernels as [`SQRTM`].
 pub static LOGM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     dense_kernels(
-        Dispatcher::builder("logm", 1).check(check_square),
+        Dispatcher::builder("logm", 1).check_square(),
         "logm",
         logm_dense,
     )

@@ -2,7 +2,6 @@
 
 use std::sync::LazyLock;
 
-use super::check_same_shape;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::GpuDense;
@@ -13,7 +12,7 @@ use crate::storage::{Csr, Data, Dense};
 /// `a ∘ b`, entry by entry. Kernels: Dense∘Dense, Csr∘Csr.
 pub static MULTIPLY: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("multiply", 2)
-        .check(check_same_shape)
+        .check_same_shape()
         .binary("multiply_dense", |a: &Dense, b: &Dense, _: &()| {
             multiply_dense(a, b)
         })

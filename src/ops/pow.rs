@@ -2,7 +2,6 @@
 
 use std::sync::LazyLock;
 
-use super::check_square;
 use super::matmul::{matmul_csr, matmul_dense};
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
@@ -12,7 +11,7 @@ use crate::storage::{Csr, Data, Dense};
 /// `aⁿ` for square `a` (`a⁰` is the identity). Parameter: `n`. Kernels: Dense, Csr.
 pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
     Dispatcher::builder("pow", 1)
-        .check(check_square)
+        .check_square()
         .unary("pow_dense", |a: &Dense, n: &u32| pow_dense(a, *n))
         .unary("pow_csr", |a: &Csr, n: &u32| pow_csr(a, *n))
         .unary("pow_gpu", |a: &GpuDense, n: &u32| a.pow(*n))

@@ -9,7 +9,7 @@ use faer::linalg::solvers::SolveLstsq;
 
 use super::lu::{Factorised, finite};
 use super::space::{Dispatched, FnMap, matrix_map};
-use super::{check_square, via_dense};
+use super::via_dense;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
@@ -176,7 +176,7 @@ impl PartialEq for Preconditioner {
 /// generally dense, and exact zeros are dropped from the Csr result).
 pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("inv", 1)
-        .check(check_square)
+        .check_square()
         .unary("inv_dense", |a: &Dense, _: &()| inv_dense(a))
         .unary("inv_gpu", |a: &GpuDense, _: &()| inv_gpu(a))
         .specialisation(via_dense("inv_csr", csr_to_dense, |d: &Dense, _: &()| {

@@ -2,7 +2,6 @@
 
 use std::sync::LazyLock;
 
-use super::check_square;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::Result;
@@ -15,7 +14,7 @@ use crate::storage::{Csr, Data, Dense, Dia};
 /// `Tr a` for square `a`, a scalar. Kernels: Dense, Csr.
 pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("trace", 1)
-        .check(check_square)
+        .check_square()
         .unary("trace_dense", |a: &Dense, _: &()| trace_dense(a))
         .unary("trace_csr", |a: &Csr, _: &()| trace_csr(a))
         .unary("trace_dia", |a: &Dia, _: &()| super::dia::trace_dia(a))
