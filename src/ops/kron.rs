@@ -140,7 +140,7 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
 /// entries in registers across the runs of a block (`simd::kron_block`); its products are the
 /// scalar ones to the bit (NaN as NaN). With the row pointers written in place instead of
 /// pushed and the branch-free [`super::products_nonzero`]: tridiagonal factors, result
-/// 100 × 100 1.27–1.30 → 0.94–0.95 µs, 10⁴ × 10⁴ 115 → 85 µs (rows of 10: within 3 %).
+/// 100 × 100 1.27–1.30 → 0.94–0.95 µs, 10⁴ × 10⁴ 115 → 85 µs (rows of 10: +3 % instructions).
 fn kron_csr_fill(
     a: &Csr,
     b: &Csr,

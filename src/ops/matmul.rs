@@ -283,9 +283,9 @@ crate::simd::avx2_fn! {
 
 /// Rows `rows` of columns `j0..` of a·b for column-major `b`, into `cols`: the rows' sparse
 /// dots against four columns at a time ([`crate::simd::csr_row_dots`]: each stored entry is
-/// loaded once for four products), then the last one to three columns in one pass. A column's sums do not depend
-/// on the group it falls in, so neither does the result on the blocks (serial = parallel, bit
-/// for bit).
+/// loaded once for four products), then the last one to three columns in one pass. A
+/// column's sums do not depend on the group it falls in, so neither does the result on the
+/// blocks (serial = parallel, bit for bit).
 fn csr_dense_cols(
     a: &Csr,
     b: &Dense,
