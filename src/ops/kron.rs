@@ -123,9 +123,8 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
     }
     // SAFETY: one pointer per result row (i·mb + k, in increasing order) after the leading 0
-    // (`kron_csr_blocks`);
-    // within a row the columns ia[x]·nb + c increase strictly, since a's columns increase
-    // from one run to the next and each run's b columns (below nb) increase.
+    // (`kron_csr_blocks`); within a row the columns ia[x]·nb + c increase strictly, since a's
+    // columns increase from one run to the next and each run's b columns (below nb) increase.
     Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) })
 }
 
