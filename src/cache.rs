@@ -118,20 +118,26 @@ impl<S> Deref for Pinned<S> {
 /// kernels are retained by the dispatcher itself).
 #[inline(always)]
 pub(crate) fn peek<S: Send + Sync + 'static>(id: usize) -> Option<*const S> {
-    let generation = GENERATION.load(Ordering::Acquire);
     if id < FAST_SLOTS {
-        let (seen, ptr) = FAST.with(|f| f[id].get());
-        if seen == generation {
-            return Some(ptr as *const S);
-        }
+        fast(id, GENERATION.load(Ordering::Acquire))
+    } else {
+        None
     }
-    None
 }
 
-/// Pins a state [`peek`] gave, for a call that goes on past a nested dispatch.
+/// This thread's fast copy of slot `id` (below [`FAST_SLOTS`]) if it is of `generation`.
+#[inline(always)]
+fn fast<S>(id: usize, generation: u64) -> Option<*const S> {
+    let (seen, ptr) = FAST.with(|f| f[id].get());
+    (seen == generation).then_some(ptr as *const S)
+}
+
+/// Pins a state [`peek`] (or this thread's cache) gave, for a call that goes on past a nested
+/// dispatch.
 ///
 /// # Safety
-/// `ptr` came from `peek` on this thread, and this thread has not dispatched since.
+/// `ptr` is this thread's current cached state of a dispatcher (from `peek` or the cache's
+/// slot), and this thread has not dispatched since it was read.
 #[inline]
 pub(crate) unsafe fn pin<S: Send + Sync + 'static>(ptr: *const S) -> Pinned<S> {
     DEPTH.set(DEPTH.get() + 1);
@@ -143,12 +149,11 @@ pub(crate) unsafe fn pin<S: Send + Sync + 'static>(ptr: *const S) -> Pinned<S> {
 pub(crate) fn load<S: Send + Sync + 'static>(id: usize, swap: &ArcSwap<S>) -> Pinned<S> {
     let generation = GENERATION.load(Ordering::Acquire);
     if id < FAST_SLOTS {
-        let (seen, ptr) = FAST.with(|f| f[id].get());
-        if seen == generation {
-            DEPTH.set(DEPTH.get() + 1);
-            return Pinned::Cached(ptr as *const S, PhantomData);
-        }
-        return refresh(id, swap, generation);
+        return match fast(id, generation) {
+            // SAFETY: the current fast copy, read just now.
+            Some(ptr) => unsafe { pin(ptr) },
+            None => refresh(id, swap, generation),
+        };
     }
     let hit = CACHE.try_with(|c| {
         // SAFETY: no reference into the cache outlives this closure, and nothing in it calls
@@ -158,10 +163,8 @@ pub(crate) fn load<S: Send + Sync + 'static>(id: usize, swap: &ArcSwap<S>) -> Pi
         Some(slot.ptr as *const S)
     });
     match hit {
-        Ok(Some(p)) => {
-            DEPTH.set(DEPTH.get() + 1);
-            Pinned::Cached(p, PhantomData)
-        }
+        // SAFETY: the current slot of this thread's cache, read just now.
+        Ok(Some(p)) => unsafe { pin(p) },
         Ok(None) => refresh(id, swap, generation),
         Err(_) => Pinned::Owned(swap.load_full()),
     }

@@ -233,16 +233,18 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
             // kernel runs. A nested call inside the kernel may release that state, but not
             // the kernel: `Inner::retired` keeps every kernel a state ever held for as long
             // as `self` lives, and nothing of the state is used after the kernel returns.
-            let table = unsafe { &(*state).table };
-            if let Some(e) = table.cell(args.iter().map(|a| a.kind()), out.kind()) {
+            let current = unsafe { &*state };
+            if let Some(e) = current
+                .table
+                .cell(args.iter().map(|a| a.kind()), out.kind())
+            {
                 if e.plain {
                     return (e.kernel)(args, params, e.ctx);
                 }
-                // SAFETY: `state` came from `peek` just now, and nothing has dispatched since.
-                let state = unsafe { cache::pin(state) };
-                if let Some(e) = state.table.cell(args.iter().map(|a| a.kind()), out.kind()) {
-                    return self.call_entry(e, args, params, &state.snap);
-                }
+                // SAFETY: `state` came from `peek` just now, and nothing has dispatched since;
+                // the pin keeps it, and so `e`, alive until the converting call returns.
+                let _pinned = unsafe { cache::pin(state) };
+                return self.call_entry(e, args, params, &current.snap);
             }
         }
         self.call_pinned(args, out, params)

@@ -159,7 +159,7 @@ pub(crate) unsafe fn kron_block(
     let (pv, pi) = (bv.as_ptr().cast::<f64>(), bi.as_ptr());
     // SAFETY: b's row has l ≥ 2 entries, so its first two load as one vector.
     let (v0, c0) = unsafe { (_mm256_loadu_pd(pv), _mm_loadu_si128(pi.cast::<__m128i>())) };
-    let s0 = _mm256_permute_pd::<0b0101>(v0);
+    let s0 = avx::swap(v0);
     let (v1, c1) = match l {
         // SAFETY: entries 2 and 3 exist.
         4 => unsafe {
@@ -177,14 +177,16 @@ pub(crate) unsafe fn kron_block(
         },
         _ => (_mm256_setzero_pd(), _mm_setzero_si128()),
     };
-    let s1 = _mm256_permute_pd::<0b0101>(v1);
+    let s1 = avx::swap(v1);
     let (mut po, mut pc) = (vals.cast::<f64>(), cols);
     for (&ca, &va) in ra.iter().zip(rv) {
         let (sr, si) = (_mm256_set1_pd(va.re), _mm256_set1_pd(va.im));
         // `usize` is 64 bits on x86-64; the caller's columns fit in it.
         let base = _mm_set1_epi64x((ca * nb) as i64);
-        let r0 = _mm256_addsub_pd(_mm256_mul_pd(sr, v0), _mm256_mul_pd(si, s0));
-        let r1 = _mm256_addsub_pd(_mm256_mul_pd(sr, v1), _mm256_mul_pd(si, s1));
+        let (r0, r1) = (
+            avx::product_swapped(sr, si, v0, s0),
+            avx::product_swapped(sr, si, v1, s1),
+        );
         // SAFETY: this run's l entries lie at po / pc inside the block (the caller's
         // contract); for l = 3 only the lower halves of the second product and its columns
         // are stored.
@@ -221,10 +223,22 @@ mod avx {
     #[target_feature(enable = "avx2,fma")]
     #[inline]
     pub(super) fn product(sr: __m256d, si: __m256d, v: __m256d) -> __m256d {
-        _mm256_addsub_pd(
-            _mm256_mul_pd(sr, v),
-            _mm256_mul_pd(si, _mm256_permute_pd::<0b0101>(v)),
-        )
+        product_swapped(sr, si, v, swap(v))
+    }
+
+    /// `v` with the two parts of each entry exchanged (`[im, re]`).
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    pub(super) fn swap(v: __m256d) -> __m256d {
+        _mm256_permute_pd::<0b0101>(v)
+    }
+
+    /// [`product`] with `swap(v)` given (hoisted by a caller that multiplies the same `v`
+    /// by many scalars).
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
+    pub(super) fn product_swapped(sr: __m256d, si: __m256d, v: __m256d, sv: __m256d) -> __m256d {
+        _mm256_addsub_pd(_mm256_mul_pd(sr, v), _mm256_mul_pd(si, sv))
     }
 
     /// `s·x` two entries at a time ([`product`]).
