@@ -3,7 +3,8 @@
 //!
 //! ```sh
 //! cargo build --release --example dispatch_probe
-//! for m in kernel-add dispatch-add kernel-trace dispatch-trace manual-indirect dispatch-indirect; do
+//! for m in kernel-add dispatch-add kernel-trace dispatch-trace kernel-trace-csr dispatch-trace-csr \
+//!          manual-indirect dispatch-indirect; do
 //!   for n in 0 200000; do
 //!     valgrind --tool=callgrind --callgrind-out-file=/dev/null \
 //!       target/release/examples/dispatch_probe $m $n 2>&1 | grep refs
@@ -42,6 +43,12 @@ fn main() {
         },
         "dispatch-trace" => &|| {
             black_box(polymat::trace(black_box(&dd)).ok());
+        },
+        "kernel-trace-csr" => &|| {
+            black_box(trace::trace_csr(black_box(&s)).ok());
+        },
+        "dispatch-trace-csr" => &|| {
+            black_box(polymat::trace(black_box(&sd)).ok());
         },
         "manual-indirect" => &|| {
             let r = add::add_csr_dense(black_box(&s), black_box(&d), one).map(Data::from);

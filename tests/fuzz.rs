@@ -202,6 +202,14 @@ fn outcome(r: polymat::Result<Data>) -> Outcome {
     }
 }
 
+/// Whether the solution `x` of `a·x = b` is large against what `b` and `a` can explain
+/// (‖a‖·‖x‖ > 10⁸·‖b‖ in the max norm): the sign of a condition number too large for the
+/// values to be compared across kinds.
+fn ill_conditioned(a: &Data, b: &Data, x: &Data) -> bool {
+    let max = |d: &Data| norm::max(d).unwrap_or(f64::NAN);
+    max(a) * max(x) > 1e8 * max(b)
+}
+
 fn variant(e: &Error) -> String {
     format!("{e:?}")
         .split([' ', '{', '('])
@@ -393,7 +401,15 @@ fn operations() -> Vec<(&'static str, usize, Call)> {
                 3 => SolveMethod::Bicgstab(Iterative::default().max_iter(30)),
                 _ => SolveMethod::Gmres(Iterative::default().max_iter(30).restart(small_usize(r))),
             };
-            outcome(polymat::solve(&d[0], &d[1], m, out(r)))
+            match polymat::solve(&d[0], &d[1], m, out(r)) {
+                // A singular or nearly singular system has many solutions (or none), and the
+                // one an iteration or a QR lands on depends on rounding, which differs between
+                // kinds: only the shape and the success are compared there. (Seed 7 found a
+                // 6 × 6 with a zero column on which BiCGSTAB, like scipy's, converges on both
+                // kinds, to solutions 10¹⁶ apart along the null direction.)
+                Ok(x) if ill_conditioned(&d[0], &d[1], &x) => Outcome::Matrix(x.shape(), None),
+                x => outcome(x),
+            }
         }),
         ("sqrtm", 1, |r, d| outcome(polymat::sqrtm(&d[0], out(r)))),
         ("logm", 1, |r, d| outcome(polymat::logm(&d[0], out(r)))),
