@@ -6,6 +6,7 @@
 use crate::engine::{self, Family, OutColumns};
 use crate::error::Result;
 use crate::scalar::c64;
+use crate::simd;
 use crate::storage::{Dense, Layout, alloc};
 
 /// A new Dense with entries `f(a[i, j], b[i, j])`, written once, vectorised and, above the
@@ -26,11 +27,12 @@ pub(crate) fn dense_zip(
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
     if a.layout() == b.layout() {
         let (bm, bn) = (a.buffer().nrows(), a.buffer().ncols());
+        let stream = simd::stream::streams(bm, bn);
         // SAFETY: the closure writes every element of every column slice it is handed (the
         // zip runs over the whole output slice: both buffers have the output buffer's shape).
         let mat = unsafe {
             alloc::build_mat(op, bm, bn, workers, |rows, j0, cols| {
-                zip_cols(a, b, &f, rows, j0, cols);
+                zip_cols(a, b, &f, stream, rows, j0, cols);
             })
         }?;
         return Ok(Dense::with_layout(mat, a.layout()));
@@ -55,17 +57,26 @@ pub(crate) fn dense_zip(
 
 crate::simd::avx2_fn! {
     /// Rows `rows` of columns `j0..` of `f(a, b)` entry by entry, `a` and `b` in the same
-    /// layout (walked as buffers), into `cols`.
+    /// layout (walked as buffers), into `cols`; through non-temporal stores if `stream`
+    /// ([`simd::stream`]).
     fn zip_cols(
         a: &Dense,
         b: &Dense,
         f: &impl Fn(c64, c64) -> c64,
+        stream: bool,
         rows: std::ops::Range<usize>,
         j0: usize,
         cols: &mut OutColumns<'_>,
     ) {
         let xs = a.buffer_cols(rows.clone(), j0, cols.len());
         let ys = b.buffer_cols(rows, j0, cols.len());
+        if stream {
+            for ((out, x), y) in cols.iter_mut().zip(xs).zip(ys) {
+                simd::stream::zip(out, x, y, f);
+            }
+            simd::stream::fence();
+            return;
+        }
         for ((out, x), y) in cols.iter_mut().zip(xs).zip(ys) {
             for ((o, x), y) in out.iter_mut().zip(x).zip(y) {
                 o.write(f(*x, *y));
@@ -112,23 +123,31 @@ crate::simd::avx2_fn! {
 pub(crate) fn dense_map(op: &str, a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> Result<Dense> {
     let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
+    let stream = simd::stream::streams(m, n);
     // SAFETY: the closure writes every element of every column slice it is handed (the input
     // column segment has the same length as the output slice).
     let mat = unsafe {
         alloc::build_mat(op, m, n, workers, |rows, j0, cols| {
-            map_cols(a, &f, rows, j0, cols);
+            map_cols(a, &f, stream, rows, j0, cols);
         })
     }?;
     Ok(Dense::with_layout(mat, a.layout()))
 }
 
-/// A copy of `a`'s buffer in the same layout, one `memcpy` per buffer column.
+/// A copy of `a`'s buffer in the same layout: one `memcpy` per buffer column, or from
+/// [`simd::stream::STREAM_BYTES`] on, the identity map with its non-temporal stores.
 ///
 /// glibc's `memcpy` (`rep movsb` for a column of 2 KiB or more on the development VM) beat the
 /// `dense_map` loop it replaced for `transpose` at n = 1000 (0.98–1.00 against 1.08–1.30 ms
 /// per call, one thread, same run) and tied it at n = 10 and 100.
 pub(crate) fn dense_copy(op: &str, a: &Dense) -> Result<Dense> {
     let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
+    if simd::stream::streams(m, n) {
+        // A result too large for the cache: the map's non-temporal stores. In the side-by-side
+        // at n = 10⁴ (1.6 GB, memory reused by malloc) glibc's `memcpy` took 399–440 ms, as in
+        // QuTiP and numpy, against 113 ms for the conjugating map that streams.
+        return dense_map(op, a, |x| x);
+    }
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
     if workers == 1 && m > 0 && n > 0 {
         // One thread: one `memcpy` of the whole buffer when both have the same column stride
@@ -218,15 +237,24 @@ pub(crate) unsafe fn dense_zip_cols(
 }
 
 crate::simd::avx2_fn! {
-    /// Rows `rows` of columns `j0..` of `f` applied to `a`'s buffer, into `cols`.
+    /// Rows `rows` of columns `j0..` of `f` applied to `a`'s buffer, into `cols`; through
+    /// non-temporal stores if `stream` ([`simd::stream`]).
     fn map_cols(
         a: &Dense,
         f: &impl Fn(c64) -> c64,
+        stream: bool,
         rows: std::ops::Range<usize>,
         j0: usize,
         cols: &mut OutColumns<'_>,
     ) {
         let xs = a.buffer_cols(rows, j0, cols.len());
+        if stream {
+            for (out, x) in cols.iter_mut().zip(xs) {
+                simd::stream::map(out, x, f);
+            }
+            simd::stream::fence();
+            return;
+        }
         for (out, x) in cols.iter_mut().zip(xs) {
             for (o, x) in out.iter_mut().zip(x) {
                 o.write(f(*x));

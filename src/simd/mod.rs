@@ -5,7 +5,7 @@
 //!
 //! [`avx2_fn!`] is the other half: plain loops (elementwise maps, Csr row dots, Kronecker
 //! runs) that the compiler vectorises well once it may use AVX2 and FMA, compiled twice and
-//! chosen at run time.
+//! chosen at run time. [`stream`] holds the non-temporal stores of large Dense results.
 
 use std::mem::MaybeUninit;
 
@@ -14,6 +14,7 @@ use crate::scalar::c64;
 pub(crate) mod gemm;
 mod mask;
 mod scale;
+pub(crate) mod stream;
 
 pub(crate) use mask::{nonzero_bits, nonzero_mask};
 pub(crate) use scale::{add_scaled_into, scale_into};
