@@ -28,6 +28,8 @@ const HUGE: usize = 1 << 62;
 #[derive(Debug)]
 enum Outcome {
     Matrix((usize, usize), Option<Vec<c64>>),
+    /// A matrix whose entries agree across kinds as a vector (max norm), not one by one.
+    Normwise((usize, usize), Option<Vec<c64>>),
     Scalar(c64),
     Real(f64),
     Flag(bool),
@@ -202,12 +204,16 @@ fn outcome(r: polymat::Result<Data>) -> Outcome {
     }
 }
 
-/// Whether the solution `x` of `a·x = b` is large against what `b` and `a` can explain
-/// (‖a‖·‖x‖ > 10⁸·‖b‖ in the max norm): the sign of a condition number too large for the
-/// values to be compared across kinds.
-fn ill_conditioned(a: &Data, b: &Data, x: &Data) -> bool {
-    let max = |d: &Data| norm::max(d).unwrap_or(f64::NAN);
-    max(a) * max(x) > 1e8 * max(b)
+/// Whether `a·x = b` has one (least-squares) solution that rounding cannot move far: `a` has
+/// at least as many rows as columns and its singular values span less than 10⁹. The singular
+/// values come from the Dense form for every kind, so both runs of a call decide alike.
+fn well_posed(a: &Data) -> bool {
+    let (m, n) = a.shape();
+    m >= n
+        && polymat::svd(a, false).is_ok_and(|d| match (d.s.first(), d.s.last()) {
+            (Some(&hi), Some(&lo)) => hi.is_finite() && lo > 0.0 && lo >= 1e-9 * hi,
+            _ => false,
+        })
 }
 
 fn variant(e: &Error) -> String {
@@ -236,6 +242,22 @@ fn close(x: c64, y: c64) -> bool {
     (x - y).norm() <= 1e-9 + 1e-6 * x.norm().max(y.norm())
 }
 
+/// Whether `x` and `y` agree as vectors: max-norm difference within 10⁻⁹ plus 10⁻⁶ of the
+/// larger max norm (entry by entry, as [`close`], where either holds a non-finite value).
+fn close_normwise(x: &[c64], y: &[c64]) -> bool {
+    let finite = |v: &[c64]| v.iter().all(|z| z.is_finite());
+    if !(finite(x) && finite(y)) {
+        return x.iter().zip(y).all(|(p, q)| close(*p, *q));
+    }
+    let max = |v: &[c64]| v.iter().map(|z| z.norm()).fold(0.0, f64::max);
+    let diff = x
+        .iter()
+        .zip(y)
+        .map(|(p, q)| (p - q).norm())
+        .fold(0.0, f64::max);
+    x.len() == y.len() && diff <= 1e-9 + 1e-6 * max(x).max(max(y))
+}
+
 /// Whether two outcomes agree (for the same inputs in two kinds). With non-finite values
 /// around, only the shapes and the success or failure must agree: a sparse kind stores no
 /// zeros, so IEEE's `0·NaN = NaN` never reaches them (as in scipy).
@@ -246,6 +268,13 @@ fn agree(a: &Outcome, b: &Outcome, finite: bool) -> bool {
             s == t
                 && match (x, y) {
                     (Some(x), Some(y)) if finite => x.iter().zip(y).all(|(p, q)| close(*p, *q)),
+                    _ => true,
+                }
+        }
+        (Normwise(s, x), Normwise(t, y)) => {
+            s == t
+                && match (x, y) {
+                    (Some(x), Some(y)) if finite => close_normwise(x, y),
                     _ => true,
                 }
         }
@@ -406,9 +435,17 @@ fn operations() -> Vec<(&'static str, usize, Call)> {
                 // one an iteration or a QR lands on depends on rounding, which differs between
                 // kinds: only the shape and the success are compared there. (Seed 7 found a
                 // 6 × 6 with a zero column on which BiCGSTAB, like scipy's, converges on both
-                // kinds, to solutions 10¹⁶ apart along the null direction.)
-                Ok(x) if ill_conditioned(&d[0], &d[1], &x) => Outcome::Matrix(x.shape(), None),
-                x => outcome(x),
+                // kinds, to solutions 10¹⁶ apart along the null direction; seed 9 one on which
+                // GMRES lands on two solutions of size 1 that differ in one entry.)
+                Ok(x) if !well_posed(&d[0]) => Outcome::Matrix(x.shape(), None),
+                // Elsewhere the iterative methods stop at a residual, not at the solution:
+                // entries near zero differ between kinds by the tolerance times the size of the
+                // solution (seed 9: 7·10⁻¹⁰ against −7·10⁻¹⁰ in a solution of size 1.8), so
+                // the solutions are compared as vectors, not entry by entry.
+                x => match outcome(x) {
+                    Outcome::Matrix(s, v) => Outcome::Normwise(s, v),
+                    o => o,
+                },
             }
         }),
         ("sqrtm", 1, |r, d| outcome(polymat::sqrtm(&d[0], out(r)))),
