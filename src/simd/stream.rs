@@ -45,9 +45,9 @@ pub(crate) fn zip(out: &mut [MaybeUninit<c64>], x: &[c64], y: &[c64], f: impl Fn
     });
 }
 
-/// `out[k] = g(k)` for every slot, in order: on x86-64 with AVX, two slots per 32-byte
+/// `out[k] = g(k)` for every slot, in order: on x86-64 with AVX2, two slots per 32-byte
 /// non-temporal store (`vmovntpd`; a first slot written plainly when `out` starts between two
-/// 32-byte boundaries); without AVX, one slot per 16-byte one (`movntpd`); plain writes when
+/// 32-byte boundaries); without AVX2, one slot per 16-byte one (`movntpd`); plain writes when
 /// `out` is not on a 16-byte boundary or elsewhere. The AVX store is not only wider: inside
 /// the AVX2 kernels a legacy-encoded SSE store would mix the two encodings, which Intel cores
 /// make pay for while the upper halves of the registers are in use.
@@ -55,9 +55,9 @@ pub(crate) fn zip(out: &mut [MaybeUninit<c64>], x: &[c64], y: &[c64], f: impl Fn
 fn fill(out: &mut [MaybeUninit<c64>], g: impl Fn(usize) -> c64) {
     #[cfg(target_arch = "x86_64")]
     if out.as_ptr().cast::<u8>().align_offset(16) == 0 {
-        if std::arch::is_x86_feature_detected!("avx") {
-            // SAFETY: the CPU has AVX (checked just above); `out` starts on a 16-byte
-            // boundary.
+        if super::avx2() {
+            // SAFETY: the CPU has AVX2, so AVX (checked just above, by the module's one
+            // detection); `out` starts on a 16-byte boundary.
             unsafe { fill_avx(out, g) };
         } else {
             // SAFETY: `out` starts on a 16-byte boundary.
@@ -146,7 +146,8 @@ mod tests {
     /// Every path writes every slot with the value asked for: outputs starting on a 32-byte
     /// boundary, 16 bytes past one (the AVX path's first slot written plainly) and 8 bytes
     /// past one (no 16-byte boundary: plain writes); odd and even lengths; the AVX and SSE2
-    /// instances called directly as well as through `map` and `zip`.
+    /// instances called directly as well as through `map` and `zip` (and `map` as a CPU
+    /// without AVX2 runs it).
     #[test]
     fn every_path_writes_every_slot() {
         let (x, y) = (sample(37), sample(41));
@@ -173,6 +174,9 @@ mod tests {
                 check(out, &|k| x[k].conj());
                 zip(out, &x, &y, |a, b| a - b);
                 check(out, &|k| x[k] - y[k]);
+                // The path a CPU without AVX2 takes.
+                crate::simd::baseline(|| map(out, &x, |v| -v));
+                check(out, &|k| -x[k]);
                 #[cfg(target_arch = "x86_64")]
                 if skip != 1 {
                     // SAFETY: `out` starts on a 16-byte boundary (skip 0 or 2 f64 past a
