@@ -275,62 +275,108 @@ fn parallel_results_above_thresholds_are_correct() {
     polymat::set_threads(0);
 }
 
-/// Results of 16 MiB and more are written with non-temporal stores (`simd::stream`): every
-/// entry of every streamed map and zip must still be the definition's, serial and parallel,
-/// for both layouts of the input (a transposed Dense is row-major).
+/// Large results are written with non-temporal stores (`simd::stream`, where the engine decides
+/// so): every entry of every streamed map and zip must still be the definition's, serial and
+/// parallel, for both layouts of the input (a transposed Dense is row-major). Run with every
+/// pass streamed (`set_stream_bytes(1)`: odd shapes, columns at every offset from a 32-byte
+/// boundary) and at the default (n = 1030, 17 MB a matrix: streamed where the last-level cache
+/// is below 45 MB).
 #[test]
 fn streamed_results_match_the_definition() {
     let _g = SETTING.lock().unwrap();
-    let n = 1030; // 1030² · 16 bytes ≈ 17.0 MB: above the 16 MiB streaming threshold
+    for ((m, n), bytes) in [((67, 53), 1), ((1030, 1030), 0)] {
+        polymat::set_stream_bytes(bytes);
+        streamed_case(m, n);
+    }
+    polymat::set_stream_bytes(0);
+}
+
+fn streamed_case(m: usize, n: usize) {
     let s = c64::new(0.5, -2.0);
-    let a = dense(n, n, 31);
-    let b = dense(n, n, 32);
-    for a in [a.clone(), polymat::transpose(&a, Out::Auto).unwrap()] {
+    let a = dense(m, n, 31);
+    let b = dense(m, n, 32);
+    // Row-major operands of the transposed shape.
+    let (ar, br) = (
+        polymat::transpose(&a, Out::Auto).unwrap(),
+        polymat::transpose(&dense(m, n, 33), Out::Auto).unwrap(),
+    );
+    for (a, b) in [(a, b), (ar, br)] {
         let at = a.downcast_ref::<Dense>().unwrap().clone();
         let bt = b.downcast_ref::<Dense>().unwrap().clone();
+        let (m, n) = at.shape();
         type Call<'a> = Box<dyn Fn() -> polymat::Result<Data> + 'a>;
         type Def = Box<dyn Fn(usize, usize) -> c64>;
-        let cases: Vec<(&str, Call<'_>, Def)> = vec![
-            ("add", Box::new(|| polymat::add(&a, &b, Out::Auto)), {
-                let (x, y) = (at.clone(), bt.clone());
-                Box::new(move |i, j| x.get(i, j) + y.get(i, j))
-            }),
-            ("sub", Box::new(|| polymat::sub(&a, &b, Out::Auto)), {
-                let (x, y) = (at.clone(), bt.clone());
-                Box::new(move |i, j| x.get(i, j) + c64::new(-1.0, 0.0) * y.get(i, j))
-            }),
+        let cases: Vec<(&str, (usize, usize), Call<'_>, Def)> = vec![
+            (
+                "add",
+                (m, n),
+                Box::new(|| polymat::add(&a, &b, Out::Auto)),
+                {
+                    let (x, y) = (at.clone(), bt.clone());
+                    Box::new(move |i, j| x.get(i, j) + y.get(i, j))
+                },
+            ),
+            (
+                "sub",
+                (m, n),
+                Box::new(|| polymat::sub(&a, &b, Out::Auto)),
+                {
+                    let (x, y) = (at.clone(), bt.clone());
+                    Box::new(move |i, j| x.get(i, j) + c64::new(-1.0, 0.0) * y.get(i, j))
+                },
+            ),
             (
                 "multiply",
+                (m, n),
                 Box::new(|| polymat::multiply(&a, &b, Out::Auto)),
                 {
                     let (x, y) = (at.clone(), bt.clone());
                     Box::new(move |i, j| x.get(i, j) * y.get(i, j))
                 },
             ),
-            ("neg", Box::new(|| polymat::neg(&a, Out::Auto)), {
+            ("neg", (m, n), Box::new(|| polymat::neg(&a, Out::Auto)), {
                 let x = at.clone();
                 Box::new(move |i, j| -x.get(i, j))
             }),
-            ("conj", Box::new(|| polymat::conj(&a, Out::Auto)), {
+            ("conj", (m, n), Box::new(|| polymat::conj(&a, Out::Auto)), {
                 let x = at.clone();
                 Box::new(move |i, j| x.get(i, j).conj())
             }),
-            ("adjoint", Box::new(|| polymat::adjoint(&a, Out::Auto)), {
-                let x = at.clone();
-                Box::new(move |i, j| x.get(j, i).conj())
-            }),
-            ("mul", Box::new(|| polymat::mul(&a, s, Out::Auto)), {
-                let x = at.clone();
-                Box::new(move |i, j| s * x.get(i, j))
-            }),
+            (
+                "adjoint",
+                (n, m),
+                Box::new(|| polymat::adjoint(&a, Out::Auto)),
+                {
+                    let x = at.clone();
+                    Box::new(move |i, j| x.get(j, i).conj())
+                },
+            ),
+            (
+                "transpose",
+                (n, m),
+                Box::new(|| polymat::transpose(&a, Out::Auto)),
+                {
+                    let x = at.clone();
+                    Box::new(move |i, j| x.get(j, i))
+                },
+            ),
+            (
+                "mul",
+                (m, n),
+                Box::new(|| polymat::mul(&a, s, Out::Auto)),
+                {
+                    let x = at.clone();
+                    Box::new(move |i, j| s * x.get(i, j))
+                },
+            ),
         ];
-        for (what, call, def) in &cases {
+        for (what, shape, call, def) in &cases {
             let (serial, parallel) = both(call);
             for r in [serial.unwrap(), parallel.unwrap()] {
                 let r = r.downcast_ref::<Dense>().unwrap();
-                assert_eq!(r.shape(), (n, n));
-                for j in 0..n {
-                    for i in 0..n {
+                assert_eq!(r.shape(), *shape, "{what}");
+                for j in 0..shape.1 {
+                    for i in 0..shape.0 {
                         assert_eq!(r.get(i, j), def(i, j), "{what} at ({i}, {j})");
                     }
                 }

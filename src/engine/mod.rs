@@ -114,9 +114,12 @@ fn default_dense_limit() -> usize {
 }
 
 pub(crate) mod pages;
+mod stream;
 pub mod thresholds;
 
 pub use pages::{HUGE_PAGES_ENV, huge_pages, set_huge_pages};
+pub(crate) use stream::streams;
+pub use stream::{DEFAULT_STREAM_BYTES, STREAM_BYTES_ENV, set_stream_bytes, stream_bytes};
 pub use thresholds::{THRESHOLDS_ENV, Thresholds, set_thresholds};
 
 /// A kind of kernel, for [`workers`].

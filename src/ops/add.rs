@@ -112,7 +112,7 @@ pub fn add_dense(a: &Dense, b: &Dense, scale: c64) -> Result<Dense> {
     same_shape("add", a.shape(), b.shape())?;
     if scale == ONE {
         super::dense_zip("add", a, b, |x, y| x + y)
-    } else if a.layout() == b.layout() && !crate::simd::stream::streams(a.shape().0, a.shape().1) {
+    } else if a.layout() == b.layout() && !crate::engine::streams(a.shape().0, a.shape().1, 2) {
         // (A result too large for the cache goes through `dense_zip`'s non-temporal stores;
         // its `x + scale * y` is `add_scaled_into`'s arithmetic, bit for bit.)
         // SAFETY: `add_scaled_into` writes every element of `out`, as long as `x` and `y`;

@@ -27,7 +27,7 @@ pub(crate) fn dense_zip(
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
     if a.layout() == b.layout() {
         let (bm, bn) = (a.buffer().nrows(), a.buffer().ncols());
-        let stream = simd::stream::streams(bm, bn);
+        let stream = engine::streams(bm, bn, 2);
         // SAFETY: the closure writes every element of every column slice it is handed (the
         // zip runs over the whole output slice: both buffers have the output buffer's shape).
         let mat = unsafe {
@@ -123,7 +123,7 @@ crate::simd::avx2_fn! {
 pub(crate) fn dense_map(op: &str, a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> Result<Dense> {
     let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
-    let stream = simd::stream::streams(m, n);
+    let stream = engine::streams(m, n, 1);
     // SAFETY: the closure writes every element of every column slice it is handed (the input
     // column segment has the same length as the output slice).
     let mat = unsafe {
@@ -134,15 +134,16 @@ pub(crate) fn dense_map(op: &str, a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> R
     Ok(Dense::with_layout(mat, a.layout()))
 }
 
-/// A copy of `a`'s buffer in the same layout: one `memcpy` per buffer column, or from
-/// [`simd::stream::STREAM_BYTES`] on, the identity map with its non-temporal stores.
+/// A copy of `a`'s buffer in the same layout: one `memcpy` per buffer column, or where the
+/// engine streams a pass of that size (`engine::streams`), the identity map with its
+/// non-temporal stores.
 ///
 /// glibc's `memcpy` (`rep movsb` for a column of 2 KiB or more on the development VM) beat the
 /// `dense_map` loop it replaced for `transpose` at n = 1000 (0.98–1.00 against 1.08–1.30 ms
 /// per call, one thread, same run) and tied it at n = 10 and 100.
 pub(crate) fn dense_copy(op: &str, a: &Dense) -> Result<Dense> {
     let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
-    if simd::stream::streams(m, n) {
+    if engine::streams(m, n, 1) {
         // A result too large for the cache: the map's non-temporal stores. In the side-by-side
         // at n = 10⁴ (1.6 GB, memory reused by malloc) glibc's `memcpy` took 399–440 ms, as in
         // QuTiP and numpy, against 113 ms for the conjugating map that streams.

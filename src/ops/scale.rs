@@ -74,7 +74,7 @@ pub fn neg(a: &Data, out: Out) -> Result<Data> {
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn mul_dense(a: &Dense, s: c64) -> Result<Dense> {
     let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
-    if crate::simd::stream::streams(m, n) {
+    if crate::engine::streams(m, n, 1) {
         // A result too large for the cache: the map's non-temporal stores. The product is
         // `Complex`'s, as `scale_into`'s is (bit for bit).
         return super::dense_map("mul", a, |x| s * x);

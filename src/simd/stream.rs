@@ -6,25 +6,14 @@
 //! without reading it, as glibc's `memcpy` does above its own threshold. On the 2-core VM a
 //! conjugating pass over a 10⁴ × 10⁴ matrix (1.6 GB in, 1.6 GB out) took 89 ms with them
 //! against 164 ms with ordinary AVX stores and 145 ms with scalar ones; over 31 MB, 1.5
-//! against 2.6 ms; at 8 MB and below they were no faster (docs/benchmarks.md). Below
-//! [`STREAM_BYTES`] the result is written as before, so that a small result stays in cache
-//! for whatever reads it next.
+//! against 2.6 ms; at 8 MB and below they were no faster (docs/benchmarks.md). Which results
+//! are streamed is the engine's decision (`engine::streams`: passes that move more bytes than
+//! the last-level cache keeps); smaller ones are written as before, so that they stay in cache
+//! for whatever reads them next.
 
 use std::mem::MaybeUninit;
 
 use crate::scalar::c64;
-
-/// Results of at least this many bytes (16 MiB: a 1024 × 1024 complex matrix) are written
-/// with non-temporal stores by the Dense elementwise maps.
-pub(crate) const STREAM_BYTES: usize = 16 << 20;
-
-/// Whether an `m × n` complex result is large enough for non-temporal stores.
-#[inline]
-pub(crate) fn streams(m: usize, n: usize) -> bool {
-    m.saturating_mul(n)
-        .saturating_mul(std::mem::size_of::<c64>())
-        >= STREAM_BYTES
-}
 
 /// `out[k] = f(x[k])` for every `k` below both lengths, through non-temporal stores (see
 /// [`fill`]). Call [`fence`] after the last of a result's streaming writes.
@@ -191,6 +180,5 @@ mod tests {
                 }
             }
         }
-        assert!(!streams(1023, 1024) && streams(1024, 1024) && streams(usize::MAX, 2));
     }
 }

@@ -1,0 +1,145 @@
+//! When a Dense result is written with non-temporal stores (the mechanism is
+//! [`simd::stream`](crate::simd)): when the bytes a pass moves exceed what the last-level cache
+//! keeps.
+//!
+//! A pass over operands and a result that fit in the cache together reads and writes at cache
+//! speed, and its result is still there for whatever reads it next; ordinary stores win. Once
+//! they do not fit, every line of the result costs a read for ownership as well as its write,
+//! and non-temporal stores (which skip that read) win. glibc's `memcpy` switches to them at
+//! three quarters of the shared cache; this module does the same with the bytes of the whole
+//! pass (inputs and result), so a zip of two operands streams from a smaller result than a
+//! copy does. On the 2-core VM (32 MiB L3), standalone passes, mean per pass, ordinary against
+//! non-temporal stores: a copy of 8 MB 0.23 against 0.36 ms, of 12 MB 0.67 / 0.58, of 16 MB
+//! 0.78 / 0.74; a sum of two operands into 6 MB 0.32 / 0.32, 8 MB 0.49 / 0.49, 10 MB
+//! 0.61 / 0.54, 16 MB 1.33 / 1.04: both cross over at about 24 MB moved (docs/benchmarks.md).
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use crate::scalar::c64;
+
+/// The threshold where the last-level cache's size cannot be read: three quarters of 32 MiB,
+/// the development VM's L3.
+pub const DEFAULT_STREAM_BYTES: usize = 24 << 20;
+
+/// Environment variable read once, on first use, when [`set_stream_bytes`] has not been called:
+/// a positive number of bytes replaces the default.
+pub const STREAM_BYTES_ENV: &str = "POLYMAT_STREAM_BYTES";
+
+/// 0 = not decided yet.
+static STREAM_BYTES: AtomicUsize = AtomicUsize::new(0);
+
+/// Sets the bytes a Dense elementwise pass must move (its operands read plus its result
+/// written) for the result to be written with non-temporal stores; `0` restores the default.
+///
+/// The default is the environment variable `POLYMAT_STREAM_BYTES` if it holds a positive
+/// integer, else three quarters of the last-level cache of the first CPU (read from
+/// `/sys/devices/system/cpu/cpu0/cache` on Linux), else [`DEFAULT_STREAM_BYTES`]. It applies to the Dense maps and zips (`adjoint`, `conj`, `neg`, `tidyup`,
+/// `mul`, `add`, `sub`, `multiply`) and the copy behind `transpose`. It changes only how the
+/// result is written, never its value; the setting is process-wide.
+///
+/// ```
+/// polymat::set_stream_bytes(usize::MAX); // never stream
+/// assert_eq!(polymat::stream_bytes(), usize::MAX);
+/// polymat::set_stream_bytes(0); // back to the default
+/// assert!(polymat::stream_bytes() >= 1);
+/// ```
+pub fn set_stream_bytes(bytes: usize) {
+    STREAM_BYTES.store(bytes, Ordering::Relaxed);
+}
+
+/// The bytes moved from which Dense results are streamed. See [`set_stream_bytes`].
+pub fn stream_bytes() -> usize {
+    match STREAM_BYTES.load(Ordering::Relaxed) {
+        0 => {
+            let b = default_stream_bytes();
+            // Only fill in the default; a concurrent `set_stream_bytes` wins.
+            let _ = STREAM_BYTES.compare_exchange(0, b, Ordering::Relaxed, Ordering::Relaxed);
+            STREAM_BYTES.load(Ordering::Relaxed).max(1)
+        }
+        b => b,
+    }
+}
+
+fn default_stream_bytes() -> usize {
+    std::env::var(STREAM_BYTES_ENV)
+        .ok()
+        .and_then(|v| v.trim().parse::<usize>().ok())
+        .filter(|&b| b > 0)
+        .or_else(|| last_level_cache().map(|c| (c / 4).saturating_mul(3)))
+        .unwrap_or(DEFAULT_STREAM_BYTES)
+        .max(1)
+}
+
+/// Whether a pass that reads `inputs` complex matrices of `m × n` and writes one is large
+/// enough for non-temporal stores.
+#[inline]
+pub(crate) fn streams(m: usize, n: usize, inputs: usize) -> bool {
+    m.saturating_mul(n)
+        .saturating_mul(std::mem::size_of::<c64>())
+        .saturating_mul(inputs.saturating_add(1))
+        >= stream_bytes()
+}
+
+/// The size in bytes of the highest-level data or unified cache of CPU 0, on Linux.
+fn last_level_cache() -> Option<usize> {
+    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
+    let mut best: Option<(u32, usize)> = None;
+    for entry in dir.flatten() {
+        let path = entry.path();
+        let read = |name: &str| std::fs::read_to_string(path.join(name)).ok();
+        let Some(level) = read("level").and_then(|l| l.trim().parse::<u32>().ok()) else {
+            continue;
+        };
+        if read("type").is_some_and(|t| t.trim() == "Instruction") {
+            continue;
+        }
+        let Some(size) = read("size").and_then(|s| parse_size(&s)) else {
+            continue;
+        };
+        if best.is_none_or(|(l, _)| level > l) {
+            best = Some((level, size));
+        }
+    }
+    best.map(|(_, size)| size).filter(|&s| s > 0)
+}
+
+/// A sysfs cache size: `32768K`, `1M`, or plain bytes.
+fn parse_size(text: &str) -> Option<usize> {
+    let t = text.trim();
+    let (digits, unit) = match t.as_bytes().last()? {
+        b'K' | b'k' => (&t[..t.len() - 1], 1usize << 10),
+        b'M' | b'm' => (&t[..t.len() - 1], 1 << 20),
+        b'G' | b'g' => (&t[..t.len() - 1], 1 << 30),
+        _ => (t, 1),
+    };
+    digits.trim().parse::<usize>().ok()?.checked_mul(unit)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sysfs_sizes_parse() {
+        assert_eq!(parse_size("32768K\n"), Some(32 << 20));
+        assert_eq!(parse_size("1M"), Some(1 << 20));
+        assert_eq!(parse_size("512"), Some(512));
+        assert_eq!(parse_size(""), None);
+        assert_eq!(parse_size("K"), None);
+        assert_eq!(parse_size("x12K"), None);
+        assert_eq!(parse_size("99999999999999999999G"), None);
+    }
+
+    #[test]
+    fn the_pass_counts_its_inputs() {
+        // 1024 × 1024 complex = 16 MiB per matrix.
+        let m = 1024;
+        let before = STREAM_BYTES.load(Ordering::Relaxed);
+        set_stream_bytes(40 << 20);
+        assert!(!streams(m, m, 1)); // a copy: 32 MiB
+        assert!(streams(m, m, 2)); // a zip: 48 MiB
+        assert!(streams(usize::MAX, usize::MAX, usize::MAX)); // saturates, no overflow
+        assert!(!streams(0, usize::MAX, 2));
+        STREAM_BYTES.store(before, Ordering::Relaxed);
+    }
+}
