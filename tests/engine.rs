@@ -278,8 +278,8 @@ fn parallel_results_above_thresholds_are_correct() {
 /// Large results are written with non-temporal stores (`simd::stream`, where the engine decides
 /// so): every entry of every streamed map and zip must still be the definition's, serial and
 /// parallel, for both layouts of the input (a transposed Dense is row-major). Run with every
-/// pass streamed (`set_stream_bytes(1)`: odd shapes, columns at every offset from a 32-byte
-/// boundary) and at the default (n = 1030, 17 MB a matrix: streamed where the last-level cache
+/// pass streamed (`set_stream_bytes(1)`: odd shapes, so each column ends with an entry stored
+/// alone) and at the default (n = 1030, 17 MB a matrix: streamed where the last-level cache
 /// is below 45 MB).
 #[test]
 fn streamed_results_match_the_definition() {

@@ -1,4 +1,5 @@
-//! The one place that decides serial versus parallel execution.
+//! The one place that decides serial versus parallel execution, and which Dense results are
+//! written with non-temporal stores (`stream.rs`).
 //!
 //! Kernels ask here instead of hard-coding `Par::Seq` or spawning rayon tasks themselves, so the
 //! policy (and its thresholds) can be measured and changed in one file.

@@ -5,13 +5,14 @@
 //! A pass over operands and a result that fit in the cache together reads and writes at cache
 //! speed, and its result is still there for whatever reads it next; ordinary stores win. Once
 //! they do not fit, every line of the result costs a read for ownership as well as its write,
-//! and non-temporal stores (which skip that read) win. glibc's `memcpy` switches to them at
-//! three quarters of the shared cache; this module does the same with the bytes of the whole
-//! pass (inputs and result), so a zip of two operands streams from a smaller result than a
-//! copy does. On the 2-core VM (32 MiB L3), standalone passes, mean per pass, ordinary against
-//! non-temporal stores: a copy of 8 MB 0.23 against 0.36 ms, of 12 MB 0.67 / 0.58, of 16 MB
-//! 0.78 / 0.74; a sum of two operands into 6 MB 0.32 / 0.32, 8 MB 0.49 / 0.49, 10 MB
-//! 0.61 / 0.54, 16 MB 1.33 / 1.04: both cross over at about 24 MB moved (docs/benchmarks.md).
+//! and non-temporal stores (which skip that read) win. glibc's `memcpy` likewise switches to
+//! them above a threshold derived from the shared cache's size; this module counts the bytes
+//! of the whole pass (inputs and result), so a zip of two operands streams from a smaller
+//! result than a copy does. On the 2-core VM (32 MiB L3), standalone passes, mean per pass,
+//! ordinary against non-temporal stores: a copy of 8 MB 0.23 against 0.36 ms, of 12 MB
+//! 0.67 / 0.58, of 16 MB 0.78 / 0.74; a sum of two operands into 6 MB 0.32 / 0.32, 8 MB
+//! 0.49 / 0.49, 10 MB 0.61 / 0.54, 16 MB 1.33 / 1.04: both cross over at about 24 MB moved
+//! (docs/benchmarks.md).
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -33,9 +34,10 @@ static STREAM_BYTES: AtomicUsize = AtomicUsize::new(0);
 ///
 /// The default is the environment variable `POLYMAT_STREAM_BYTES` if it holds a positive
 /// integer, else three quarters of the last-level cache of the first CPU (read from
-/// `/sys/devices/system/cpu/cpu0/cache` on Linux), else [`DEFAULT_STREAM_BYTES`]. It applies to the Dense maps and zips (`adjoint`, `conj`, `neg`, `tidyup`,
-/// `mul`, `add`, `sub`, `multiply`) and the copy behind `transpose`. It changes only how the
-/// result is written, never its value; the setting is process-wide.
+/// `/sys/devices/system/cpu/cpu0/cache` on Linux), else [`DEFAULT_STREAM_BYTES`]. It applies
+/// to the Dense maps and zips (`adjoint`, `conj`, `neg`, `tidyup`, `mul`, `add`, `sub`,
+/// `multiply`) and the copy behind `transpose`. It changes only how the result is written,
+/// never its value; the setting is process-wide and applies to calls that start after it.
 ///
 /// ```
 /// polymat::set_stream_bytes(usize::MAX); // never stream
