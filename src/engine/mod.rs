@@ -43,14 +43,21 @@ pub fn set_threads(n: usize) {
 
 /// The number of threads polymat's kernels may use (at least 1). See [`set_threads`].
 pub fn threads() -> usize {
-    match THREADS.load(Ordering::Relaxed) {
+    setting(&THREADS, default_threads)
+}
+
+/// The value of a process-wide setting kept in `cell`, where 0 means not decided yet: on first
+/// use `default()` is computed and stored, unless a concurrent setter stored a value first
+/// (which then wins). At least 1.
+#[inline]
+fn setting(cell: &AtomicUsize, default: impl FnOnce() -> usize) -> usize {
+    match cell.load(Ordering::Relaxed) {
         0 => {
-            let n = default_threads();
-            // Only fill in the default; a concurrent `set_threads` wins.
-            let _ = THREADS.compare_exchange(0, n, Ordering::Relaxed, Ordering::Relaxed);
-            THREADS.load(Ordering::Relaxed).max(1)
+            let v = default();
+            let _ = cell.compare_exchange(0, v, Ordering::Relaxed, Ordering::Relaxed);
+            cell.load(Ordering::Relaxed).max(1)
         }
-        n => n,
+        v => v,
     }
 }
 
@@ -91,14 +98,7 @@ pub fn set_dense_limit(bytes: usize) {
 
 /// The largest dense matrix, in bytes, that polymat allocates. See [`set_dense_limit`].
 pub fn dense_limit() -> usize {
-    match DENSE_LIMIT.load(Ordering::Relaxed) {
-        0 => {
-            let l = default_dense_limit();
-            let _ = DENSE_LIMIT.compare_exchange(0, l, Ordering::Relaxed, Ordering::Relaxed);
-            DENSE_LIMIT.load(Ordering::Relaxed).max(1)
-        }
-        l => l,
-    }
+    setting(&DENSE_LIMIT, default_dense_limit)
 }
 
 fn default_dense_limit() -> usize {

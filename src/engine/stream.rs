@@ -51,15 +51,7 @@ pub fn set_stream_bytes(bytes: usize) {
 
 /// The bytes moved from which Dense results are streamed. See [`set_stream_bytes`].
 pub fn stream_bytes() -> usize {
-    match STREAM_BYTES.load(Ordering::Relaxed) {
-        0 => {
-            let b = default_stream_bytes();
-            // Only fill in the default; a concurrent `set_stream_bytes` wins.
-            let _ = STREAM_BYTES.compare_exchange(0, b, Ordering::Relaxed, Ordering::Relaxed);
-            STREAM_BYTES.load(Ordering::Relaxed).max(1)
-        }
-        b => b,
-    }
+    super::setting(&STREAM_BYTES, default_stream_bytes)
 }
 
 fn default_stream_bytes() -> usize {
