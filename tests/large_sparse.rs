@@ -410,3 +410,48 @@ fn dense_results_past_the_limit_are_errors() {
         "{e:?}"
     );
 }
+
+/// Sparse results that need more memory than the machine has left are `Error::TooLarge`
+/// before anything is written. Linux grants such reservations and kills the process when the
+/// pages are written, so before the check `Csr::try_identity(10⁹)` on a 24 GiB machine was
+/// killed by the OOM killer instead of returning its error. Sizes are relative to what this
+/// machine has available now; each case needs at least a third more than that.
+#[test]
+fn sparse_results_past_the_memory_available_are_errors() {
+    let Some(avail) = polymat::engine::available_memory() else {
+        return; // nothing to compare with off Linux
+    };
+    let avail = usize::try_from(avail).unwrap_or(usize::MAX);
+    let too_large = |what: &str, r: polymat::Result<Data>| match r {
+        Err(Error::TooLarge { bytes, .. }) => assert!(bytes > avail as u128, "{what}: {bytes}"),
+        Err(e) => panic!("{what}: {e}"),
+        Ok(d) => panic!("{what}: Ok with shape {:?}", d.shape()),
+    };
+    // Each of the three arrays fits on its own (the values, the largest, need two thirds of
+    // what is available), together they need 4/3: only the check of their sum refuses.
+    let n = avail / 24;
+    too_large("identity", Csr::try_identity(n).map(Data::from));
+    too_large("identity, Out::Csr", polymat::identity(n, Out::Csr));
+    // Row pointers alone: an empty Csr and a transpose of one with a single row.
+    too_large("zeros", Csr::try_zeros(avail / 6, 1).map(Data::from));
+    let wide = Data::from(Csr::try_zeros(1, avail / 6).unwrap());
+    too_large("transpose", polymat::transpose(&wide, Out::Csr));
+    too_large("adjoint", polymat::adjoint(&wide, Out::Csr));
+    // Triplets with a huge row count, read from a Matrix Market header and built directly.
+    let header = format!(
+        "%%MatrixMarket matrix coordinate real general\n{} 1 1\n1 1 1\n",
+        avail / 6
+    );
+    too_large(
+        "mtx",
+        polymat::io::read_matrix_market_from(header.as_bytes()),
+    );
+    let t = Csr::from_triplets((avail / 6, 1), &[0], &[0], &[r(1.0)]);
+    too_large("from_triplets", t.map(Data::from));
+    // A Kronecker product of two identities whose result needs 4/3 of the memory.
+    let s = (n as f64).sqrt() as usize + 1;
+    let i = polymat::identity(s, Out::Csr).unwrap();
+    too_large("kron", polymat::kron(&i, &i, Out::Csr));
+    // What fits still works.
+    assert_eq!(Csr::try_identity(1 << 20).unwrap().nnz(), 1 << 20);
+}

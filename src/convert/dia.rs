@@ -68,9 +68,8 @@ pub(crate) fn dia_to_csr(a: &Dia) -> Result<Csr> {
     const OP: &str = "to Csr";
     let (m, n) = a.shape();
     let offsets = a.offsets();
-    let mut indptr = alloc::try_with_capacity(OP, (m, n), indptr_len(OP, (m, n))?)?;
-    let mut indices = alloc::try_with_capacity(OP, (m, n), a.nnz())?;
-    let mut data = alloc::try_with_capacity(OP, (m, n), a.nnz())?;
+    let (mut indptr, mut indices, mut data) =
+        alloc::csr_buffers(OP, (m, n), indptr_len(OP, (m, n))?, a.nnz())?;
     indptr.push(0);
     if !offsets.is_empty() {
         // Rows past the last one any diagonal reaches are empty.

@@ -103,21 +103,18 @@ pub fn dense_limit() -> usize {
 
 fn default_dense_limit() -> usize {
     const FALLBACK: usize = 8 << 30;
-    let total_kib = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| {
-        m.lines()
-            .find_map(|l| l.strip_prefix("MemTotal:"))
-            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<u64>().ok())
-    });
-    match total_kib {
-        Some(kib) => usize::try_from(kib.saturating_mul(1024) / 2).unwrap_or(usize::MAX),
+    match memory::total_memory() {
+        Some(bytes) => usize::try_from(bytes / 2).unwrap_or(usize::MAX),
         None => FALLBACK,
     }
 }
 
+pub(crate) mod memory;
 pub(crate) mod pages;
 mod stream;
 pub mod thresholds;
 
+pub use memory::{PROBE_BYTES, available_memory};
 pub use pages::{HUGE_PAGES_ENV, huge_pages, set_huge_pages};
 pub(crate) use stream::streams;
 pub use stream::{DEFAULT_STREAM_BYTES, STREAM_BYTES_ENV, set_stream_bytes, stream_bytes};

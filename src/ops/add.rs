@@ -12,7 +12,7 @@ use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::scalar::{ONE, ZERO};
 use crate::shape::same_shape;
-use crate::storage::alloc::try_with_capacity;
+use crate::storage::alloc::{csr_buffers, try_with_capacity};
 use crate::storage::{Csr, Data, Dense, Dia};
 
 /// `a + scale·b`. Parameter: the scale. Kernels: Dense+Dense → Dense, Csr+Csr → Csr,
@@ -211,9 +211,7 @@ fn add_same_pattern(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64 + Sync) -> Result<
 /// (n = 1000, tridiagonal) the pushes' store-to-load chain made the merge 6 ns per entry.
 fn add_csr_serial(a: &Csr, b: &Csr, cap: usize, sc: impl Fn(c64) -> c64 + Copy) -> Result<Csr> {
     let m = a.shape().0;
-    let mut indptr = try_with_capacity("add", a.shape(), m + 1)?;
-    let mut indices: Vec<usize> = try_with_capacity("add", a.shape(), cap)?;
-    let mut data: Vec<c64> = try_with_capacity("add", a.shape(), cap)?;
+    let (mut indptr, mut indices, mut data) = csr_buffers("add", a.shape(), m + 1, cap)?;
     indptr.push(0);
     let mut at = 0;
     {

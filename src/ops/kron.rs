@@ -101,9 +101,7 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     let shape = kron_shape(OP, a.shape(), b.shape())?;
     let nnz = product(OP, &[a.shape(), b.shape()], a.nnz(), b.nnz())?;
     let rows = indptr_len(OP, shape)?;
-    let mut indptr: Vec<usize> = alloc::try_with_capacity(OP, shape, rows)?;
-    let mut indices: Vec<usize> = alloc::try_with_capacity(OP, shape, nnz)?;
-    let mut data: Vec<c64> = alloc::try_with_capacity(OP, shape, nnz)?;
+    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, shape, rows, nnz)?;
     kron_csr_fill(
         a,
         b,

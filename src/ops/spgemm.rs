@@ -37,9 +37,8 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         row_max = row_max.max(row);
     }
     let cap = flops.min(m.saturating_mul(n));
-    let mut indptr = alloc::try_with_capacity(OP, (m, n), indptr_len(OP, (m, n))?)?;
-    let mut indices = alloc::try_with_capacity(OP, (m, n), cap)?;
-    let mut data = alloc::try_with_capacity(OP, (m, n), cap)?;
+    let (mut indptr, mut indices, mut data) =
+        alloc::csr_buffers(OP, (m, n), indptr_len(OP, (m, n))?, cap)?;
     indptr.push(0);
     if n > flops.saturating_add(m).saturating_mul(4).max(1 << 16) {
         matmul_csr_sorted(a, b, &mut indptr, &mut indices, &mut data);

@@ -144,6 +144,7 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     let idx = a.indices();
     let len = indptr_len(OP, (n, m))?;
     let nnz = idx.len();
+    alloc::check_memory(OP, (n, m), alloc::csr_bytes(len, nnz))?;
     // Written once each by the scatter, so no zero fill first.
     let mut indices: Vec<usize> = alloc::try_with_capacity(OP, (n, m), nnz)?;
     let mut data: Vec<c64> = alloc::try_with_capacity(OP, (n, m), nnz)?;

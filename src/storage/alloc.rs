@@ -1,6 +1,7 @@
-//! Fallible allocation: dense matrices against the dense limit, index arrays against the
-//! allocator. Every buffer whose size comes from a user's shape is allocated here, so a huge
-//! shape is an [`Error::TooLarge`], never an abort or a panic.
+//! Fallible allocation: dense matrices against the dense limit, and every large buffer against
+//! the memory available now (`engine::memory`) and the allocator. Every buffer whose size comes
+//! from a user's shape is allocated here, so a huge shape is an [`Error::TooLarge`], never an
+//! abort or a panic.
 
 use std::cell::RefCell;
 
@@ -36,6 +37,66 @@ pub(crate) fn check_dense(op: &str, shape: (usize, usize)) -> Result<()> {
     Ok(())
 }
 
+/// Checks that `bytes` more can be allocated and written now, against
+/// [`engine::available_memory`] less a sixteenth for what else the process and the system
+/// need; allocations below [`engine::PROBE_BYTES`] are not checked (nothing is read).
+///
+/// # Errors
+/// [`Error::TooLarge`] naming `op`, the shape, the bytes and the memory available.
+#[inline]
+pub(crate) fn check_memory(op: &str, shape: (usize, usize), bytes: u128) -> Result<()> {
+    if bytes < engine::PROBE_BYTES as u128 {
+        return Ok(());
+    }
+    check_available(op, shape, bytes)
+}
+
+#[cold]
+#[inline(never)]
+fn check_available(op: &str, shape: (usize, usize), bytes: u128) -> Result<()> {
+    match engine::available_memory() {
+        Some(available) if bytes > u128::from(available - available / 16) => Err(Error::TooLarge {
+            op: op.to_owned(),
+            shape,
+            bytes,
+            limit: None,
+            reason: format!(
+                "more than the {available} bytes of memory available now (MemAvailable and free \
+                 swap, within the process's cgroup limits), less a sixteenth kept in reserve"
+            ),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Bytes of the arrays of a Csr with `ptrs` row pointers and `nnz` entries.
+#[inline]
+pub(crate) fn csr_bytes(ptrs: usize, nnz: usize) -> u128 {
+    let word = std::mem::size_of::<usize>() as u128;
+    (ptrs as u128 * word).saturating_add(nnz as u128 * (word + std::mem::size_of::<c64>() as u128))
+}
+
+/// The three arrays of a Csr result, empty, with room for `ptrs` row pointers and `nnz`
+/// entries: their sum is checked against the memory available before any is reserved (one at
+/// a time, each would pass while together they do not fit).
+///
+/// # Errors
+/// [`Error::TooLarge`] as [`check_memory`] and [`try_with_capacity`].
+#[inline(always)]
+pub(crate) fn csr_buffers(
+    op: &str,
+    shape: (usize, usize),
+    ptrs: usize,
+    nnz: usize,
+) -> Result<(Vec<usize>, Vec<usize>, Vec<c64>)> {
+    check_memory(op, shape, csr_bytes(ptrs, nnz))?;
+    Ok((
+        try_with_capacity(op, shape, ptrs)?,
+        try_with_capacity(op, shape, nnz)?,
+        try_with_capacity(op, shape, nnz)?,
+    ))
+}
+
 /// An empty matrix of shape `rows × cols` (one of them 0), in O(1): no loop over the other
 /// dimension and no memory.
 ///
@@ -68,6 +129,7 @@ pub(crate) fn reserve_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>
         return Ok(mat);
     }
     check_dense(op, (rows, cols))?;
+    check_memory(op, (rows, cols), dense_bytes((rows, cols)))?;
     let mut mat = Mat::<c64>::new();
     mat.try_reserve(rows, cols).map_err(|e| Error::TooLarge {
         op: op.to_owned(),
@@ -164,12 +226,16 @@ pub(crate) fn try_vec<T: Clone>(
 ///
 /// # Errors
 /// As [`try_vec`].
-#[inline]
+#[inline(always)]
 pub(crate) fn try_with_capacity<T>(op: &str, shape: (usize, usize), len: usize) -> Result<Vec<T>> {
+    let size = std::mem::size_of::<T>();
+    // `check_memory` on the length: no 128-bit product on the small calls' path.
+    if len >= engine::PROBE_BYTES / size.max(1) {
+        check_available(op, shape, len as u128 * size as u128)?;
+    }
     let mut v: Vec<T> = Vec::new();
     if let Err(e) = v.try_reserve_exact(len) {
-        let bytes = len as u128 * std::mem::size_of::<T>() as u128;
-        return Err(refused(op, shape, bytes, &e));
+        return Err(refused(op, shape, len as u128 * size as u128, &e));
     }
     // Large sparse arrays too are advised as huge-page candidates (`engine::pages`).
     engine::pages::advise(

@@ -68,14 +68,26 @@ impl Csr {
             // from 0 to nnz, non-decreasing, and sorted, unique, in-range columns in every row.
             return Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) });
         }
-        // Sort each row by column and sum duplicates, compacting in place.
-        let mut new_ptr = Vec::with_capacity(rows + 1);
-        new_ptr.push(0);
-        let mut write = 0;
+        // Sort each row by column and sum duplicates, compacting in place: the arrays and the
+        // row pointers too (a row's new end is never past its old one, read before it is
+        // overwritten), so no second array of rows + 1 pointers.
+        let mut indptr = indptr;
+        let (mut write, mut begin) = (0, 0);
         let mut row: Vec<(usize, c64)> = Vec::new();
         for i in 0..rows {
+            let end = indptr[i + 1];
             row.clear();
-            row.extend((indptr[i]..indptr[i + 1]).map(|k| (indices[k], data[k])));
+            if row.try_reserve(end - begin).is_err() {
+                return Err(Error::TooLarge {
+                    op: "Csr::from_raw".to_owned(),
+                    shape,
+                    bytes: (end - begin) as u128 * std::mem::size_of::<(usize, c64)>() as u128,
+                    limit: None,
+                    reason: "no room to sort a row".to_owned(),
+                });
+            }
+            row.extend((begin..end).map(|k| (indices[k], data[k])));
+            begin = end;
             row.sort_unstable_by_key(|e| e.0);
             let start = write;
             for &(c, v) in &row {
@@ -87,13 +99,13 @@ impl Csr {
                     write += 1;
                 }
             }
-            new_ptr.push(write);
+            indptr[i + 1] = write;
         }
         indices.truncate(write);
         data.truncate(write);
         // SAFETY: the row pointers count the entries written row by row (rows + 1 of them,
         // from 0), and each row was sorted with duplicates merged; columns were range-checked.
-        Ok(unsafe { Csr::from_parts_unchecked(shape, new_ptr, indices, data) })
+        Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) })
     }
 
     /// Builds from `(row, column, value)` triplets; duplicates are summed.
@@ -129,24 +141,30 @@ impl Csr {
                 format!("column index {c} is out of range for {} columns", shape.1),
             ));
         }
-        // Counting sort by row, then from_raw sorts columns and sums duplicates.
-        let len = indptr_len("Csr::from_triplets", shape)?;
-        let mut indptr = alloc::try_vec("Csr::from_triplets", shape, len, 0usize)?;
+        // Counting sort by row, then from_raw sorts columns and sums duplicates. Row r's count
+        // goes to indptr[r + 2], so that after the prefix sum indptr[r + 1] is row r's start:
+        // the scatter's cursor, which it leaves at row r's end, the value indptr[r + 1] must
+        // end with (no second array of cursors). The extra last slot is dropped afterwards.
+        const OP: &str = "Csr::from_triplets";
+        let (len, nnz) = (indptr_len(OP, shape)?, rows.len());
+        alloc::check_memory(OP, shape, alloc::csr_bytes(len.saturating_add(1), nnz))?;
+        let mut indptr = alloc::try_vec(OP, shape, len.saturating_add(1), 0usize)?;
         for &r in rows {
-            indptr[r + 1] += 1;
+            indptr[r + 2] += 1;
         }
-        for i in 0..shape.0 {
+        for i in 1..shape.0 {
             indptr[i + 1] += indptr[i];
         }
-        let mut next = indptr.clone();
-        let mut indices = vec![0usize; rows.len()];
-        let mut data = vec![c64::new(0.0, 0.0); rows.len()];
-        for k in 0..rows.len() {
-            let slot = &mut next[rows[k]];
+        let mut indices = alloc::try_vec(OP, shape, nnz, 0usize)?;
+        let mut data = alloc::try_vec(OP, shape, nnz, c64::new(0.0, 0.0))?;
+        for k in 0..nnz {
+            let slot = &mut indptr[rows[k] + 1];
             indices[*slot] = cols[k];
             data[*slot] = values[k];
             *slot += 1;
         }
+        // indptr[rows + 1] holds the last row's count, not a pointer.
+        indptr.truncate(len);
         Csr::from_raw(shape, indptr, indices, data)
     }
 
@@ -307,11 +325,10 @@ impl Csr {
     pub fn try_scaled_identity(n: usize, scale: c64) -> Result<Csr> {
         const OP: &str = "identity";
         let len = indptr_len(OP, (n, n))?;
-        let mut indptr = alloc::try_with_capacity(OP, (n, n), len)?;
+        let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, (n, n), len, n)?;
         indptr.extend(0..len);
-        let mut indices = alloc::try_with_capacity(OP, (n, n), n)?;
         indices.extend(0..n);
-        let data = alloc::try_vec(OP, (n, n), n, scale)?;
+        data.resize(n, scale);
         // SAFETY: row i holds the single column i.
         Ok(unsafe { Csr::from_parts_unchecked((n, n), indptr, indices, data) })
     }

@@ -27,11 +27,9 @@ crate::simd::avx2_fn! {
                     .sum::<usize>()
             })
             .sum();
-        let mut indptr: Vec<usize> = alloc::try_with_capacity(OP, (m, n), m + 1)?;
         // One row of slack: a row's stores past the last non-zero land there.
         let room = nnz + n;
-        let mut indices: Vec<usize> = alloc::try_with_capacity(OP, (m, n), room)?;
-        let mut data: Vec<c64> = alloc::try_with_capacity(OP, (m, n), room)?;
+        let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, (m, n), m + 1, room)?;
         let (pp, ip, dp) = (indptr.as_mut_ptr(), indices.as_mut_ptr(), data.as_mut_ptr());
         let buf = a.buffer();
         let mut k = 0usize;
