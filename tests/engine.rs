@@ -49,7 +49,8 @@ fn both<T>(f: impl Fn() -> T) -> (T, T) {
     polymat::set_threads(1);
     set_force_parallel(false);
     let serial = f();
-    polymat::set_threads(2);
+    // Four workers: the parallel Csr sum runs only from three (`ops::add`).
+    polymat::set_threads(4);
     set_force_parallel(true);
     let parallel = f();
     set_force_parallel(false);
@@ -167,6 +168,39 @@ fn elementwise_and_transposes_match() {
         assert_same(
             &format!("Csr+Csr one pattern {sh}"),
             both(|| polymat::add_scaled(&c, &twin, c64::new(0.25, 1.0), Out::Auto)),
+        );
+        // Zeros in the sum: cancellations where both store an entry (the parallel count sees
+        // them), and zeros it cannot see, which send it back to the serial merge: an explicit
+        // zero stored by one operand, and entries of b alone that the scale underflows.
+        let d = csr(m, n, 2, 5);
+        let cd = polymat::add(&c, &d, Out::Auto).unwrap();
+        assert_same(
+            &format!("Csr−Csr cancelling {sh}"),
+            both(|| polymat::sub(&cd, &d, Out::Auto)),
+        );
+        let stored_zero = {
+            let x = c.downcast_ref::<Csr>().unwrap();
+            let mut vals = x.data().to_vec();
+            if let Some(v) = vals.last_mut() {
+                *v = c64::new(0.0, 0.0);
+            }
+            let (p, i) = (x.indptr().to_vec(), x.indices().to_vec());
+            Data::from(Csr::from_raw(x.shape(), p, i, vals).unwrap())
+        };
+        let (s, p) = both(|| polymat::add(&stored_zero, &d, Out::Auto));
+        assert_same(&format!("Csr+Csr stored zero {sh}"), (s, p.clone()));
+        let p = p.unwrap();
+        assert!(
+            p.downcast_ref::<Csr>()
+                .unwrap()
+                .data()
+                .iter()
+                .all(|v| v.norm() > 0.0)
+        );
+        let tiny = polymat::mul(&d, c64::new(1e-300, 0.0), Out::Auto).unwrap();
+        assert_same(
+            &format!("Csr+Csr underflowing scale {sh}"),
+            both(|| polymat::add_scaled(&c, &tiny, c64::new(1e-300, 0.0), Out::Auto)),
         );
     }
     let (x, y) = (dense(7, 5, 3), dense(4, 9, 4));

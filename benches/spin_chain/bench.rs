@@ -5,8 +5,9 @@
 //! cargo run --profile bench --example chain_bench -- N OP REPS
 //! ```
 //!
-//! OP is `eigs` (the 4 lowest eigenvalues, no vectors), `expm_multiply` (exp(−0.5i·H)·ψ) or
-//! `matvec` (H·ψ). Prints the median seconds per call over REPS calls, then the minimum.
+//! OP is `eigs` (the 4 lowest eigenvalues, no vectors), `expm_multiply` (exp(−0.5i·H)·ψ),
+//! `matvec` (H·ψ) or `build` (H itself: 3(N − 1) Kronecker products and sums). Prints the
+//! median seconds per call over REPS calls, then the minimum.
 
 #[path = "../../examples/common/xxz.rs"]
 mod xxz;
@@ -29,6 +30,15 @@ fn main() -> polymat::Result<()> {
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(12);
     let op = args.get(2).map_or("eigs", String::as_str).to_owned();
     let reps: usize = args.get(3).and_then(|a| a.parse().ok()).unwrap_or(5).max(1);
+    let mut times = Vec::with_capacity(reps);
+    if op == "build" {
+        for _ in 0..reps {
+            let t = Instant::now();
+            drop(std::hint::black_box(xxz::xxz(n, 1.0, 0.7)?));
+            times.push(t.elapsed().as_secs_f64());
+        }
+        return report(times);
+    }
     let h = xxz::xxz(n, 1.0, 0.7)?;
     let psi = start(1 << n)?;
     let opts = EigsOptions {
@@ -37,7 +47,6 @@ fn main() -> polymat::Result<()> {
         vectors: false,
         ..Default::default()
     };
-    let mut times = Vec::with_capacity(reps);
     for _ in 0..reps {
         let t = Instant::now();
         match op.as_str() {
@@ -52,6 +61,11 @@ fn main() -> polymat::Result<()> {
         }
         times.push(t.elapsed().as_secs_f64());
     }
+    report(times)
+}
+
+/// Prints the median and the minimum of `times` (at least one).
+fn report(mut times: Vec<f64>) -> polymat::Result<()> {
     times.sort_by(f64::total_cmp);
     println!("{:.9} {:.9}", times[times.len() / 2], times[0]);
     Ok(())

@@ -12,9 +12,12 @@ faster).
 * ``expm_multiply``: ``exp(-0.5i H) psi``: ``scipy.sparse.linalg.expm_multiply`` against
   ``polymat::expm_multiply``.
 * ``matvec``: ``H @ psi`` (scipy CSR) against ``polymat::matmul`` (Csr·Dense).
+* ``build``: H itself, 3(N - 1) terms ``c * kron(kron(I, P⊗P), I)`` summed one by one, in
+  scipy (``xxz`` below) and in polymat (``examples/common/xxz.rs``): the same calls.
 
 The thread count is pinned with ``--threads`` for both sides (OMP_NUM_THREADS, OPENBLAS,
-POLYMAT_NUM_THREADS). Usage: ``benches/spin_chain/run.sh [--sizes 12 14 16] [--rounds 5]``.
+POLYMAT_NUM_THREADS). Usage: ``benches/spin_chain/run.sh [--sizes 12 14 16] [--rounds 5]
+[--ops eigs expm_multiply matvec build]``.
 """
 import argparse
 import os
@@ -26,6 +29,8 @@ p = argparse.ArgumentParser()
 p.add_argument("--sizes", type=int, nargs="+", default=[12, 14, 16])
 p.add_argument("--rounds", type=int, default=5)
 p.add_argument("--threads", type=int, default=1)
+p.add_argument("--ops", nargs="+", default=["eigs", "expm_multiply", "matvec", "build"],
+               choices=["eigs", "expm_multiply", "matvec", "build"])
 p.add_argument("--bin", default=os.environ.get("CHAIN_BENCH", "target/release/examples/chain_bench"))
 args = p.parse_args()
 for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
@@ -83,12 +88,15 @@ for n in args.sizes:
     h = xxz(n)
     q = qt.Qobj(h, dims=[[2] * n, [2] * n]).to("CSR")
     psi = start(2**n)
-    reps = {"eigs": 1 if n >= 16 else 3, "expm_multiply": 1 if n >= 16 else 5, "matvec": 50}
+    reps = {"eigs": 1 if n >= 16 else 3, "expm_multiply": 1 if n >= 16 else 5, "matvec": 50,
+            "build": 1 if n >= 18 else 3}
     ref = {
         "eigs": ("qutip", lambda: q.eigenenergies(sparse=True, eigvals=4, sort="low")),
         "expm_multiply": ("scipy", lambda: sla.expm_multiply(-0.5j * h, psi)),
         "matvec": ("scipy", lambda: h @ psi),
+        "build": ("scipy", lambda n=n: xxz(n)),
     }
+    ref = {op: ref[op] for op in args.ops}
     times = {op: ([], []) for op in ref}
     for _ in range(args.rounds):
         for op, (_, f) in ref.items():
