@@ -231,3 +231,45 @@ proptest! {
         prop_assert!(eq(&polymat::matmul(&r, &r, Out::Auto).unwrap(), &x));
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(256))]
+
+    /// Triplets in any order, duplicates summed, rows left empty: the Csr holds the sum of the
+    /// triplets at each position (to rounding), in a valid structure; and `from_raw` of its arrays with each
+    /// row's columns reversed (unsorted) gives it back.
+    #[test]
+    fn triplets_sum_into_a_valid_csr(
+        (m, n, t) in (1..9usize, 1..9usize).prop_flat_map(|(m, n)| {
+            (Just(m), Just(n), prop::collection::vec((0..m, 0..n, entry()), 0..40))
+        })
+    ) {
+        let (rows, cols, vals): (Vec<_>, Vec<_>, Vec<_>) =
+            t.iter().map(|&(i, j, v)| (i, j, v)).fold((vec![], vec![], vec![]), |mut acc, e| {
+                acc.0.push(e.0);
+                acc.1.push(e.1);
+                acc.2.push(e.2);
+                acc
+            });
+        let c = polymat::Csr::from_triplets((m, n), &rows, &cols, &vals).unwrap();
+        let mut want = vec![vec![c64::new(0.0, 0.0); n]; m];
+        for &(i, j, v) in &t {
+            want[i][j] += v;
+        }
+        prop_assert!(c.as_csmat().check_compressed_structure().is_ok());
+        for (i, row) in want.iter().enumerate() {
+            for (j, &w) in row.iter().enumerate() {
+                // Duplicates may be summed in another order: equal to rounding.
+                prop_assert!((c.get(i, j) - w).norm() <= 1e-12 * w.norm().max(1.0));
+            }
+        }
+        let (p, idx, val) = (c.indptr(), c.indices(), c.data());
+        let (mut ri, mut rv) = (idx.to_vec(), val.to_vec());
+        for w in p.windows(2) {
+            ri[w[0]..w[1]].reverse();
+            rv[w[0]..w[1]].reverse();
+        }
+        let back = polymat::Csr::from_raw((m, n), p.to_vec(), ri, rv).unwrap();
+        prop_assert_eq!(back, c);
+    }
+}

@@ -72,20 +72,12 @@ impl Csr {
         // row pointers too (a row's new end is never past its old one, read before it is
         // overwritten), so no second array of rows + 1 pointers.
         let mut indptr = indptr;
+        let longest = indptr.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+        let mut row: Vec<(usize, c64)> = alloc::try_with_capacity("Csr::from_raw", shape, longest)?;
         let (mut write, mut begin) = (0, 0);
-        let mut row: Vec<(usize, c64)> = Vec::new();
         for i in 0..rows {
             let end = indptr[i + 1];
             row.clear();
-            if row.try_reserve(end - begin).is_err() {
-                return Err(Error::TooLarge {
-                    op: "Csr::from_raw".to_owned(),
-                    shape,
-                    bytes: (end - begin) as u128 * std::mem::size_of::<(usize, c64)>() as u128,
-                    limit: None,
-                    reason: "no room to sort a row".to_owned(),
-                });
-            }
             row.extend((begin..end).map(|k| (indices[k], data[k])));
             begin = end;
             row.sort_unstable_by_key(|e| e.0);
