@@ -187,9 +187,9 @@ add_sub!(Csr, Csr, Csr, ops::add_csr);
 add_sub!(Csr, Dense, Dense, ops::add_csr_dense);
 add_sub!(Dense, Csr, Dense, ops::add_dense_csr);
 negate!(Dense, Dense, |a| ops::mul_dense(a, MINUS_ONE));
-negate!(Csr, Csr, |a| Ok(ops::mul_csr(a, MINUS_ONE)));
+negate!(Csr, Csr, |a| ops::mul_csr(a, MINUS_ONE));
 scalar!(Dense, Dense, |a, s| ops::mul_dense(a, s));
-scalar!(Csr, Csr, |a, s| Ok(ops::mul_csr(a, s)));
+scalar!(Csr, Csr, |a, s| ops::mul_csr(a, s));
 
 #[cfg(test)]
 mod tests {

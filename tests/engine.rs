@@ -49,8 +49,7 @@ fn both<T>(f: impl Fn() -> T) -> (T, T) {
     polymat::set_threads(1);
     set_force_parallel(false);
     let serial = f();
-    // Four workers: the parallel Csr sum runs only from three (`ops::add`).
-    polymat::set_threads(4);
+    polymat::set_threads(2);
     set_force_parallel(true);
     let parallel = f();
     set_force_parallel(false);
@@ -169,6 +168,27 @@ fn elementwise_and_transposes_match() {
             &format!("Csr+Csr one pattern {sh}"),
             both(|| polymat::add_scaled(&c, &twin, c64::new(0.25, 1.0), Out::Auto)),
         );
+        // One pattern, every other sum cancelling: the compacting pass of that path.
+        let half = {
+            let x = c.downcast_ref::<Csr>().unwrap();
+            let vals = x.data().iter().enumerate();
+            let vals = vals
+                .map(|(k, &v)| if k % 2 == 0 { v } else { -v })
+                .collect();
+            Data::from(
+                Csr::from_raw(x.shape(), x.indptr().to_vec(), x.indices().to_vec(), vals).unwrap(),
+            )
+        };
+        let (s, p) = both(|| polymat::add(&c, &half, Out::Auto));
+        assert_same(
+            &format!("Csr+Csr one pattern, cancelling {sh}"),
+            (s, p.clone()),
+        );
+        let (p, x) = (p.unwrap(), c.downcast_ref::<Csr>().unwrap());
+        let p = p.downcast_ref::<Csr>().unwrap();
+        let kept: Vec<c64> = x.data().iter().step_by(2).map(|v| v + v).collect();
+        let kept: Vec<c64> = kept.into_iter().filter(|v| v.norm() > 0.0).collect();
+        assert_eq!(p.data(), kept.as_slice());
         // Zeros in the sum: cancellations where both store an entry (the parallel count sees
         // them), and zeros it cannot see, which send it back to the serial merge: an explicit
         // zero stored by one operand, and entries of b alone that the scale underflows.

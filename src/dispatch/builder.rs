@@ -31,7 +31,7 @@ pub const MAX_TABLE_CELLS: usize = 1 << 20;
 ///
 /// let double = Dispatcher::<()>::builder("double", 1)
 ///     .unary("double_dense", |a: &Dense, _: &()| polymat::ops::scale::mul_dense(a, c64::new(2.0, 0.0)))
-///     .unary("double_csr", |a: &Csr, _: &()| Ok(polymat::ops::scale::mul_csr(a, c64::new(2.0, 0.0))))
+///     .unary("double_csr", |a: &Csr, _: &()| polymat::ops::scale::mul_csr(a, c64::new(2.0, 0.0)))
 ///     .build()?;
 /// let y = double.call(&[&Csr::identity(2).into()], Out::Auto, &())?;
 /// assert_eq!(format!("{y:#}"), "Csr(2×2, nnz=2)");

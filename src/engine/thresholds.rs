@@ -24,8 +24,7 @@ pub const ELEMENTWISE: usize = 1 << 16;
 /// gain 1.3–1.6× from 524 288 entries (about 724×724).
 pub const TRANSPOSE: usize = 1 << 19;
 /// Csr row kernels (Csr·Dense, Csr + Csr): stored entries touched. Two threads gain
-/// 1.14–2.8× from 524 280. (The Csr sum counts its rows before it merges them, so it runs in
-/// parallel only with three workers or more: `ops::add`.)
+/// 1.14–2.8× from 524 280.
 pub const CSR_ROWS: usize = 1 << 19;
 /// Reductions (expectation values, traces, Frobenius norms): entries read. 1.12–2.5× from
 /// 524 280.

@@ -142,18 +142,15 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
     // value by value. Comparing the patterns stops at their first difference, and costs at
     // most two streaming reads of what the merge reads anyway.
     if a.indptr() == b.indptr() && a.indices() == b.indices() {
-        let sum = if scale == ONE {
-            add_same_pattern(a, b, |y| y)?
+        return if scale == ONE {
+            add_same_pattern(a, b, |y| y)
         } else {
-            add_same_pattern(a, b, |y| scale * y)?
+            add_same_pattern(a, b, |y| scale * y)
         };
-        if let Some(sum) = sum {
-            return Ok(sum);
-        }
     }
     let workers = engine::workers(Family::CsrRows, cap);
     // A unit scale (every `a + b`) skips the complex product per entry of `b`.
-    if workers >= PARALLEL_SUM_WORKERS {
+    if workers > 1 {
         let sum = if scale == ONE {
             add_csr_parallel(a, b, |y| y, workers)?
         } else {
@@ -171,9 +168,11 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
 }
 
 /// `a + sc(b)` for operands with the same row pointers and columns: the pattern copied and the
-/// values added in one pass, in parallel from the elementwise threshold. `None` when a sum is
-/// exactly zero (it must not be stored; the merge drops it).
-fn add_same_pattern(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64 + Sync) -> Result<Option<Csr>> {
+/// values added in one pass, in parallel from the elementwise threshold. Sums that are exactly
+/// zero are then dropped in one compacting pass (they must not be stored): `h − h` of the XXZ
+/// chain at N = 20 took 112 ms through the merge the path used to fall back to, against 39 ms
+/// for scipy's `h - h`; now 38–39 ms (N = 18: 24.7 → 6.9–7.7 ms, scipy 9.2).
+fn add_same_pattern(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64 + Sync) -> Result<Csr> {
     let nnz = a.nnz();
     let mut data: Vec<c64> = try_with_capacity("add", a.shape(), nnz)?;
     let (da, db) = (a.data(), b.data());
@@ -197,20 +196,36 @@ fn add_same_pattern(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64 + Sync) -> Result<
     } else {
         add_into(out, da, db)
     };
-    if zero {
-        return Ok(None);
-    }
     // SAFETY: `add_into` wrote all `nnz` elements (the output and both value arrays have
     // `nnz` of them: equal row pointers give equal counts).
     unsafe { data.set_len(nnz) };
     let mut indptr = try_with_capacity("add", a.shape(), a.indptr().len())?;
-    indptr.extend_from_slice(a.indptr());
     let mut indices = try_with_capacity("add", a.shape(), nnz)?;
-    indices.extend_from_slice(a.indices());
-    // SAFETY: `a`'s structure, unchanged, with one value per stored entry.
-    Ok(Some(unsafe {
-        Csr::from_parts_unchecked(a.shape(), indptr, indices, data)
-    }))
+    if zero {
+        // The columns of the sums that are not zero, and those sums moved down, in one pass.
+        let (p, ia) = (a.indptr(), a.indices());
+        indptr.push(0);
+        let mut write = 0;
+        for i in 0..a.shape().0 {
+            for k in p[i]..p[i + 1] {
+                let v = data[k];
+                if v != ZERO {
+                    indices.push(ia[k]);
+                    data[write] = v;
+                    write += 1;
+                }
+            }
+            indptr.push(write);
+        }
+        data.truncate(write);
+    } else {
+        indptr.extend_from_slice(a.indptr());
+        indices.extend_from_slice(a.indices());
+    }
+    // SAFETY: `a`'s structure with one value per stored entry, less the entries whose sum is
+    // zero, dropped together with their columns (the row pointers count what each row kept;
+    // columns stay increasing).
+    Ok(unsafe { Csr::from_parts_unchecked(a.shape(), indptr, indices, data) })
 }
 
 /// The serial Csr sum into arrays of room `cap` (the sum of both operands' stored entries).
@@ -314,11 +329,6 @@ fn row_len(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64, i: usize) -> usize {
     len
 }
 
-/// The fewest workers for which [`add_csr_parallel`] runs: its counting pass costs about as
-/// much as the merge, so two workers do the serial merge's work in the same time (measured
-/// below) and only three or more can gain.
-const PARALLEL_SUM_WORKERS: usize = 3;
-
 /// The row-parallel Csr sum, or `None` when the serial merge must do it: the rows' lengths
 /// first ([`row_len`], in parallel), then every range of rows written by [`merge_row`] into
 /// its own part of arrays allocated once at their exact size.
@@ -329,11 +339,11 @@ const PARALLEL_SUM_WORKERS: usize = 3;
 /// is zero (or becomes zero when scaled) is dropped by the merge but was counted: a range then
 /// comes out short, and the caller falls back to the serial merge.
 ///
-/// Measured on terms of the XXZ chain (the sum of H and one term, 2-core VM, serial against
-/// two workers): N = 20 (1.1·10⁷ + 10⁶ entries) 64 against 59–78 ms (205 ms with the former
-/// zero-filled `vec!`s, whose 4 KiB pages both workers faulted in, and two full merges);
-/// N = 18 13 against 14–19 ms, N = 16 2.1–2.3 against 2.8–3.2 ms. Hence
-/// [`PARALLEL_SUM_WORKERS`].
+/// Measured on terms of the XXZ chain (the sum of H and one term, 2-core VM, bench profile,
+/// serial against two workers): N = 20 (1.1·10⁷ + 10⁶ entries) 47 against 37–38 ms (182 ms
+/// with the former zero-filled `vec!`s, whose 4 KiB pages both workers faulted in, and two
+/// full merges); N = 18 10.5–10.9 against 9.1–9.5 ms (38 before); N = 16 1.4 against
+/// 1.2–1.5 ms (3.9 before).
 fn add_csr_parallel(
     a: &Csr,
     b: &Csr,
@@ -497,16 +507,18 @@ mod tests {
             assert_eq!(c.indptr(), merged.indptr());
             assert_eq!(c.indices(), merged.indices());
             assert_eq!(c.data(), merged.data());
-            assert!(add_same_pattern(&a, &b, |y| s * y).unwrap().is_some());
+            assert_eq!(add_same_pattern(&a, &b, |y| s * y).unwrap(), merged);
         }
         // Entries (0, 1) and (1, 0) cancel: a − c = [0, 1, 0, 3, 4].
         let vc = [r(1.0), r(1.0), r(3.0), r(1.0), r(1.0)];
         let c = Csr::from_triplets((3, 4), &rows, &cols, &vc).unwrap();
-        assert!(add_same_pattern(&a, &c, |y| -y).unwrap().is_none());
         let d = add_csr(&a, &c, r(-1.0)).unwrap();
         assert_eq!(d.indptr(), &[0, 1, 1, 3]);
         assert_eq!(d.indices(), &[3, 2, 3]);
         assert_eq!(d.data(), &[r(1.0), r(3.0), r(4.0)]);
+        // The same from the compacting pass of the one-pattern path, and from the merge.
+        assert_eq!(add_same_pattern(&a, &c, |y| -y).unwrap(), d);
+        assert_eq!(add_csr_serial(&a, &c, 10, |y| -y).unwrap(), d);
         // a − a: nothing stored.
         assert_eq!(add_csr(&a, &a, r(-1.0)).unwrap().nnz(), 0);
     }

@@ -14,7 +14,7 @@ use crate::storage::{Csr, Data, Dense, Dia};
 pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("mul", 1)
         .unary("mul_dense", |a: &Dense, s: &c64| mul_dense(a, *s))
-        .unary("mul_csr", |a: &Csr, s: &c64| Ok(mul_csr(a, *s)))
+        .unary("mul_csr", |a: &Csr, s: &c64| mul_csr(a, *s))
         .unary("mul_dia", |a: &Dia, s: &c64| super::dia::mul_dia(a, *s))
         .unary("mul_gpu", |a: &GpuDense, s: &c64| a.scale(*s))
         .unary("mul_gpucsr", |a: &GpuCsr, s: &c64| a.scale(*s))
@@ -25,7 +25,7 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("neg", 1)
         .unary("neg_dense", |a: &Dense, _: &()| dense_map("neg", a, |x| -x))
-        .unary("neg_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| -x)))
+        .unary("neg_csr", |a: &Csr, _: &()| csr_map("neg", a, |x| -x))
         .unary("neg_dia", |a: &Dia, _: &()| {
             super::dia::mul_dia(a, c64::new(-1.0, 0.0))
         })
@@ -84,17 +84,19 @@ pub fn mul_dense(a: &Dense, s: c64) -> Result<Dense> {
 }
 
 /// `s·a` for Csr. O(nnz); multiplying by zero gives a matrix with no stored entries.
-pub fn mul_csr(a: &Csr, s: c64) -> Csr {
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) when the result cannot be allocated.
+pub fn mul_csr(a: &Csr, s: c64) -> Result<Csr> {
     if s == ZERO {
+        let indptr = crate::storage::alloc::try_vec("mul", a.shape(), a.indptr().len(), 0)?;
         // SAFETY: all row pointers 0 (as many as a has), no entries.
-        return unsafe {
-            Csr::from_parts_unchecked(a.shape(), vec![0; a.indptr().len()], Vec::new(), Vec::new())
-        };
+        return Ok(unsafe { Csr::from_parts_unchecked(a.shape(), indptr, Vec::new(), Vec::new()) });
     }
     let nnz = a.nnz();
-    let mut data = Vec::with_capacity(nnz);
-    crate::simd::scale_into(&mut data.spare_capacity_mut()[..nnz], s, a.data());
-    // SAFETY: `scale_into` wrote all nnz elements (the lengths agree); the capacity is nnz.
-    unsafe { data.set_len(nnz) };
-    super::csr_with_values(a, data)
+    super::csr_with_values("mul", a, |data| {
+        crate::simd::scale_into(&mut data.spare_capacity_mut()[..nnz], s, a.data());
+        // SAFETY: `scale_into` wrote all nnz elements (the lengths agree); the capacity is nnz.
+        unsafe { data.set_len(nnz) };
+    })
 }

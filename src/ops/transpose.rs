@@ -46,7 +46,9 @@ pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .unary("conj_dense", |a: &Dense, _: &()| {
             dense_map("conj", a, |x| x.conj())
         })
-        .unary("conj_csr", |a: &Csr, _: &()| Ok(csr_map(a, |x| x.conj())))
+        .unary("conj_csr", |a: &Csr, _: &()| {
+            csr_map("conj", a, |x| x.conj())
+        })
         .unary("conj_dia", |a: &Dia, _: &()| super::dia::conj_dia(a))
         .unary("conj_gpu", |a: &GpuDense, _: &()| a.conj())
         .unary("conj_gpucsr", |a: &GpuCsr, _: &()| a.conj())
