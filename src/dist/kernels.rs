@@ -39,7 +39,7 @@ pub(super) fn register() -> Result<()> {
     ))?;
     MUL.add_specialisation(Specialisation::unary(
         "mul_distcsr",
-        |a: &DistCsr, s: &c64| Ok(a.scaled(*s)),
+        |a: &DistCsr, s: &c64| a.scaled(*s),
     ))?;
     NEG.add_specialisation(Specialisation::unary(
         "neg_distdense",
@@ -47,7 +47,7 @@ pub(super) fn register() -> Result<()> {
     ))?;
     NEG.add_specialisation(Specialisation::unary(
         "neg_distcsr",
-        |a: &DistCsr, _: &()| Ok(a.scaled(-ONE)),
+        |a: &DistCsr, _: &()| a.scaled(-ONE),
     ))?;
     INNER.add_specialisation(Specialisation::binary(
         "inner_distdense",

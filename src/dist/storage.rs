@@ -319,12 +319,15 @@ impl DistCsr {
     }
 
     /// The same halo plan with the values scaled by `s` (no communication).
-    pub(super) fn scaled(&self, s: c64) -> DistCsr {
-        DistCsr {
-            local: crate::ops::scale::mul_csr(&self.local, s),
-            compact: crate::ops::scale::mul_csr(&self.compact, s),
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`](crate::Error::TooLarge) when the scaled blocks cannot be allocated.
+    pub(super) fn scaled(&self, s: c64) -> Result<DistCsr> {
+        Ok(DistCsr {
+            local: crate::ops::scale::mul_csr(&self.local, s)?,
+            compact: crate::ops::scale::mul_csr(&self.compact, s)?,
             ..self.clone()
-        }
+        })
     }
 }
 

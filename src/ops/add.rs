@@ -170,8 +170,8 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
 /// `a + sc(b)` for operands with the same row pointers and columns: the pattern copied and the
 /// values added in one pass, in parallel from the elementwise threshold. Sums that are exactly
 /// zero are then dropped in one compacting pass (they must not be stored): `h − h` of the XXZ
-/// chain at N = 20 took 112 ms through the merge the path used to fall back to, against 39 ms
-/// for scipy's `h - h`; now 38–39 ms (N = 18: 24.7 → 6.9–7.7 ms, scipy 9.2).
+/// chain at N = 20 took 68 ms through the merge the path used to fall back to, against 39 ms
+/// for scipy's `h - h`; now 39 ms (N = 18: 15 → 7.6–8.2 ms, scipy 9.0).
 fn add_same_pattern(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64 + Sync) -> Result<Csr> {
     let nnz = a.nnz();
     let mut data: Vec<c64> = try_with_capacity("add", a.shape(), nnz)?;

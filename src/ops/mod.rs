@@ -180,8 +180,8 @@ pub(crate) fn csr_map(op: &str, a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> 
 /// A new Csr with `a`'s structure and the values `fill` appends to an empty vector with room
 /// for nnz(a). The three arrays come from `storage::alloc::csr_buffers`: fallible, checked
 /// against the memory available, advised as huge pages (with plain `to_vec` copies, `mul` of
-/// the XXZ chain's H at N = 20, 1.1·10⁷ entries, took 189–200 ms, mostly faulting in 4 KiB
-/// pages; scipy's `2.0 * h` 33 ms).
+/// the XXZ chain's H at N = 20, 1.1·10⁷ entries, took 174–181 ms, mostly faulting in 4 KiB
+/// pages; now 40 ms, scipy's `2.0 * h` 33 ms).
 ///
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) when the arrays cannot be allocated.
