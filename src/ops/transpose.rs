@@ -172,25 +172,15 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
         }
         indptr
     } else {
-        // Column c's count goes to indptr[c + 2], so that after the prefix sum indptr[c + 1]
-        // is column c's start: the scatter's cursor, which it leaves at column c's end, the
-        // value indptr[c + 1] must end with (QuTiP's trick: no separate cursor array). The
-        // extra last slot is dropped afterwards.
-        let mut indptr = alloc::try_vec(OP, (n, m), len.saturating_add(1), 0usize)?;
-        for &c in idx {
-            // SAFETY: c < n for a valid Csr, and indptr has n + 2 entries.
-            unsafe { *indptr.get_unchecked_mut(c + 2) += 1 };
-        }
-        for j in 1..n {
-            indptr[j + 1] += indptr[j];
-        }
+        // The counting sort's cursors in the result's row pointers (`counting_cursors`).
+        // SAFETY: every column index is below n (a valid Csr).
+        let mut indptr = unsafe { alloc::counting_cursors(OP, (n, m), idx, n)? };
         // SAFETY: indptr[c + 1] is column c's start for every c < n (above); both buffers
         // hold nnz elements.
         unsafe {
             let (out_idx, out_val) = (indices.as_mut_ptr(), data.as_mut_ptr());
             scatter_entries(a, &mut indptr[1..=n], out_idx, out_val, f);
         };
-        // indptr[n + 1] holds column n − 1's count, not a pointer.
         indptr.truncate(len);
         indptr
     };

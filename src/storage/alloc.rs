@@ -90,11 +90,40 @@ pub(crate) fn csr_buffers(
     nnz: usize,
 ) -> Result<(Vec<usize>, Vec<usize>, Vec<c64>)> {
     check_memory(op, shape, csr_bytes(ptrs, nnz))?;
+    // The sum was checked: the arrays skip the check each would make alone.
     Ok((
-        try_with_capacity(op, shape, ptrs)?,
-        try_with_capacity(op, shape, nnz)?,
-        try_with_capacity(op, shape, nnz)?,
+        reserve(op, shape, ptrs)?,
+        reserve(op, shape, nnz)?,
+        reserve(op, shape, nnz)?,
     ))
+}
+
+/// The cursors of a counting sort by `keys` (each below `n`), in place in the row pointers it
+/// builds: `n + 2` entries where entry `k + 1` is the start of key `k`'s run. A scatter that
+/// advances entry `k + 1` past each element it places leaves it at the run's end, which is
+/// the row pointer that entry must hold; the caller then truncates to `n + 1` (entry `n + 1`
+/// holds the last key's count, not a pointer). QuTiP's trick: no second array of cursors.
+///
+/// # Safety
+/// Every key is below `n`.
+///
+/// # Errors
+/// [`Error::TooLarge`] as [`try_vec`] (`n + 2` entries, saturating).
+pub(crate) unsafe fn counting_cursors(
+    op: &str,
+    shape: (usize, usize),
+    keys: &[usize],
+    n: usize,
+) -> Result<Vec<usize>> {
+    let mut at = try_vec(op, shape, n.saturating_add(2), 0usize)?;
+    for &k in keys {
+        // SAFETY: k < n (the caller's contract), and `at` has n + 2 entries.
+        unsafe { *at.get_unchecked_mut(k + 2) += 1 };
+    }
+    for j in 1..n {
+        at[j + 1] += at[j];
+    }
+    Ok(at)
 }
 
 /// An empty matrix of shape `rows × cols` (one of them 0), in O(1): no loop over the other
@@ -233,6 +262,14 @@ pub(crate) fn try_with_capacity<T>(op: &str, shape: (usize, usize), len: usize) 
     if len >= engine::PROBE_BYTES / size.max(1) {
         check_available(op, shape, len as u128 * size as u128)?;
     }
+    reserve(op, shape, len)
+}
+
+/// [`try_with_capacity`] without the check of the memory available (for arrays whose sum the
+/// caller checked).
+#[inline(always)]
+fn reserve<T>(op: &str, shape: (usize, usize), len: usize) -> Result<Vec<T>> {
+    let size = std::mem::size_of::<T>();
     let Some(v) = alloc_vec::<T>(len) else {
         return Err(refused(op, shape, len as u128 * size as u128));
     };

@@ -133,20 +133,13 @@ impl Csr {
                 format!("column index {c} is out of range for {} columns", shape.1),
             ));
         }
-        // Counting sort by row, then from_raw sorts columns and sums duplicates. Row r's count
-        // goes to indptr[r + 2], so that after the prefix sum indptr[r + 1] is row r's start:
-        // the scatter's cursor, which it leaves at row r's end, the value indptr[r + 1] must
-        // end with (no second array of cursors). The extra last slot is dropped afterwards.
+        // Counting sort by row (the cursors in the row pointers), then from_raw sorts columns
+        // and sums duplicates.
         const OP: &str = "Csr::from_triplets";
         let (len, nnz) = (indptr_len(OP, shape)?, rows.len());
         alloc::check_memory(OP, shape, alloc::csr_bytes(len.saturating_add(1), nnz))?;
-        let mut indptr = alloc::try_vec(OP, shape, len.saturating_add(1), 0usize)?;
-        for &r in rows {
-            indptr[r + 2] += 1;
-        }
-        for i in 1..shape.0 {
-            indptr[i + 1] += indptr[i];
-        }
+        // SAFETY: every row index is below shape.0 (checked above).
+        let mut indptr = unsafe { alloc::counting_cursors(OP, shape, rows, shape.0)? };
         let mut indices = alloc::try_vec(OP, shape, nnz, 0usize)?;
         let mut data = alloc::try_vec(OP, shape, nnz, c64::new(0.0, 0.0))?;
         for k in 0..nnz {
@@ -155,7 +148,6 @@ impl Csr {
             data[*slot] = values[k];
             *slot += 1;
         }
-        // indptr[rows + 1] holds the last row's count, not a pointer.
         indptr.truncate(len);
         Csr::from_raw(shape, indptr, indices, data)
     }
