@@ -1,74 +1,80 @@
 //! Adding your own kernel to a built-in operation.
 //!
-//! `matmul` for (Dense, Csr) → Dense is indirect out of the box: the Csr operand is converted
-//! to Dense. Adding a kernel for that pair makes it direct, and (Dense, Csr) → Csr then goes
-//! through the new kernel too (converting only its result).
+//! `multiply` (the entrywise product `a ∘ b`) for (Csr, Dense) is indirect out of the box: the
+//! Csr operand is converted to Dense and the result is Dense. Yet the product is zero wherever
+//! the Csr operand stores nothing, so a kernel that keeps its pattern, scaling each stored
+//! entry by the dense entry at the same place, returns a Csr and never builds a dense copy.
+//! Adding it makes (Csr, Dense) direct, and (Csr, Dense) → Dense goes through it too (converting
+//! only its result).
 //!
 //! Run with `cargo run --release --example custom_specialisation`.
 
-use polymat::ops::MATMUL;
+use polymat::ops::MULTIPLY;
 use polymat::{Csr, Dense, Error, Kind, Out, Result, Specialisation};
 
-/// Dense·Csr → Dense: for each stored entry b[k, j], add b[k, j]·a[:, k] to column j.
-fn matmul_dense_csr(a: &Dense, b: &Csr) -> Result<Dense> {
-    if a.shape().1 != b.shape().0 {
+/// Csr ∘ Dense → Csr: each stored entry a[i, j] times b[i, j], on a's pattern.
+fn multiply_csr_dense(a: &Csr, b: &Dense) -> Result<Csr> {
+    if a.shape() != b.shape() {
         return Err(Error::Shape {
-            op: "matmul".into(),
+            op: "multiply".into(),
             shapes: vec![a.shape(), b.shape()],
-            requirement: "the left operand's columns must match the right operand's rows".into(),
+            requirement: "both operands must have the same shape".into(),
         });
     }
-    let (m, n) = (a.shape().0, b.shape().1);
-    let mut out = Dense::zeros(m, n);
-    let (p, idx, val) = (b.indptr(), b.indices(), b.data());
-    for k in 0..b.shape().0 {
-        let ak = a.col(k);
-        for e in p[k]..p[k + 1] {
-            let (j, v) = (idx[e], val[e]);
-            for (o, x) in out.col_mut(j).iter_mut().zip(ak) {
-                *o += v * x;
-            }
+    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+    for i in 0..a.shape().0 {
+        for e in p[i]..p[i + 1] {
+            rows.push(i);
+            cols.push(idx[e]);
+            vals.push(val[e] * b.get(i, idx[e]));
         }
     }
-    Ok(out)
+    Csr::from_triplets(a.shape(), &rows, &cols, &vals)
 }
 
 pub fn run() -> Result<()> {
-    let before = MATMUL.get(&[Kind::DENSE, Kind::CSR], Out::Dense)?;
+    let before = MULTIPLY.get(&[Kind::CSR, Kind::DENSE], Out::Auto)?;
     println!("before: {before}");
     assert!(!before.is_direct());
+    assert_eq!(before.kernel_name(), "multiply_dense");
 
-    MATMUL.add_specialisation(Specialisation::binary(
-        "matmul_dense_csr",
-        |a: &Dense, b: &Csr, _: &()| matmul_dense_csr(a, b),
+    MULTIPLY.add_specialisation(Specialisation::binary(
+        "multiply_csr_dense",
+        |a: &Csr, b: &Dense, _: &()| multiply_csr_dense(a, b),
     ))?;
 
-    let after = MATMUL.get(&[Kind::DENSE, Kind::CSR], Out::Dense)?;
+    let after = MULTIPLY.get(&[Kind::CSR, Kind::DENSE], Out::Auto)?;
     println!("after:  {after}");
     assert!(after.is_direct());
-    assert_eq!(after.kernel_name(), "matmul_dense_csr");
+    assert_eq!(after.kernel_name(), "multiply_csr_dense");
 
-    let to_csr = MATMUL.get(&[Kind::DENSE, Kind::CSR], Out::Csr)?;
+    let to_csr = MULTIPLY.get(&[Kind::CSR, Kind::DENSE], Out::Csr)?;
     println!("and:    {to_csr} via {}", to_csr.kernel_name());
-    assert_eq!(to_csr.kernel_name(), "matmul_dense_csr");
-    println!("{}", MATMUL.explain(&[Kind::DENSE, Kind::CSR], Out::Csr)?);
+    assert_eq!(to_csr.kernel_name(), "multiply_csr_dense");
+    println!(
+        "{}",
+        MULTIPLY.explain(&[Kind::CSR, Kind::DENSE], Out::Dense)?
+    );
 
     // The handle kept from before still describes (and runs) the old path.
     assert!(!before.is_direct());
 
-    // Same values either way.
-    let a = Dense::from_fn(3, 4, |i, j| polymat::c64::new(i as f64, j as f64)).into();
-    let b = Csr::from_triplets(
-        (4, 2),
-        &[0, 3, 2],
-        &[1, 0, 1],
+    // Same values either way, and the result is sparse now.
+    let a = Csr::from_triplets(
+        (3, 4),
+        &[0, 2, 2],
+        &[1, 0, 3],
         &[polymat::c64::new(1.0, -1.0); 3],
     )?
     .into();
-    let fast = polymat::matmul(&a, &b, Out::Dense)?;
-    let reference = MATMUL.call(&[&a, &polymat::to(Kind::DENSE, &b)?], Out::Dense, &())?;
+    let b = Dense::from_fn(3, 4, |i, j| polymat::c64::new(i as f64, j as f64)).into();
+    let fast = polymat::multiply(&a, &b, Out::Auto)?;
+    assert_eq!(fast.kind(), Kind::CSR);
+    let reference = before.call(&[&a, &b], &())?;
+    assert_eq!(reference.kind(), Kind::DENSE);
     assert!(polymat::isequal(&fast, &reference, 1e-12, 0.0)?);
-    println!("Dense·Csr = {fast}, equal to the Dense·Dense result");
+    println!("Csr ∘ Dense = {fast} ({fast:#}), equal to the Dense ∘ Dense result");
     Ok(())
 }
 

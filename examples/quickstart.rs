@@ -37,12 +37,13 @@ fn main() -> Result<()> {
     println!("add(sx, rho, Out::Csr) = {mc:#}");
     println!("{}", ADD.explain(&[Kind::CSR, Kind::DENSE], Out::Csr)?);
 
-    // Products: Csr·Dense is direct; Dense·Csr converts the Csr operand.
+    // Products: Csr·Dense and Dense·Csr are direct (neither densifies the Csr operand);
+    // asking for a Csr result converts the kernel's Dense one.
     let flipped = polymat::matmul(&sx, &ket, Out::Auto)?;
     println!("\nsx · ket = {flipped}   ({flipped:#})");
     let prod = polymat::matmul(&rho, &sx, Out::Auto)?;
     println!("rho · sx = {prod}");
-    println!("{}", MATMUL.explain(&[Kind::DENSE, Kind::CSR], Out::Auto)?);
+    println!("{}", MATMUL.explain(&[Kind::DENSE, Kind::CSR], Out::Csr)?);
 
     // [sx, sy] = 2i sz
     let comm = (&polymat::matmul(&sx, &sy, Out::Auto)? - &polymat::matmul(&sy, &sx, Out::Auto)?)?;

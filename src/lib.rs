@@ -44,8 +44,8 @@
 //! assert_eq!(format!("{sum:#}"), "Csr(2×2, nnz=4)");
 //!
 //! // See what the dispatcher does for a pair of kinds.
-//! let h = MATMUL.get(&[Kind::DENSE, Kind::CSR], Out::Dense)?;
-//! assert!(!h.is_direct()); // Dense·Csr converts the Csr operand first
+//! let h = MATMUL.get(&[Kind::CSR, Kind::DENSE], Out::Csr)?;
+//! assert!(!h.is_direct()); // the Csr·Dense kernel, then its Dense result converted
 //! # Ok::<(), polymat::Error>(())
 //! ```
 //!

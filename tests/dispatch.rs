@@ -59,7 +59,9 @@ fn builtin_paths() {
 
 #[test]
 fn explain_reports_kernel_chains_and_weights() {
-    let e = MATMUL.explain(&[Kind::DENSE, Kind::CSR], Out::Csr).unwrap();
+    let e = polymat::ops::MULTIPLY
+        .explain(&[Kind::DENSE, Kind::CSR], Out::Csr)
+        .unwrap();
     let text = e.to_string();
     assert!(!e.direct);
     assert!(

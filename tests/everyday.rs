@@ -190,11 +190,16 @@ fn default_output_scopes_match_qutip() {
             Kind::CSR
         );
     });
-    // Missing: also calls without a direct kernel (Dense·Csr converts anyway).
+    // Missing: also calls without a direct kernel (Dense ∘ Csr converts anyway); Dense·Csr has
+    // one, which returns Dense.
     polymat::with_default_output(Out::Csr, DefaultScope::Missing, || {
         assert_eq!(
-            polymat::matmul(&dense, &csr, Out::Auto).unwrap().kind(),
+            polymat::multiply(&dense, &csr, Out::Auto).unwrap().kind(),
             Kind::CSR
+        );
+        assert_eq!(
+            polymat::matmul(&dense, &csr, Out::Auto).unwrap().kind(),
+            Kind::DENSE
         );
         assert_eq!(
             polymat::matmul(&dense, &dense, Out::Auto).unwrap().kind(),
@@ -391,9 +396,9 @@ fn registry_and_dispatcher_dot_parse() {
     let rows = polymat::ops::MATMUL.table();
     let dense_csr = rows
         .iter()
-        .find(|e| e.inputs == [Kind::DENSE, Kind::CSR] && e.out == Out::Auto)
+        .find(|e| e.inputs == [Kind::DENSE, Kind::CSR] && e.out == Out::Csr)
         .unwrap();
-    assert_eq!(dense_csr.kernel, "matmul_dense");
+    assert_eq!(dense_csr.kernel, "matmul_dense_csr");
     assert!(!dense_csr.direct);
 }
 

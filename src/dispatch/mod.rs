@@ -461,8 +461,8 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
     ///
     /// ```
     /// use polymat::{Kind, Out, ops::MATMUL};
-    /// let h = MATMUL.get(&[Kind::DENSE, Kind::CSR], Out::Dense).unwrap();
-    /// assert!(!h.is_direct());
+    /// let h = MATMUL.get(&[Kind::CSR, Kind::DENSE], Out::Csr).unwrap();
+    /// assert!(!h.is_direct()); // the Csr·Dense kernel, then its result converted
     /// ```
     pub fn get(&self, kinds: &[Kind], out: Out) -> Result<Resolved<P, R>> {
         let state = self.inner.state.load_full();

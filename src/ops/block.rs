@@ -103,7 +103,7 @@ pub fn block_extract_csr(a: &Csr, range: &BlockRange) -> Result<Csr> {
 }
 
 /// A copy of `a` with `block` written at `(above, before)`. Kernels: (Dense, Dense),
-/// (Dense, Csr), (Csr, Csr), (GpuDense, GpuDense).
+/// (Dense, Csr), (Csr, Csr), (Csr, Dense) → Csr (the block converted), (GpuDense, GpuDense).
 pub static BLOCK_OVERWRITE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     Dispatcher::builder("block_overwrite", 2)
         .check(|op, args, at| check_fits(op, args[0].shape(), args[1].shape(), *at))
@@ -120,6 +120,13 @@ pub static BLOCK_OVERWRITE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new
         .binary(
             "block_overwrite_csr",
             |a: &Csr, b: &Csr, at: &(usize, usize)| block_overwrite_csr(a, b, *at),
+        )
+        // A dense block into a Csr matrix: the block is converted, the matrix stays sparse.
+        .binary(
+            "block_overwrite_csr_dense",
+            |a: &Csr, b: &Dense, at: &(usize, usize)| {
+                block_overwrite_csr(a, &crate::convert::builtin::dense_to_csr(b)?, *at)
+            },
         )
         .binary(
             "block_overwrite_gpu",

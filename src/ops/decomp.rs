@@ -45,7 +45,7 @@ pub static EIGS: LazyLock<Dispatcher<EigsOptions, Eigen>> = LazyLock::new(|| {
             let a = args[0];
             match eigs_plan(a.kind(), a.shape().0, o) {
                 EigsMethod::Krylov => super::krylov_eigs::eigs_data(a, o),
-                _ => eigs_dense(&crate::convert::to_type::<Dense>(a)?, *o),
+                _ => eigs_dense(&crate::convert::to_type::<Dense>(a).map_err(ask_count)?, *o),
             }
         })
         .unary("eigs_dense", |a: &Dense, o: &EigsOptions| {
@@ -59,13 +59,35 @@ pub static EIGS: LazyLock<Dispatcher<EigsOptions, Eigen>> = LazyLock::new(|| {
             Specialisation::unary("eigs_csr", |a: &Csr, o: &EigsOptions| {
                 match eigs_plan(crate::storage::Kind::CSR, a.shape().0, o) {
                     EigsMethod::Krylov => super::krylov_eigs::eigs_csr(a, o),
-                    _ => eigs_dense(&csr_to_dense(a)?, *o),
+                    _ => eigs_dense(&csr_to_dense(a).map_err(ask_count)?, *o),
                 }
             })
             .converts_internally_to::<Dense>(),
         )
         .builtin()
 });
+
+/// A dense copy refused on the way to every eigenpair: the error says how to ask for a few.
+fn ask_count(e: Error) -> Error {
+    match e {
+        Error::TooLarge {
+            op,
+            shape,
+            bytes,
+            limit: Some(limit),
+            reason,
+        } if reason.is_empty() => Error::TooLarge {
+            op,
+            shape,
+            bytes,
+            limit: Some(limit),
+            reason: "eigs without a count computes every eigenpair of a dense copy; for a few \
+                     eigenpairs of a large operator set EigsOptions::count (Krylov)"
+                .into(),
+        },
+        e => e,
+    }
+}
 
 fn check_options(op: &str, o: &EigsOptions) -> Result<()> {
     if !(o.tol.is_finite() && o.tol >= 0.0) {

@@ -3,6 +3,7 @@
 use std::mem::MaybeUninit;
 use std::sync::LazyLock;
 
+use crate::convert::builtin::dense_to_csr;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family, OutColumns};
 use crate::error::Result;
@@ -11,7 +12,9 @@ use crate::scalar::c64;
 use crate::shape::{indptr_len, kron_shape, product};
 use crate::storage::{Csr, Data, Dense, Dia, alloc};
 
-/// `a ⊗ b`. Kernels: Dense⊗Dense, Csr⊗Csr.
+/// `a ⊗ b`. Kernels: Dense⊗Dense, Csr⊗Csr, and Dense⊗Csr, Csr⊗Dense → Csr (the Dense factor
+/// converted to Csr: a small dense factor next to a large sparse one never densifies the
+/// sparse one).
 pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("kron", 2)
         .check(|op, args, _| kron_shape(op, args[0].shape(), args[1].shape()).map(|_| ()))
@@ -19,6 +22,12 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             kron_dense(a, b)
         })
         .binary("kron_csr", |a: &Csr, b: &Csr, _: &()| kron_csr(a, b))
+        .binary("kron_dense_csr", |a: &Dense, b: &Csr, _: &()| {
+            kron_csr(&dense_to_csr(a)?, b)
+        })
+        .binary("kron_csr_dense", |a: &Csr, b: &Dense, _: &()| {
+            kron_csr(a, &dense_to_csr(b)?)
+        })
         .binary("kron_dia", |a: &Dia, b: &Dia, _: &()| {
             super::dia::kron_dia(a, b)
         })
@@ -239,7 +248,7 @@ fn kron_csr_blocks(
 }
 
 /// `aᵀ ⊗ b`, the building block of superoperators (`vec(b·X·a) = (aᵀ ⊗ b)·vec(X)`).
-/// Kernels: Dense, Csr, GpuDense.
+/// Kernels: Dense, Csr, (Dense, Csr) and (Csr, Dense) → Csr, GpuDense.
 pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("kron_transpose", 2)
         .check(|op, args, _| {
@@ -251,6 +260,19 @@ pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         })
         .binary("kron_transpose_csr", |a: &Csr, b: &Csr, _: &()| {
             kron_csr(&super::transpose::transpose_csr(a, false)?, b)
+        })
+        // A Dense factor is converted to Csr (never the Csr one to Dense), as in `KRON`.
+        .binary("kron_transpose_dense_csr", |a: &Dense, b: &Csr, _: &()| {
+            kron_csr(
+                &super::transpose::transpose_csr(&dense_to_csr(a)?, false)?,
+                b,
+            )
+        })
+        .binary("kron_transpose_csr_dense", |a: &Csr, b: &Dense, _: &()| {
+            kron_csr(
+                &super::transpose::transpose_csr(a, false)?,
+                &dense_to_csr(b)?,
+            )
         })
         .binary(
             "kron_transpose_gpu",

@@ -20,10 +20,9 @@ use crate::shape::matmul_shapes;
 use crate::simd::gemm::{self, MAX_INNER, MAX_ROWS};
 use crate::storage::{Csr, Data, Dense, Dia, Layout, alloc};
 
-/// `a·b`. Kernels: Dense·Dense → Dense, Csr·Csr → Csr, Csr·Dense → Dense.
-///
-/// Dense·Csr has no kernel of its own: it converts the Csr operand (see
-/// `examples/custom_specialisation.rs`, which adds one).
+/// `a·b`. Kernels: Dense·Dense → Dense, Csr·Csr → Csr, Csr·Dense → Dense, Dense·Csr → Dense
+/// (row-major, [`matmul_dense_csr`](super::dense_csr::matmul_dense_csr): a bra times a large
+/// operator never densifies the operator), Dia·Dense, Dense·Dia, Dia·Dia.
 pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("matmul", 2)
         .check(|op, args, _| matmul_shapes(op, args[0].shape(), args[1].shape()))
@@ -33,6 +32,9 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .binary("matmul_csr", |a: &Csr, b: &Csr, _: &()| matmul_csr(a, b))
         .binary("matmul_csr_dense", |a: &Csr, b: &Dense, _: &()| {
             matmul_csr_dense(a, b)
+        })
+        .binary("matmul_dense_csr", |a: &Dense, b: &Csr, _: &()| {
+            super::dense_csr::matmul_dense_csr(a, b)
         })
         .binary("matmul_dia_dense", |a: &Dia, b: &Dense, _: &()| {
             super::dia::matmul_dia_dense(a, b)
@@ -73,7 +75,8 @@ pub fn matmul(a: &Data, b: &Data, out: Out) -> Result<Data> {
     MATMUL.call(&[a, b], out, &())
 }
 
-/// `a·b†`. Kernels: Dense, Csr.
+/// `a·b†`. Kernels: Dense, Csr, Dense·Csr† → Dense (no adjoint of the Csr operand is formed),
+/// Csr·Dense† → Dense (through the dense operand's adjoint).
 pub static MATMUL_DAG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("matmul_dag", 2)
         .check(|op, a, _| matmul_dag_shapes(op, a[0].shape(), a[1].shape()))
@@ -83,13 +86,21 @@ pub static MATMUL_DAG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .binary("matmul_dag_csr", |a: &Csr, b: &Csr, _: &()| {
             matmul_dag_csr(a, b)
         })
+        .binary("matmul_dag_dense_csr", |a: &Dense, b: &Csr, _: &()| {
+            super::dense_csr::matmul_dag_dense_csr(a, b)
+        })
+        // Csr·Dense†: the adjoint of the dense operand (as large as the result's other side),
+        // never a dense copy of the Csr one.
+        .binary("matmul_dag_csr_dense", |a: &Csr, b: &Dense, _: &()| {
+            matmul_csr_dense(a, &super::transpose::adjoint_dense(b)?)
+        })
         .binary("matmul_dag_gpu", |a: &GpuDense, b: &GpuDense, _: &()| {
             a.matmul_dag(b)
         })
         .builtin()
 });
 
-fn matmul_dag_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
+pub(crate) fn matmul_dag_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
     if a.1 == b.1 {
         Ok(())
     } else {

@@ -11,10 +11,10 @@
 //! | a − b | [`sub`] | [`SUB`] | generic (through `ADD` with s = −1) |
 //! | s·a | [`mul`] | [`MUL`] | Dense, Csr |
 //! | −a | [`neg`] | [`NEG`] | Dense, Csr |
-//! | a·b | [`matmul()`] | [`MATMUL`] | Dense·Dense, Csr·Csr, Csr·Dense → Dense |
-//! | a·b† | [`matmul_dag`] | [`MATMUL_DAG`] | Dense, Csr |
+//! | a·b | [`matmul()`] | [`MATMUL`] | Dense·Dense, Csr·Csr, Csr·Dense → Dense, Dense·Csr → Dense |
+//! | a·b† | [`matmul_dag`] | [`MATMUL_DAG`] | Dense, Csr, Dense·Csr† and Csr·Dense† → Dense |
 //! | a ∘ b | [`multiply()`] | [`MULTIPLY`] | Dense∘Dense, Csr∘Csr |
-//! | a ⊗ b | [`kron()`] | [`KRON`] | Dense⊗Dense, Csr⊗Csr |
+//! | a ⊗ b | [`kron()`] | [`KRON`] | Dense⊗Dense, Csr⊗Csr, Dense⊗Csr and Csr⊗Dense → Csr |
 //! | a†, aᵀ, ā | [`adjoint`], [`transpose()`], [`conj`] | [`ADJOINT`], [`TRANSPOSE`], [`CONJ`] | Dense, Csr |
 //! | Tr a | [`trace()`] | [`TRACE`] | Dense, Csr |
 //! | aⁿ | [`pow()`] | [`POW`] | Dense, Csr |
@@ -46,6 +46,7 @@ pub mod block;
 pub mod compare;
 pub mod construct;
 pub mod decomp;
+pub mod dense_csr;
 pub mod dia;
 mod eigen;
 mod elementwise;

@@ -69,6 +69,33 @@ fn check_available(op: &str, shape: (usize, usize), bytes: u128) -> Result<()> {
     }
 }
 
+/// The smallest block the allocator hands out (glibc: 32 bytes with its header): what a
+/// small allocation costs at least.
+const MIN_CHUNK: u128 = 32;
+
+/// Checks, as [`check_memory`], a result made of `count` separately allocated parts (the
+/// columns of [`split_columns`](crate::split_columns)): each part takes `each` bytes in
+/// `allocs` allocations (each at least the allocator's smallest block), plus `shared` bytes
+/// for all of them. One part at a time would pass where all of them do not fit.
+///
+/// # Errors
+/// [`Error::TooLarge`] as [`check_memory`].
+pub(crate) fn check_parts(
+    op: &str,
+    shape: (usize, usize),
+    count: usize,
+    each: u128,
+    allocs: u128,
+    shared: u128,
+) -> Result<()> {
+    let part = each.saturating_add(allocs.saturating_mul(MIN_CHUNK));
+    check_memory(
+        op,
+        shape,
+        (count as u128).saturating_mul(part).saturating_add(shared),
+    )
+}
+
 /// Bytes of the arrays of a Csr with `ptrs` row pointers and `nnz` entries.
 #[inline]
 pub(crate) fn csr_bytes(ptrs: usize, nnz: usize) -> u128 {

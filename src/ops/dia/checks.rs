@@ -14,6 +14,11 @@ use crate::storage::{Data, Dense, Dia, alloc, valid_cols};
 pub fn split_columns_dia(a: &Dia) -> Result<Vec<Data>> {
     const OP: &str = "split_columns";
     let (m, n) = a.shape();
+    // Each column: its offsets and values (one of each per diagonal at most) and an `Arc`
+    // (three allocations) and its `Data`.
+    let per_diagonal = (std::mem::size_of::<isize>() + std::mem::size_of::<c64>()) as u128;
+    let each = per_diagonal * a.offsets().len() as u128 + crate::ops::reshape::COLUMN_BYTES;
+    alloc::check_parts(OP, (m, n), n, each, 3, 0)?;
     let mut out = alloc::try_with_capacity(OP, (m, n), n)?;
     for j in 0..n {
         let (mut offsets, mut values) = (Vec::new(), Vec::new());
