@@ -40,6 +40,52 @@ fn breakdown(op: &str, what: &str, iterations: usize, residual: f64) -> Error {
     }
 }
 
+/// Ends a solve whose residual has stopped falling, whatever `max_iter` allows (a tolerance
+/// below what rounding lets the method reach would otherwise run `max_iter` iterations, up to
+/// `usize::MAX`): the lowest relative residual must drop by 1 % within every window of
+/// `max(4·n, 1000)` iterations. In exact arithmetic CG and GMRES converge within n; a slowly
+/// converging solve gains far more than 1 % per window.
+struct Progress {
+    best: f64,
+    since: usize,
+    window: usize,
+}
+
+impl Progress {
+    fn new(n: usize) -> Progress {
+        Progress {
+            best: f64::INFINITY,
+            since: 0,
+            window: n.saturating_mul(4).max(1000),
+        }
+    }
+
+    /// Records one iteration's relative residual.
+    ///
+    /// # Errors
+    /// [`Error::Numerical`] when the window has passed without a 1 % gain.
+    fn check(&mut self, what: &str, iterations: usize, rel: f64, tol: f64) -> Result<()> {
+        if rel < 0.99 * self.best {
+            self.best = rel;
+            self.since = 0;
+            return Ok(());
+        }
+        self.since += 1;
+        if self.since < self.window {
+            return Ok(());
+        }
+        Err(Error::Numerical {
+            op: "solve".into(),
+            reason: format!(
+                "{what} stagnated: the relative residual has not fallen by 1 % in {} \
+                 iterations (lowest {:.3e}, tolerance {tol:.1e}, {iterations} iterations \
+                 in all)",
+                self.window, self.best
+            ),
+        })
+    }
+}
+
 /// Applies the preconditioner, or copies `r` without one.
 fn precondition(m: Option<&dyn LinearMap>, vs: &dyn Vectors, r: &Data) -> Result<Data> {
     match m {
@@ -77,7 +123,11 @@ pub(crate) fn solve(
     match method {
         Method::Cg => cg(a, vs, b, x, bnorm, tol, max_iter, m),
         Method::Bicgstab => bicgstab(a, vs, b, x, bnorm, tol, max_iter, m),
-        Method::Gmres { restart } => gmres(a, vs, b, x, bnorm, tol, max_iter, restart.max(1), m),
+        // A Krylov space has at most n dimensions: a longer cycle only grows the basis.
+        Method::Gmres { restart } => {
+            let restart = restart.clamp(1, a.dim().max(1));
+            gmres(a, vs, b, x, bnorm, tol, max_iter, restart, m)
+        }
     }
 }
 
@@ -97,6 +147,7 @@ fn cg(
     let mut p = vs.copy(&z)?;
     let mut rz = vs.dot(&r, &z)?;
     let mut rel = 1.0;
+    let mut progress = Progress::new(a.dim());
     for it in 1..=max_iter {
         let ap = a.apply(&p)?;
         let pap = vs.dot(&p, &ap)?;
@@ -110,6 +161,7 @@ fn cg(
         if rel <= tol {
             return Ok(Solution { x });
         }
+        progress.check("CG", it, rel, tol)?;
         z = precondition(m, vs, &r)?;
         let rz_new = vs.dot(&r, &z)?;
         let beta = rz_new / rz;
@@ -138,6 +190,7 @@ fn bicgstab(
     vs.scale(&mut v, ZERO)?;
     let mut p = vs.copy(&v)?;
     let mut rel = 1.0;
+    let mut progress = Progress::new(a.dim());
     for it in 1..=max_iter {
         let rho_new = vs.dot(&r0, &r)?;
         if rho_new.norm() == 0.0 || !rho_new.re.is_finite() {
@@ -178,6 +231,7 @@ fn bicgstab(
         if omega.norm() == 0.0 || !rel.is_finite() {
             return Err(breakdown("solve", "BiCGSTAB", it, rel));
         }
+        progress.check("BiCGSTAB", it, rel, tol)?;
         rho = rho_new;
     }
     Err(not_converged("solve", "BiCGSTAB", max_iter, rel, tol))
@@ -213,6 +267,7 @@ fn gmres(
 ) -> Result<Solution> {
     let mut total = 0;
     let mut rel = 1.0;
+    let mut progress = Progress::new(a.dim());
     while total < max_iter {
         // r = b − A·x
         let mut r = vs.copy(b)?;
@@ -264,6 +319,7 @@ fn gmres(
             if rel <= tol || hn == 0.0 || !rel.is_finite() {
                 break;
             }
+            progress.check("GMRES", total, rel, tol)?;
             vs.scale(&mut w, c64::new(1.0 / hn, 0.0))?;
             basis.push(w);
         }

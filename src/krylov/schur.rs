@@ -14,7 +14,7 @@ use faer::{Mat, Side};
 use super::{LinearMap, Vectors};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
-use crate::storage::Data;
+use crate::storage::{Data, Kind, alloc};
 
 /// Which eigenvalues are wanted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -155,6 +155,20 @@ pub(crate) fn eigen(
         ));
     }
     let m = req.ncv.clamp(k + 2, n);
+    // The memory of a cycle at its largest, checked before anything is allocated (one array
+    // at a time each would fit where all of them do not): m + 2 basis vectors of n entries
+    // when they are Dense kets in this process's memory (other kinds keep theirs elsewhere:
+    // on a GPU, across MPI ranks), and about six (m + 1) × m dense matrices (the projected
+    // problem, its eigenvectors, the restart's products).
+    let word = std::mem::size_of::<c64>() as u128;
+    let projected = 6 * (m as u128 + 1) * m as u128 * word;
+    let vectors = if start.kind() == Kind::DENSE {
+        (m as u128 + 2) * n as u128 * word
+    } else {
+        0
+    };
+    alloc::check_dense(OP, (m + 1, m))?;
+    alloc::check_memory(OP, (n, m), vectors + projected)?;
     // Keep the wanted pairs and two more, as ARPACK's implicit restart does in effect: a small
     // kept set leaves room for many new vectors per cycle, and each step's orthogonalisation
     // costs in proportion to the basis it runs against (measured on the XXZ chain: 230
@@ -175,7 +189,7 @@ pub(crate) fn eigen(
     vs.scale(&mut v0, c64::new(1.0 / nrm, 0.0))?;
     let mut basis: Vec<Data> = vec![v0];
     // A·V[..j] = V[..j+1]·hbar[..j+1, ..j]
-    let mut hbar = Mat::<c64>::zeros(m + 1, m);
+    let mut hbar = alloc::zeros_mat(OP, m + 1, m)?;
     let mut l = 0;
     let mut matvecs = 0;
     let mut worst = f64::INFINITY;
@@ -267,7 +281,7 @@ pub(crate) fn eigen(
         let mq = q.adjoint() * &hq;
         let mut next = vs.combine(&basis[..m], q.as_ref())?;
         next.push(basis.swap_remove(m));
-        let mut fresh = Mat::<c64>::zeros(m + 1, m);
+        let mut fresh = alloc::zeros_mat(OP, m + 1, m)?;
         for c in 0..keep {
             for r in 0..keep {
                 fresh[(r, c)] = mq[(r, c)];

@@ -63,9 +63,10 @@ impl SolveMethod {
 pub struct Iterative {
     /// Convergence when `‖b − a·x‖₂ ≤ tol·‖b‖₂` (finite, > 0).
     pub tol: f64,
-    /// Iterations allowed (products with `a` for CG and GMRES, two per BiCGSTAB iteration).
+    /// Iterations allowed (products with `a` for CG and GMRES, two per BiCGSTAB iteration). A
+    /// solve whose residual stops falling ends before, with an error (see [`solve`](fn@solve)).
     pub max_iter: usize,
-    /// GMRES's restart length m.
+    /// GMRES's restart length m (at most n is used: the Krylov space has n dimensions).
     pub restart: usize,
     /// A right preconditioner `M ≈ a⁻¹`.
     pub preconditioner: Option<Preconditioner>,
@@ -292,7 +293,10 @@ fn check_method(op: &str, m: &SolveMethod) -> Result<()> {
 /// [`Error::Shape`] on incompatible shapes; [`Error::InvalidArgument`] for an invalid
 /// tolerance or limit; [`Error::Numerical`] if `a` is singular to working precision
 /// (reciprocal condition number below [`RCOND_MIN`](super::RCOND_MIN), dense and sparse LU alike) or, for the
-/// iterative methods, if they do not converge (the residual reached is named).
+/// iterative methods, if they do not converge within `max_iter`, break down, or stagnate (no
+/// 1 % fall of the lowest relative residual in `max(4·n, 1000)` iterations, so that a
+/// tolerance below what rounding allows ends even with `max_iter = usize::MAX`); the
+/// residual reached is named.
 ///
 /// ```
 /// use polymat::{Csr, Dense, Out, c64};

@@ -1,0 +1,69 @@
+//! Requests that cannot end by their own measure end anyway, with an error instead of running
+//! forever or being killed for memory.
+
+use polymat::ops::{EigsMethod, EigsOptions, Iterative, SolveMethod};
+use polymat::{Csr, Data, Dense, Error, Out, c64};
+
+fn r(x: f64) -> c64 {
+    c64::new(x, 0.0)
+}
+
+/// Requests that cannot end by their own measure end anyway, with an error: a tolerance below
+/// what rounding lets an iterative solver reach with `max_iter = usize::MAX` (it ran forever),
+/// a GMRES restart length past the dimension, and a Krylov basis larger than the memory
+/// (`krylov_dim = usize::MAX` asked for n + 1 dense vectors and an (n + 1) × n matrix).
+#[test]
+fn unreachable_requests_end_with_errors() {
+    let n: usize = 200;
+    let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+    for i in 0..n {
+        for (j, v) in [(i.wrapping_sub(1), -1.0), (i, 2.0), (i + 1, -1.0)] {
+            if j < n {
+                rows.push(i);
+                cols.push(j);
+                vals.push(r(v));
+            }
+        }
+    }
+    let a: Data = Csr::from_triplets((n, n), &rows, &cols, &vals)
+        .unwrap()
+        .into();
+    let b: Data = Dense::from_fn(n, 1, |i, _| c64::new((i as f64).sin(), 0.5)).into();
+    let never = Iterative::default().tol(1e-300).max_iter(usize::MAX);
+    for method in [
+        SolveMethod::Cg(never.clone()),
+        SolveMethod::Bicgstab(never.clone()),
+        SolveMethod::Gmres(never.clone()),
+        SolveMethod::Gmres(never.clone().restart(usize::MAX)),
+    ] {
+        let start = std::time::Instant::now();
+        let what = format!("{method:?}");
+        match polymat::solve(&a, &b, method, Out::Auto) {
+            // Stagnation, or a breakdown where the recurrence's residual underflows (CG's
+            // keeps falling past the true one's floor until p·A·p is zero).
+            Err(Error::Numerical { reason, .. }) => {
+                eprintln!("{what}: {reason}");
+                assert!(
+                    reason.contains("stagnated") || reason.contains("broke down"),
+                    "{what}: {reason}"
+                );
+            }
+            other => panic!("{what}: {:?}", other.map(|x| x.shape())),
+        }
+        assert!(start.elapsed().as_secs() < 30, "{what}");
+    }
+    // The same solve with a reachable tolerance still converges.
+    let x = polymat::solve(&a, &b, SolveMethod::Cg(Iterative::default()), Out::Auto).unwrap();
+    let ax = polymat::matmul(&a, &x, Out::Dense).unwrap();
+    assert!(polymat::isequal(&ax, &b, 1e-8, 0.0).unwrap());
+    // A basis of every dimension of a 2¹⁷-dimensional operator: refused before allocating.
+    let big: Data = Csr::identity(1 << 17).into();
+    let o = EigsOptions {
+        count: Some(2),
+        krylov_dim: Some(usize::MAX),
+        method: EigsMethod::Krylov,
+        ..Default::default()
+    };
+    let err = polymat::eigs(&big, o).unwrap_err();
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
+}
