@@ -67,3 +67,45 @@ fn unreachable_requests_end_with_errors() {
     let err = polymat::eigs(&big, o).unwrap_err();
     assert!(matches!(err, Error::TooLarge { .. }), "{err}");
 }
+
+/// The Krylov eigensolver asked for machine-precision residuals on a highly non-normal matrix
+/// (Grcar's: −1 below the diagonal, 1 on it and on the three above), with no limit on restarts:
+/// it converges or ends with an error, and soon.
+#[test]
+fn krylov_eigs_end_without_a_restart_limit() {
+    let n: usize = 400;
+    let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+    for i in 0..n {
+        if i > 0 {
+            rows.push(i);
+            cols.push(i - 1);
+            vals.push(r(-1.0));
+        }
+        for j in i..(i + 4).min(n) {
+            rows.push(i);
+            cols.push(j);
+            vals.push(r(1.0));
+        }
+    }
+    let a: Data = Csr::from_triplets((n, n), &rows, &cols, &vals)
+        .unwrap()
+        .into();
+    let start = std::time::Instant::now();
+    let o = EigsOptions {
+        count: Some(6),
+        tol: 0.0,
+        max_iter: usize::MAX,
+        hermitian: Some(false),
+        method: EigsMethod::Krylov,
+        ..Default::default()
+    };
+    match polymat::eigs(&a, o) {
+        Ok(e) => assert_eq!(e.values.len(), 6),
+        Err(Error::Numerical { reason, .. }) => {
+            eprintln!("{reason}");
+            assert!(reason.contains("stagnated"), "{reason}");
+        }
+        Err(e) => panic!("{e}"),
+    }
+    assert!(start.elapsed().as_secs() < 60);
+}

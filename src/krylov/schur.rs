@@ -16,6 +16,10 @@ use crate::error::{Error, Result};
 use crate::scalar::c64;
 use crate::storage::{Data, Kind, alloc};
 
+/// Restarts allowed without a 1 % fall of the worst wanted residual (see [`eigen`]); as many as
+/// the default restart limit, so that only a raised limit can meet it.
+const STALL: usize = 1000;
+
 /// Which eigenvalues are wanted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Which {
@@ -193,6 +197,7 @@ pub(crate) fn eigen(
     let mut l = 0;
     let mut matvecs = 0;
     let mut worst = f64::INFINITY;
+    let (mut lowest, mut stalled) = (f64::INFINITY, 0);
     for _ in 0..req.max_restarts.max(1) {
         for j in l..m {
             let mut w = op.apply(&basis[j])?;
@@ -251,6 +256,26 @@ pub(crate) fn eigen(
                 && r.partial_cmp(&bound) != Some(std::cmp::Ordering::Equal)
             {
                 converged = false;
+            }
+        }
+        // A cycle that ends without convergence must, within every `STALL` cycles, bring the
+        // worst wanted residual down by 1 %; otherwise the tolerance is out of reach (a
+        // `max_iter` of `usize::MAX` would run forever).
+        if !converged {
+            if worst < 0.99 * lowest {
+                (lowest, stalled) = (worst, 0);
+            } else {
+                stalled += 1;
+                if stalled >= STALL {
+                    return Err(Error::Numerical {
+                        op: OP.into(),
+                        reason: format!(
+                            "{k} eigenpairs stagnated: the worst relative residual has not \
+                             fallen by 1 % in {STALL} restarts (lowest {lowest:.3e}, tolerance \
+                             {tol:.1e}, {matvecs} operator applications)"
+                        ),
+                    });
+                }
             }
         }
         if converged {

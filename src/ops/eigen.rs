@@ -61,11 +61,15 @@ pub struct EigsOptions {
     /// Relative residual tolerance of the Krylov path, `‖A·v − λ·v‖ ≤ tol·|λ|` (0: machine
     /// precision, as ARPACK).
     pub tol: f64,
-    /// Largest number of Krylov restarts (0: 1000).
+    /// Largest number of Krylov restarts (0: 1000). A raised limit still ends, with
+    /// [`Error::Numerical`](crate::Error::Numerical), after 1000 restarts that do not bring the
+    /// worst wanted residual down by 1 %.
     pub max_iter: usize,
     /// Dense, Krylov, or chosen by size ([`EigsMethod::Auto`]).
     pub method: EigsMethod,
-    /// Size of the Krylov basis (`None`: `max(2·count + 1, 20)`, capped at n).
+    /// Size of the Krylov basis (`None`: `max(2·count + 1, 20)`, capped at n). Its memory
+    /// (basis and projected matrices) is checked first:
+    /// [`Error::TooLarge`](crate::Error::TooLarge).
     pub krylov_dim: Option<usize>,
 }
 
