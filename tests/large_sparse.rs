@@ -413,7 +413,8 @@ fn dense_results_past_the_limit_are_errors() {
 /// A small dense operand next to a large Csr one never densifies the Csr one: a bra times
 /// an operator of 2¹⁷ dimensions (whose dense copy, 275 GB, no machine here has), a·b† both
 /// ways, Kronecker products with a 2 × 2 dense factor and a dense block written into it. Each
-/// against the same operation with the dense operand made sparse first.
+/// against the same operation with the dense operand made sparse first. And `expect` of a Dia
+/// observable on a Dia state.
 #[test]
 fn mixed_kind_calls_keep_a_large_operator_sparse() {
     let n: usize = 1 << 17;
@@ -495,6 +496,10 @@ fn mixed_kind_calls_keep_a_large_operator_sparse() {
     ] {
         same(what, got, Kind::CSR, want.unwrap());
     }
+    // A Dia observable on a Dia state ρ goes through Csr, never through a dense ρ.
+    let hd = polymat::to(Kind::DIA, &h).unwrap();
+    let (got, want) = (polymat::expect(&hd, &hd), polymat::expect(&h, &h).unwrap());
+    assert!((got.unwrap() - want).norm() <= 1e-12 * want.norm().max(1.0));
 }
 
 /// Sparse results that need more memory than the machine has left are `Error::TooLarge`

@@ -21,7 +21,8 @@ use crate::shape::expect_shapes;
 use crate::storage::{Csr, Data, Dense, Dia};
 
 /// `⟨ψ|op|ψ⟩` for a ket ψ, `Tr(op·ρ)` for an operator ρ. Kernels: Dense², Csr², Csr op with
-/// Dense state (the common case of a sparse observable on a dense state).
+/// Dense state (the common case of a sparse observable on a dense state), Dia with a Dense
+/// state, Dia² (through Csr: a Dia ρ is never densified).
 pub static EXPECT: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
     Dispatcher::builder("expect", 2)
         .check(|op, a, _| expect_shapes(op, a[0].shape(), a[1].shape()))
@@ -34,6 +35,11 @@ pub static EXPECT: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         })
         .binary("expect_dia_dense", |o: &Dia, s: &Dense, _: &()| {
             super::dia::expect_dia_dense(o, s)
+        })
+        // A Dia state (an operator ρ) is not densified: both go to Csr, O(stored entries).
+        .binary("expect_dia", |o: &Dia, s: &Dia, _: &()| {
+            use crate::convert::dia::dia_to_csr;
+            expect_csr(&dia_to_csr(o)?, &dia_to_csr(s)?)
         })
         .binary("expect_gpu", |o: &GpuDense, s: &GpuDense, _: &()| {
             o.expect(s)

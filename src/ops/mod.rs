@@ -21,7 +21,7 @@
 //! | exp a | [`expm()`] | [`EXPM`] | Dense, Csr → Csr, Csr → Dense |
 //! | ⟨l\|r⟩ | [`inner()`] | [`INNER`] | Dense, Csr |
 //! | ⟨l\|O\|r⟩ | [`inner_op`] | [`INNER_OP`] | Dense³, Csr³, (Dense, Csr, Dense) |
-//! | ⟨O⟩ | [`expect`](fn@expect) | [`EXPECT`] | Dense², Csr², (Csr, Dense) |
+//! | ⟨O⟩ | [`expect`](fn@expect) | [`EXPECT`] | Dense², Csr², (Csr, Dense), (Dia, Dense), Dia² |
 //! | \|ψ⟩⟨ψ\| | [`project`] | [`PROJECT`] | Dense, Csr |
 //! | norms | [`norm::l2`], [`norm::frobenius`], [`norm::max`], [`norm::one`], [`norm::trace`] | [`norm::L2`], ... | Dense, Csr |
 //! | a ≈ 0, a ≈ b, a = a†, diagonal? | [`iszero`], [`isequal`], [`isherm`], [`isdiag`] | [`ISZERO`], [`ISEQUAL`], [`ISHERM`], [`ISDIAG`] | Dense, Csr, GpuDense |
