@@ -1,6 +1,7 @@
 //! Iterative solvers of `A·x = b` for a ket `b`: CG (Hermitian positive definite A), BiCGSTAB
 //! and restarted GMRES(m), all with an optional right preconditioner `M ≈ A⁻¹` and a zero
-//! initial guess. Convergence is `‖b − A·x‖₂ ≤ tol·‖b‖₂`.
+//! initial guess. Convergence is `‖b − A·x‖₂ ≤ tol·‖b‖₂`, on the true residual: a method's
+//! updated residual only proposes it.
 
 use super::{LinearMap, Vectors};
 use crate::error::{Error, Result};
@@ -86,6 +87,37 @@ impl Progress {
     }
 }
 
+/// `b − A·x` and its norm relative to `‖b‖`: the true residual, which a recurrence's updated
+/// one can leave far behind (on an indefinite or non-Hermitian `A`, CG's steps grow and
+/// cancel). A solve is only declared converged on it.
+fn true_residual(
+    a: &dyn LinearMap,
+    vs: &dyn Vectors,
+    b: &Data,
+    x: &Data,
+    bnorm: f64,
+) -> Result<(Data, f64)> {
+    let mut r = vs.copy(b)?;
+    let ax = a.apply(x)?;
+    vs.axpy(&mut r, -ONE, &ax)?;
+    let rel = vs.norm(&r)? / bnorm;
+    Ok((r, rel))
+}
+
+/// `None` when the true residual confirms convergence; else the true residual and its
+/// relative norm, to restart from (BiCGSTAB's shadow residual and recurrences start afresh).
+fn confirm(
+    a: &dyn LinearMap,
+    vs: &dyn Vectors,
+    b: &Data,
+    x: &Data,
+    bnorm: f64,
+    tol: f64,
+) -> Result<Option<(Data, f64)>> {
+    let (r, rel) = true_residual(a, vs, b, x, bnorm)?;
+    Ok((rel > tol).then_some((r, rel)))
+}
+
 /// Applies the preconditioner, or copies `r` without one.
 fn precondition(m: Option<&dyn LinearMap>, vs: &dyn Vectors, r: &Data) -> Result<Data> {
     match m {
@@ -159,7 +191,17 @@ fn cg(
         vs.axpy(&mut r, -alpha, &ap)?;
         rel = vs.norm(&r)? / bnorm;
         if rel <= tol {
-            return Ok(Solution { x });
+            // Confirmed on the true residual; otherwise restart from it (residual
+            // replacement): the recurrence had drifted.
+            let Some(restart) = confirm(a, vs, b, &x, bnorm, tol)? else {
+                return Ok(Solution { x });
+            };
+            (r, rel) = restart;
+            progress.check("CG", it, rel, tol)?;
+            z = precondition(m, vs, &r)?;
+            p = vs.copy(&z)?;
+            rz = vs.dot(&r, &z)?;
+            continue;
         }
         progress.check("CG", it, rel, tol)?;
         z = precondition(m, vs, &r)?;
@@ -184,7 +226,7 @@ fn bicgstab(
     m: Option<&dyn LinearMap>,
 ) -> Result<Solution> {
     let mut r = vs.copy(b)?;
-    let r0 = vs.copy(b)?;
+    let mut r0 = vs.copy(b)?;
     let (mut rho, mut alpha, mut omega) = (ONE, ONE, ONE);
     let mut v = vs.copy(b)?;
     vs.scale(&mut v, ZERO)?;
@@ -213,7 +255,17 @@ fn bicgstab(
         vs.axpy(&mut x, alpha, &phat)?;
         rel = vs.norm(&r)? / bnorm;
         if rel <= tol {
-            return Ok(Solution { x });
+            match confirm(a, vs, b, &x, bnorm, tol)? {
+                None => return Ok(Solution { x }),
+                Some(restart) => {
+                    (r, rel) = restart;
+                    (r0, rho, alpha, omega) = (vs.copy(&r)?, ONE, ONE, ONE);
+                    vs.scale(&mut v, ZERO)?;
+                    vs.scale(&mut p, ZERO)?;
+                    progress.check("BiCGSTAB", it, rel, tol)?;
+                    continue;
+                }
+            }
         }
         let shat = precondition(m, vs, &r)?;
         let t = a.apply(&shat)?;
@@ -226,7 +278,17 @@ fn bicgstab(
         vs.axpy(&mut r, -omega, &t)?;
         rel = vs.norm(&r)? / bnorm;
         if rel <= tol {
-            return Ok(Solution { x });
+            match confirm(a, vs, b, &x, bnorm, tol)? {
+                None => return Ok(Solution { x }),
+                Some(restart) => {
+                    (r, rel) = restart;
+                    (r0, rho, alpha, omega) = (vs.copy(&r)?, ONE, ONE, ONE);
+                    vs.scale(&mut v, ZERO)?;
+                    vs.scale(&mut p, ZERO)?;
+                    progress.check("BiCGSTAB", it, rel, tol)?;
+                    continue;
+                }
+            }
         }
         if omega.norm() == 0.0 || !rel.is_finite() {
             return Err(breakdown("solve", "BiCGSTAB", it, rel));
