@@ -42,6 +42,19 @@ pub(crate) fn matmul_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> R
     }
 }
 
+/// `a·b†`: both operands must have the same number of columns.
+pub(crate) fn matmul_dag_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
+    if a.1 == b.1 {
+        Ok(())
+    } else {
+        Err(Error::shape(
+            op,
+            &[a, b],
+            "both operands must have the same number of columns",
+        ))
+    }
+}
+
 /// A bra (1×n) or a ket (n×1).
 pub(crate) fn is_vector(s: (usize, usize)) -> bool {
     s.0 == 1 || s.1 == 1

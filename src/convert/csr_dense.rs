@@ -3,27 +3,10 @@
 use faer::Mat;
 use rayon::prelude::*;
 
-use crate::engine::{self, Family, OutColumns};
+use crate::engine::{self, Entries, Family, OutColumns};
 use crate::error::Result;
 use crate::scalar::{ZERO, c64};
 use crate::storage::{Csr, Dense, alloc};
-
-/// The result's entries, shared by the workers of the parallel scatter.
-#[derive(Clone, Copy)]
-struct Entries(*mut c64);
-
-impl Entries {
-    /// The pointer (a method, so that closures capture the `Send` wrapper, not its field).
-    fn get(self) -> *mut c64 {
-        self.0
-    }
-}
-
-// SAFETY: the workers given an `Entries` write disjoint entries (each its own rows) of a matrix
-// that outlives them and that nothing else touches meanwhile.
-unsafe impl Send for Entries {}
-// SAFETY: as for `Send`: shared only to write disjoint entries.
-unsafe impl Sync for Entries {}
 
 crate::simd::avx2_fn! {
     /// Fills every slice of `cols` with zeros (256-bit stores where the CPU has AVX2).

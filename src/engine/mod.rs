@@ -257,6 +257,24 @@ impl Drop for AvxGuard {
     }
 }
 
+/// A matrix's entries shared by parallel workers that each write their own disjoint part (rows
+/// of a scatter, row ranges of an axpy), for kernels whose split [`dense_build`] does not give.
+#[derive(Clone, Copy)]
+pub(crate) struct Entries(pub(crate) *mut c64);
+
+impl Entries {
+    /// The pointer (a method, so that closures capture the `Send` wrapper, not its field).
+    pub(crate) fn get(self) -> *mut c64 {
+        self.0
+    }
+}
+
+// SAFETY: the workers given an `Entries` write disjoint entries of a matrix that outlives them
+// and that nothing else touches meanwhile (each user's contract, stated where it splits).
+unsafe impl Send for Entries {}
+// SAFETY: as for `Send`: shared only to write disjoint entries.
+unsafe impl Sync for Entries {}
+
 /// The output handed to a [`dense_build`] fill: `cols[k]` is a segment of one column (or, for
 /// a row-major result, of one row) of the matrix being built, not yet initialised.
 pub(crate) type OutColumns<'a> = [&'a mut [MaybeUninit<c64>]];

@@ -254,47 +254,36 @@ fn bicgstab(
         vs.axpy(&mut r, -alpha, &v)?;
         vs.axpy(&mut x, alpha, &phat)?;
         rel = vs.norm(&r)? / bnorm;
-        if rel <= tol {
-            match confirm(a, vs, b, &x, bnorm, tol)? {
-                None => return Ok(Solution { x }),
-                Some(restart) => {
-                    (r, rel) = restart;
-                    (r0, rho, alpha, omega) = (vs.copy(&r)?, ONE, ONE, ONE);
-                    vs.scale(&mut v, ZERO)?;
-                    vs.scale(&mut p, ZERO)?;
-                    progress.check("BiCGSTAB", it, rel, tol)?;
-                    continue;
-                }
+        // The stabilising half-step, unless the first half reached the tolerance.
+        if rel > tol {
+            let shat = precondition(m, vs, &r)?;
+            let t = a.apply(&shat)?;
+            let tt = vs.dot(&t, &t)?;
+            if tt.norm() == 0.0 {
+                return Err(breakdown("solve", "BiCGSTAB", it, rel));
             }
+            omega = vs.dot(&t, &r)? / tt;
+            vs.axpy(&mut x, omega, &shat)?;
+            vs.axpy(&mut r, -omega, &t)?;
+            rel = vs.norm(&r)? / bnorm;
         }
-        let shat = precondition(m, vs, &r)?;
-        let t = a.apply(&shat)?;
-        let tt = vs.dot(&t, &t)?;
-        if tt.norm() == 0.0 {
-            return Err(breakdown("solve", "BiCGSTAB", it, rel));
-        }
-        omega = vs.dot(&t, &r)? / tt;
-        vs.axpy(&mut x, omega, &shat)?;
-        vs.axpy(&mut r, -omega, &t)?;
-        rel = vs.norm(&r)? / bnorm;
         if rel <= tol {
-            match confirm(a, vs, b, &x, bnorm, tol)? {
-                None => return Ok(Solution { x }),
-                Some(restart) => {
-                    (r, rel) = restart;
-                    (r0, rho, alpha, omega) = (vs.copy(&r)?, ONE, ONE, ONE);
-                    vs.scale(&mut v, ZERO)?;
-                    vs.scale(&mut p, ZERO)?;
-                    progress.check("BiCGSTAB", it, rel, tol)?;
-                    continue;
-                }
+            // Confirmed on the true residual; otherwise restart from it, the shadow residual
+            // and the recurrences afresh (the updated residual had drifted).
+            let Some(restart) = confirm(a, vs, b, &x, bnorm, tol)? else {
+                return Ok(Solution { x });
+            };
+            (r, rel) = restart;
+            (r0, rho, alpha, omega) = (vs.copy(&r)?, ONE, ONE, ONE);
+            vs.scale(&mut v, ZERO)?;
+            vs.scale(&mut p, ZERO)?;
+        } else {
+            if omega.norm() == 0.0 || !rel.is_finite() {
+                return Err(breakdown("solve", "BiCGSTAB", it, rel));
             }
-        }
-        if omega.norm() == 0.0 || !rel.is_finite() {
-            return Err(breakdown("solve", "BiCGSTAB", it, rel));
+            rho = rho_new;
         }
         progress.check("BiCGSTAB", it, rel, tol)?;
-        rho = rho_new;
     }
     Err(not_converged("solve", "BiCGSTAB", max_iter, rel, tol))
 }

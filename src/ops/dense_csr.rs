@@ -11,11 +11,10 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::matmul::matmul_dag_shapes;
-use crate::engine::{self, Family, OutColumns};
+use crate::engine::{self, Entries, Family, OutColumns};
 use crate::error::Result;
 use crate::scalar::{ZERO, c64};
-use crate::shape::matmul_shapes;
+use crate::shape::{matmul_dag_shapes, matmul_shapes};
 use crate::storage::{Csr, Dense, Layout, alloc};
 
 /// Dense·Csr → Dense (row-major). O(m·nnz(b) + m·n) for an m-row `a`.
@@ -97,23 +96,6 @@ pub fn matmul_dag_dense_csr(a: &Dense, b: &Csr) -> Result<Dense> {
 /// From this many rows a column-major `a` takes the axpy form of [`matmul_dense_csr`]; below,
 /// an axpy is too short to beat a scalar scatter per row.
 const AXPY_MIN_ROWS: usize = 4;
-
-/// The result's entries, shared by the workers of [`axpy_columns`].
-#[derive(Clone, Copy)]
-struct Entries(*mut c64);
-
-impl Entries {
-    /// The pointer (a method, so that closures capture the `Send` wrapper, not its field).
-    fn get(self) -> *mut c64 {
-        self.0
-    }
-}
-
-// SAFETY: the workers given an `Entries` write disjoint entries (each its own rows) of a matrix
-// that outlives them and that nothing else touches meanwhile.
-unsafe impl Send for Entries {}
-// SAFETY: as for `Send`: shared only to write disjoint entries.
-unsafe impl Sync for Entries {}
 
 /// `a·b` for column-major `a` into a zeroed column-major result: for each stored entry
 /// `b[k, j]`, `out[rows, j] += b[k, j]·a[rows, k]`, the rows split among `workers` (each

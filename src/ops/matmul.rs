@@ -12,11 +12,11 @@ pub use super::spgemm::matmul_csr;
 use super::transpose::transpose_csr;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family, OutColumns};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::scalar::{ONE, ZERO};
-use crate::shape::matmul_shapes;
+use crate::shape::{matmul_dag_shapes, matmul_shapes};
 use crate::simd::gemm::{self, MAX_INNER, MAX_ROWS};
 use crate::storage::{Csr, Data, Dense, Dia, Layout, alloc};
 
@@ -99,18 +99,6 @@ pub static MATMUL_DAG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         })
         .builtin()
 });
-
-pub(crate) fn matmul_dag_shapes(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
-    if a.1 == b.1 {
-        Ok(())
-    } else {
-        Err(Error::shape(
-            op,
-            &[a, b],
-            "both operands must have the same number of columns",
-        ))
-    }
-}
 
 /// `a·b†`.
 ///
@@ -397,6 +385,7 @@ pub(crate) fn matmul_gpucsr(a: &GpuCsr, b: &GpuCsr) -> Result<GpuCsr> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Error;
 
     /// Dense·Dense on both sides of the register kernel's limits (12 rows, 64 inner entries),
     /// with either layout of B and a row-major A (which goes to faer): the definition to
