@@ -60,7 +60,7 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// The matrix product `a·b`.
 ///
 /// # Errors
-/// [`Error::Shape`] if `a`'s columns do not match `b`'s rows.
+/// [`Error::Shape`](crate::Error::Shape) if `a`'s columns do not match `b`'s rows.
 ///
 /// ```
 /// use polymat::{Csr, Dense, Out, c64};
@@ -103,7 +103,7 @@ pub static MATMUL_DAG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// `a·b†`.
 ///
 /// # Errors
-/// [`Error::Shape`] unless `a` and `b` have the same number of columns.
+/// [`Error::Shape`](crate::Error::Shape) unless `a` and `b` have the same number of columns.
 ///
 /// ```
 /// use polymat::{Dense, Out, c64};
@@ -127,7 +127,7 @@ pub fn matmul_dag(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// complex product.
 ///
 /// # Errors
-/// [`Error::Shape`] on mismatched inner dimensions.
+/// [`Error::Shape`](crate::Error::Shape) on mismatched inner dimensions.
 pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let (m, k) = a.shape();
@@ -226,7 +226,7 @@ pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64]) {
 /// contiguous rows of `b` (scipy's order).
 ///
 /// # Errors
-/// [`Error::Shape`] on mismatched inner dimensions.
+/// [`Error::Shape`](crate::Error::Shape) on mismatched inner dimensions.
 pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let m = a.shape().0;
@@ -328,7 +328,7 @@ fn csr_dense_cols(
 /// Dense `a·b†` with `faer` (no explicit adjoint is formed). O(mkn).
 ///
 /// # Errors
-/// [`Error::Shape`] unless the column counts match.
+/// [`Error::Shape`](crate::Error::Shape) unless the column counts match.
 pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     matmul_dag_shapes("matmul_dag", a.shape(), b.shape())?;
     let (m, k) = a.shape();
@@ -360,7 +360,7 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
 /// Csr `a·b†`.
 ///
 /// # Errors
-/// [`Error::Shape`] unless the column counts match.
+/// [`Error::Shape`](crate::Error::Shape) unless the column counts match.
 pub fn matmul_dag_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     matmul_dag_shapes("matmul_dag", a.shape(), b.shape())?;
     matmul_csr(a, &transpose_csr(b, true)?)
