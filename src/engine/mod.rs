@@ -275,6 +275,16 @@ unsafe impl Send for Entries {}
 // SAFETY: as for `Send`: shared only to write disjoint entries.
 unsafe impl Sync for Entries {}
 
+/// A [`dense_build`] output segment filled with zeros, as initialised values: for fills that
+/// accumulate into their output (scatters of rows).
+#[inline(always)]
+pub(crate) fn zeroed(out: &mut [MaybeUninit<c64>]) -> &mut [c64] {
+    out.fill(MaybeUninit::new(crate::scalar::ZERO));
+    // SAFETY: every element was just initialised, and `MaybeUninit<c64>` has the layout of
+    // `c64`.
+    unsafe { &mut *(std::ptr::from_mut(out) as *mut [c64]) }
+}
+
 /// The output handed to a [`dense_build`] fill: `cols[k]` is a segment of one column (or, for
 /// a row-major result, of one row) of the matrix being built, not yet initialised.
 pub(crate) type OutColumns<'a> = [&'a mut [MaybeUninit<c64>]];

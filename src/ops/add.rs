@@ -174,7 +174,9 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
 /// for scipy's `h - h`; now 39 ms (N = 18: 15 → 7.6–8.2 ms, scipy 9.0).
 fn add_same_pattern(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64 + Sync) -> Result<Csr> {
     let nnz = a.nnz();
-    let mut data: Vec<c64> = try_with_capacity("add", a.shape(), nnz)?;
+    // The three arrays checked against the memory available as a sum, as every Csr result.
+    let (mut indptr, mut indices, mut data) =
+        crate::storage::alloc::csr_buffers("add", a.shape(), a.indptr().len(), nnz)?;
     let (da, db) = (a.data(), b.data());
     let add_into = |out: &mut [MaybeUninit<c64>], x: &[c64], y: &[c64]| -> bool {
         let mut zero = false;
@@ -199,8 +201,6 @@ fn add_same_pattern(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64 + Sync) -> Result<
     // SAFETY: `add_into` wrote all `nnz` elements (the output and both value arrays have
     // `nnz` of them: equal row pointers give equal counts).
     unsafe { data.set_len(nnz) };
-    let mut indptr = try_with_capacity("add", a.shape(), a.indptr().len())?;
-    let mut indices = try_with_capacity("add", a.shape(), nnz)?;
     if zero {
         // The columns of the sums that are not zero, and those sums moved down, in one pass.
         let (p, ia) = (a.indptr(), a.indices());

@@ -6,7 +6,6 @@
 //! and every row of `b`, so a row is the unit a worker writes. Rows run in parallel; a single
 //! row (a bra) is split into column ranges instead.
 
-use std::mem::MaybeUninit;
 use std::ops::Range;
 
 use rayon::prelude::*;
@@ -168,11 +167,7 @@ fn row_in<'b>(b: &'b Csr, k: usize, cols: &Range<usize>) -> (&'b [usize], &'b [c
 fn scatter_rows(a: &Dense, b: &Csr, cols: Range<usize>, i0: usize, rows: &mut OutColumns<'_>) {
     let mut scratch = Vec::new();
     for (t, out) in rows.iter_mut().enumerate() {
-        let out: &mut [MaybeUninit<c64>] = out;
-        out.fill(MaybeUninit::new(ZERO));
-        // SAFETY: every element was just initialised, and `MaybeUninit<c64>` has the layout
-        // of `c64`.
-        let out = unsafe { &mut *(std::ptr::from_mut(out) as *mut [c64]) };
+        let out = engine::zeroed(out);
         let ai = row_of(a, i0 + t, &mut scratch);
         for (k, &s) in ai.iter().enumerate() {
             let (idx, val) = row_in(b, k, &cols);

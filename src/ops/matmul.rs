@@ -265,11 +265,7 @@ crate::simd::avx2_fn! {
         let (p, idx, val) = (a.indptr(), a.indices(), a.data());
         for (k, out) in rows.iter_mut().enumerate() {
             let i = i0 + k;
-            let out: &mut [std::mem::MaybeUninit<c64>] = out;
-            out.fill(std::mem::MaybeUninit::new(ZERO));
-            // SAFETY: every element was just initialised, and `MaybeUninit<c64>` has the
-            // layout of `c64`.
-            let out = unsafe { &mut *(std::ptr::from_mut(out) as *mut [c64]) };
+            let out = engine::zeroed(out);
             for (v, &c) in val[p[i]..p[i + 1]].iter().zip(&idx[p[i]..p[i + 1]]) {
                 // Row c of b (c < b's rows, the Csr invariant checked by the shapes).
                 for (o, x) in out.iter_mut().zip(&b.buffer_col(c)[cols.clone()]) {
