@@ -39,6 +39,11 @@ fn main() -> polymat::Result<()> {
         .unwrap_or(18);
     let dim = 1usize << n;
     let h = xxz::xxz(n, 1.0, 0.7)?;
+    // `-- 18 dia`: the same sweep with H stored as Dia.
+    let h = match std::env::args().nth(2).as_deref() {
+        Some("dia") => polymat::to(Kind::DIA, &h)?,
+        _ => h,
+    };
     println!("H {h:#}");
     let psi: Data = Dense::from_fn(dim, 1, |k, _| {
         c64::new((0.1 * k as f64).cos(), (0.37 * k as f64).sin())

@@ -116,10 +116,15 @@ pub(crate) fn expect_shapes(op: &str, o: (usize, usize), s: (usize, usize)) -> R
 pub(crate) fn reshape_shape(op: &str, from: (usize, usize), to: (usize, usize)) -> Result<()> {
     match (from.0.checked_mul(from.1), to.0.checked_mul(to.1)) {
         (Some(a), Some(b)) if a == b => Ok(()),
-        _ => Err(Error::shape(
+        (Some(_), Some(_)) => Err(Error::shape(
             op,
             &[from, to],
             "the new shape must hold as many entries as the old one",
+        )),
+        _ => Err(Error::shape(
+            op,
+            &[from, to],
+            "rows·cols overflows usize: entries of such a shape cannot be numbered",
         )),
     }
 }
@@ -166,6 +171,8 @@ mod tests {
     fn overflowing_products_are_never_equal() {
         let big = usize::MAX / 2 + 1;
         assert!(reshape_shape("reshape", (big, 2), (2, big)).is_err());
+        let e = reshape_shape("reshape", (1 << 40, 1 << 40), (1 << 39, 1 << 41)).unwrap_err();
+        assert!(e.to_string().contains("overflows"), "{e}");
         assert!(reshape_shape("reshape", (2, 3), (3, 2)).is_ok());
         assert!(reshape_shape("reshape", (2, 3), (4, 2)).is_err());
     }

@@ -162,3 +162,29 @@ fn iterative_success_means_a_small_true_residual() {
         }
     }
 }
+
+/// A solver that breaks down reports the residual it really reached: on the zero matrix every
+/// method stops at once, with `x = 0` and a relative residual of 1 (GMRES reported its
+/// recurrence's estimate past the breakdown, 0).
+#[test]
+fn breakdowns_report_the_true_residual() {
+    let n = 16;
+    let z: Data = Csr::zeros(n, n).into();
+    let b: Data = Dense::from_fn(n, 1, |i, _| r(1.0 + i as f64)).into();
+    for method in [
+        SolveMethod::Cg(Iterative::default()),
+        SolveMethod::Bicgstab(Iterative::default()),
+        SolveMethod::Gmres(Iterative::default()),
+    ] {
+        let what = format!("{method:?}");
+        match polymat::solve(&z, &b, method, Out::Auto) {
+            Err(Error::Numerical { reason, .. }) => {
+                assert!(
+                    reason.contains("relative residual 1.000e0"),
+                    "{what}: {reason}"
+                )
+            }
+            other => panic!("{what}: {:?}", other.map(|x| x.shape())),
+        }
+    }
+}

@@ -383,7 +383,9 @@ fn gmres(
                 acc -= h[j][i] * yj;
             }
             if h[i][i].norm() == 0.0 {
-                return Err(breakdown("solve", "GMRES", total, rel));
+                // The recurrence's estimate means nothing past a breakdown: report the true
+                // residual of this cycle's start (x has not moved since).
+                return Err(breakdown("solve", "GMRES", total, beta / bnorm));
             }
             y[i] = acc / h[i][i];
         }
