@@ -63,13 +63,27 @@ fn offset_of(op: &str, i: usize, j: usize) -> Result<isize> {
 }
 
 /// Dia → Csr, row by row with the diagonals in increasing order (so columns come out sorted).
-/// Exact zeros are not stored (as scipy's `tocsr`). O(rows · diagonals).
+/// Exact zeros are not stored (as scipy's `tocsr`), and the arrays are sized by a count of the
+/// non-zeros first: sized by the diagonals' lengths, the XXZ chain's Hamiltonian at N = 18
+/// (37 diagonals, a quarter of their entries non-zero) took 206 MB for its 57 MB.
+/// O(rows · diagonals).
 pub(crate) fn dia_to_csr(a: &Dia) -> Result<Csr> {
     const OP: &str = "to Csr";
     let (m, n) = a.shape();
     let offsets = a.offsets();
+    let nnz = offsets
+        .iter()
+        .enumerate()
+        .map(|(k, &o)| {
+            let row = &a.data()[k * n..(k + 1) * n];
+            row[valid_cols((m, n), o)]
+                .iter()
+                .filter(|&&v| v != ZERO)
+                .count()
+        })
+        .sum();
     let (mut indptr, mut indices, mut data) =
-        alloc::csr_buffers(OP, (m, n), indptr_len(OP, (m, n))?, a.nnz())?;
+        alloc::csr_buffers(OP, (m, n), indptr_len(OP, (m, n))?, nnz)?;
     indptr.push(0);
     if !offsets.is_empty() {
         // Rows past the last one any diagonal reaches are empty.

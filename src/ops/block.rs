@@ -349,7 +349,7 @@ pub fn block_build(
         }
     }
     // Blocks do not overlap, so no entries are summed.
-    let m: Data = super::csr_from_row_lists(shape, &mut rows).into();
+    let m: Data = super::csr_from_row_lists(OP, shape, &mut rows)?.into();
     match out.kind() {
         Some(k) if k != Kind::CSR => registry().convert(&m, k),
         _ => Ok(m),

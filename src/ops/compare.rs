@@ -42,7 +42,7 @@ pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
         .builtin()
 });
 
-/// Whether two matrices are equal within a [`Tol`]. Kernels: Dense, Csr, GpuDense.
+/// Whether two matrices are equal within a [`Tol`]. Kernels: Dense, Csr, Dia, GpuDense.
 pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isequal", 2)
         .check(|op, args, t: &Tol| {
@@ -55,6 +55,9 @@ pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
         })
         .binary("isequal_csr", |a: &Csr, b: &Csr, t: &Tol| {
             isequal_csr(a, b, *t)
+        })
+        .binary("isequal_dia", |a: &Dia, b: &Dia, t: &Tol| {
+            super::dia::isequal_dia(a, b, *t)
         })
         .binary("isequal_gpu", |a: &GpuDense, b: &GpuDense, t: &Tol| {
             a.isequal(b, t.atol, t.rtol)
@@ -107,7 +110,7 @@ pub fn iszero_csr(a: &Csr, atol: f64) -> bool {
     a.data().iter().all(|x| x.norm() <= atol)
 }
 
-fn close(x: crate::scalar::c64, y: crate::scalar::c64, t: Tol) -> bool {
+pub(super) fn close(x: crate::scalar::c64, y: crate::scalar::c64, t: Tol) -> bool {
     (x - y).norm() <= t.atol + t.rtol * y.norm()
 }
 
@@ -182,12 +185,15 @@ pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
         .builtin()
 });
 
-/// Whether every off-diagonal entry has modulus ≤ `atol`. Kernels: Dense, Csr, GpuDense.
+/// Whether every off-diagonal entry has modulus ≤ `atol`. Kernels: Dense, Csr, Dia, GpuDense.
 pub static ISDIAG: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isdiag", 1)
         .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
         .unary("isdiag_dense", |a: &Dense, t: &f64| Ok(isdiag_dense(a, *t)))
         .unary("isdiag_csr", |a: &Csr, t: &f64| Ok(isdiag_csr(a, *t)))
+        .unary("isdiag_dia", |a: &Dia, t: &f64| {
+            Ok(super::dia::isdiag_dia(a, *t))
+        })
         .unary("isdiag_gpu", |a: &GpuDense, t: &f64| a.isdiag(*t))
         .builtin()
 });

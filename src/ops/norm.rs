@@ -1,8 +1,9 @@
 //! Norms: `l2` (vectors), `frobenius`, `max`, `one`, `trace`.
 //!
 //! Each is a dispatcher returning `f64`, with direct Dense and Csr kernels (the trace norm of a
-//! Csr matrix goes through Dense: it needs every singular value) and, except for the trace norm,
-//! a GpuDense kernel (the trace norm of a GpuDense matrix is computed on the CPU).
+//! Csr matrix goes through Dense: it needs every singular value), direct Dia kernels for the
+//! Frobenius, max and 1-norms and, except for the trace norm, a GpuDense kernel (the trace norm
+//! of a GpuDense matrix is computed on the CPU).
 
 use std::sync::LazyLock;
 
@@ -11,8 +12,8 @@ use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
-use crate::scalar::c64;
-use crate::storage::{Csr, Data, Dense};
+use crate::scalar::{ZERO, c64};
+use crate::storage::{Csr, Data, Dense, Dia};
 
 fn vector(op: &str, a: &[&Data], _: &()) -> Result<()> {
     let s = a[0].shape();
@@ -48,6 +49,9 @@ pub static NORM_FROBENIUS: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
             Ok(frobenius_dense(a))
         })
         .unary("norm_frobenius_csr", |a: &Csr, _: &()| Ok(frobenius_csr(a)))
+        .unary("norm_frobenius_dia", |a: &Dia, _: &()| {
+            Ok(super::dia::frobenius_dia(a))
+        })
         .unary("norm_frobenius_gpu", |a: &GpuDense, _: &()| {
             a.norm_frobenius()
         })
@@ -59,6 +63,7 @@ pub static NORM_MAX: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
     Dispatcher::builder("norm_max", 1)
         .unary("norm_max_dense", |a: &Dense, _: &()| Ok(max_dense(a)))
         .unary("norm_max_csr", |a: &Csr, _: &()| Ok(max_csr(a)))
+        .unary("norm_max_dia", |a: &Dia, _: &()| Ok(super::dia::max_dia(a)))
         .unary("norm_max_gpu", |a: &GpuDense, _: &()| a.norm_max())
         .builtin()
 });
@@ -68,6 +73,9 @@ pub static NORM_ONE: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
     Dispatcher::builder("norm_one", 1)
         .unary("norm_one_dense", |a: &Dense, _: &()| Ok(one_dense(a)))
         .unary("norm_one_csr", |a: &Csr, _: &()| Ok(one_csr(a)))
+        .unary("norm_one_dia", |a: &Dia, _: &()| {
+            super::dia::one_dia(a, ZERO)
+        })
         .unary("norm_one_gpu", |a: &GpuDense, _: &()| a.norm_one())
         .builtin()
 });
@@ -93,7 +101,7 @@ pub use self::{
 
 /// The larger of two norms, NaN when either is NaN (as the GPU reductions do).
 #[inline]
-fn nan_max(acc: f64, x: f64) -> f64 {
+pub(super) fn nan_max(acc: f64, x: f64) -> f64 {
     if acc.is_nan() || x.is_nan() {
         f64::NAN
     } else {
@@ -110,7 +118,7 @@ crate::simd::avx2_fn! {
 
 /// `max |x|` over `values`: the largest `|x|²` and one square root (vectorised, no `hypot` per
 /// entry), falling back to `|x|` entry by entry when a square overflows.
-fn max_abs(values: impl Iterator<Item = crate::scalar::c64> + Clone) -> f64 {
+pub(super) fn max_abs(values: impl Iterator<Item = crate::scalar::c64> + Clone) -> f64 {
     let sq = max_norm_sqr(values.clone());
     if sq.is_finite() {
         sq.sqrt()

@@ -173,5 +173,5 @@ pub fn ptrace_csr(a: &Csr, p: &Ptrace) -> Result<Csr> {
             }
         }
     }
-    Ok(super::csr_from_row_lists((l.k, l.k), &mut rows))
+    super::csr_from_row_lists("ptrace", (l.k, l.k), &mut rows)
 }

@@ -143,6 +143,53 @@ pub fn isherm_dia(a: &Dia, atol: f64) -> bool {
     true
 }
 
+/// Whether `a ≈ b` within `tol` entry by entry (`|a − b| ≤ atol + rtol·|b|`), over the union
+/// of the two offset lists (a diagonal stored on one side only is compared with zeros),
+/// without converting either operand. O(stored entries).
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
+pub fn isequal_dia(a: &Dia, b: &Dia, tol: crate::ops::Tol) -> Result<bool> {
+    crate::shape::same_shape("isequal", a.shape(), b.shape())?;
+    let shape = a.shape();
+    let close = crate::ops::compare::close;
+    let (mut x, mut y) = (diagonals(a).peekable(), diagonals(b).peekable());
+    loop {
+        let (pa, pb) = (x.peek().map(|d| d.0), y.peek().map(|d| d.0));
+        let ok = match (pa, pb) {
+            (None, None) => return Ok(true),
+            (Some(o), q) if q.is_none_or(|q| o < q) => {
+                let (o, r) = x.next().unwrap_or_default();
+                r[valid_cols(shape, o)].iter().all(|&v| close(v, ZERO, tol))
+            }
+            (p, Some(o)) if p.is_none_or(|p| o < p) => {
+                let (o, r) = y.next().unwrap_or_default();
+                r[valid_cols(shape, o)].iter().all(|&v| close(ZERO, v, tol))
+            }
+            _ => {
+                let ((o, r), (_, s)) = (x.next().unwrap_or_default(), y.next().unwrap_or_default());
+                let js = valid_cols(shape, o);
+                r[js.clone()]
+                    .iter()
+                    .zip(&s[js])
+                    .all(|(&u, &v)| close(u, v, tol))
+            }
+        };
+        if !ok {
+            return Ok(false);
+        }
+    }
+}
+
+/// Whether every entry off the main diagonal has modulus ≤ `atol` (false for NaN).
+/// O(stored entries), no conversion.
+pub fn isdiag_dia(a: &Dia, atol: f64) -> bool {
+    let shape = a.shape();
+    diagonals(a)
+        .filter(|&(o, _)| o != 0)
+        .all(|(o, r)| r[valid_cols(shape, o)].iter().all(|x| x.norm() <= atol))
+}
+
 /// `s·I` as a Dia.
 ///
 /// # Errors

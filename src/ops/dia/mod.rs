@@ -8,10 +8,12 @@
 //! zero (as a Csr result drops exact zeros). Results are built in one allocation.
 
 mod checks;
+mod norms;
 mod products;
 mod sums;
 
 pub use checks::*;
+pub use norms::*;
 pub use products::*;
 pub use sums::*;
 

@@ -16,8 +16,25 @@ pub fn add_dia(a: &Dia, b: &Dia, scale: c64) -> Result<Dia> {
     let shape = a.shape();
     let n = shape.1;
     let (oa, ob) = (a.offsets(), b.offsets());
-    let mut offsets = Vec::with_capacity(oa.len() + ob.len());
-    let cap = (oa.len() + ob.len()).saturating_mul(n);
+    // Room for the union of the offsets (not their total: a sum of two operators on the same
+    // diagonals kept twice the room it used).
+    let union = {
+        let (mut i, mut j, mut u) = (0, 0, 0);
+        while i < oa.len() || j < ob.len() {
+            match (oa.get(i), ob.get(j)) {
+                (Some(x), Some(y)) => {
+                    i += usize::from(x <= y);
+                    j += usize::from(y <= x);
+                }
+                (Some(_), None) => i += 1,
+                _ => j += 1,
+            }
+            u += 1;
+        }
+        u
+    };
+    let mut offsets = Vec::with_capacity(union);
+    let cap = union.saturating_mul(n);
     let mut data: Vec<c64> = alloc::try_with_capacity(OP, shape, cap)?;
     // Merge the two sorted offset lists, writing each result row once (padding included).
     let (mut i, mut j) = (0, 0);

@@ -146,3 +146,127 @@ fn reductions() {
         .sum();
     assert!((expect_dia_dense(&ad, &psi).unwrap() - want).norm() < 1e-9);
 }
+
+/// The Dia norms equal the Csr kernels' on the same matrix, the 1-norm and the max bit for
+/// bit (each column summed in the same order), shifted or not, with or without a main
+/// diagonal, square or not; NaN comes through.
+#[test]
+fn norms_match_the_csr_kernels() {
+    use crate::convert::builtin::dense_to_csr;
+    use crate::ops::norm;
+    let mu = c64::new(0.5, -2.0);
+    for (m, n, offsets) in [
+        (7usize, 7usize, &[-2isize, 0, 3][..]),
+        (7, 7, &[-6, -1, 2, 6][..]),
+        (5, 9, &[-4, 1, 8][..]),
+        (9, 4, &[-8, -3, 0][..]),
+        (3, 3, &[][..]),
+        (0, 0, &[][..]),
+    ] {
+        let d = banded(m, n, offsets, 5);
+        let a = dense_to_dia(&d).unwrap();
+        let c = dense_to_csr(&d).unwrap();
+        assert_eq!(
+            one_dia(&a, ZERO).unwrap().to_bits(),
+            norm::one_csr(&c).to_bits()
+        );
+        assert_eq!(max_dia(&a).to_bits(), norm::max_csr(&c).to_bits());
+        // Summed diagonal by diagonal, not row by row: equal to rounding.
+        let (f, g) = (frobenius_dia(&a), norm::frobenius_csr(&c));
+        assert!((f - g).abs() <= 4.0 * f64::EPSILON * g, "{f} vs {g}");
+        if m == n {
+            let want = norm::one_shifted_csr(&c, mu).unwrap();
+            assert_eq!(
+                one_dia(&a, mu).unwrap().to_bits(),
+                want.to_bits(),
+                "{offsets:?}"
+            );
+        }
+    }
+    let nan = dense_to_dia(&Dense::from_fn(3, 3, |i, j| {
+        if i == j && i == 1 {
+            c64::new(f64::NAN, 0.0)
+        } else {
+            ZERO
+        }
+    }))
+    .unwrap();
+    assert!(one_dia(&nan, ZERO).unwrap().is_nan());
+    assert!(max_dia(&nan).is_nan());
+    assert!(frobenius_dia(&nan).is_nan());
+}
+
+/// `isequal` of two Dia (and `isdiag` of one) answers as the Csr kernel on the same matrices:
+/// shared diagonals that differ or agree within the tolerances, diagonals stored on one side
+/// only (zero or not), NaN, and a shape mismatch as an error.
+#[test]
+fn isequal_matches_the_csr_kernel() {
+    use crate::convert::builtin::dense_to_csr;
+    use crate::ops::{Tol, compare::isequal_csr};
+    let base = banded(8, 8, &[-3, 0, 2], 9);
+    let variants = [
+        base.clone(),
+        Dense::from_fn(8, 8, |i, j| base.get(i, j) * c64::new(1.0 + 1e-9, 0.0)),
+        Dense::from_fn(8, 8, |i, j| {
+            base.get(i, j)
+                + if j == i + 5 {
+                    c64::new(1e-13, 0.0)
+                } else {
+                    ZERO
+                }
+        }),
+        Dense::from_fn(8, 8, |i, j| {
+            base.get(i, j) + if i == j + 7 { c64::new(0.0, 3.0) } else { ZERO }
+        }),
+        Dense::from_fn(8, 8, |i, j| if j == i + 2 { ZERO } else { base.get(i, j) }),
+        Dense::from_fn(8, 8, |i, j| {
+            if i == 4 && j == 4 {
+                c64::new(f64::NAN, 0.0)
+            } else {
+                base.get(i, j)
+            }
+        }),
+    ];
+    let mut answers = [0usize; 2];
+    for x in &variants {
+        for y in &variants {
+            let (a, b) = (dense_to_dia(x).unwrap(), dense_to_dia(y).unwrap());
+            let (c, d) = (dense_to_csr(x).unwrap(), dense_to_csr(y).unwrap());
+            for tol in [
+                Tol {
+                    atol: 0.0,
+                    rtol: 0.0,
+                },
+                Tol {
+                    atol: 1e-12,
+                    rtol: 0.0,
+                },
+                Tol {
+                    atol: 1e-12,
+                    rtol: 1e-7,
+                },
+                Tol {
+                    atol: 100.0,
+                    rtol: 0.0,
+                },
+            ] {
+                let want = isequal_csr(&c, &d, tol).unwrap();
+                assert_eq!(isequal_dia(&a, &b, tol).unwrap(), want, "{tol:?}");
+                answers[usize::from(want)] += 1;
+            }
+        }
+    }
+    assert!(answers[0] > 20 && answers[1] > 20, "{answers:?}");
+    // isdiag likewise.
+    for x in &variants {
+        let (a, c) = (dense_to_dia(x).unwrap(), dense_to_csr(x).unwrap());
+        for atol in [0.0, 1e-12, 1e3] {
+            let want = crate::ops::compare::isdiag_csr(&c, atol);
+            assert_eq!(isdiag_dia(&a, atol), want, "{atol}");
+        }
+    }
+    let d = dense_to_dia(&banded(6, 4, &[0], 2)).unwrap();
+    assert!(isdiag_dia(&d, 0.0));
+    let other = dense_to_dia(&banded(8, 7, &[0], 1)).unwrap();
+    assert!(isequal_dia(&dense_to_dia(&base).unwrap(), &other, Tol::default()).is_err());
+}
