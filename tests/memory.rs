@@ -89,6 +89,9 @@ fn xxz(n: usize) -> Data {
     h
 }
 
+/// A named call, the most it may allocate above its start, and the most its result may hold.
+type Call<'a> = (&'a str, Box<dyn Fn() -> Data + 'a>, usize, usize);
+
 #[test]
 fn reading_a_large_operator_makes_no_copy() {
     let n = 14;
@@ -114,7 +117,7 @@ fn reading_a_large_operator_makes_no_copy() {
         dims: vec![2; n],
         keep: vec![0],
     };
-    let calls: Vec<(&str, Box<dyn Fn() -> Data>, usize, usize)> = vec![
+    let calls: Vec<Call> = vec![
         (
             "isherm Csr",
             Box::new(|| bool_data(polymat::isherm(&h, 1e-12))),
