@@ -117,6 +117,39 @@ fn reading_a_large_operator_makes_no_copy() {
         dims: vec![2; n],
         keep: vec![0],
     };
+    // A product state ⊗ₛ (cos θₛ|0⟩ + e^{iφₛ} sin θₛ|1⟩), whose reduced state of spins 1 and
+    // 9 is ρ₁ ⊗ ρ₉.
+    let spin = |s: usize| (0.3 + 0.2 * s as f64, 0.7 * s as f64);
+    let product: Data = Dense::from_fn(dim, 1, |i, _| {
+        (0..n).fold(r(1.0), |acc, s| {
+            let (theta, phi) = spin(s);
+            acc * if i >> (n - 1 - s) & 1 == 0 {
+                r(theta.cos())
+            } else {
+                c64::from_polar(theta.sin(), phi)
+            }
+        })
+    })
+    .into();
+    let two = Ptrace {
+        dims: vec![2; n],
+        keep: vec![9, 1],
+    };
+    let rho = |s: usize| -> Data {
+        let (theta, phi) = spin(s);
+        let v: Data = Dense::from_fn(2, 1, |i, _| {
+            if i == 0 {
+                r(theta.cos())
+            } else {
+                c64::from_polar(theta.sin(), phi)
+            }
+        })
+        .into();
+        polymat::project(&v, Out::Dense).unwrap()
+    };
+    let want = polymat::kron(&rho(1), &rho(9), Out::Dense).unwrap();
+    let got = polymat::ptrace(&product, &two, Out::Auto).unwrap();
+    assert!(polymat::isequal(&got, &want, 1e-12, 0.0).unwrap());
     let calls: Vec<Call> = vec![
         (
             "isherm Csr",
@@ -200,6 +233,13 @@ fn reading_a_large_operator_makes_no_copy() {
             Box::new(|| polymat::to(Kind::DIA, &h).unwrap()),
             dia_bytes + nnz * 8 + small,
             dia_bytes + 4096,
+        ),
+        // The reduced state of two spins of a ket: the ket regrouped, never |ψ⟩⟨ψ|.
+        (
+            "ptrace ket",
+            Box::new(|| polymat::ptrace(&product, &two, Out::Auto).unwrap()),
+            2 * ket + small,
+            4096,
         ),
         (
             "ptrace Csr",

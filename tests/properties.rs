@@ -200,6 +200,23 @@ proptest! {
     }
 
     #[test]
+    fn ptrace_of_a_ket_is_that_of_its_projector(
+        (dims, psi) in prop::collection::vec(1..4usize, 1..4)
+            .prop_flat_map(|d| { let n = d.iter().product(); (Just(d), matrix(n, 1)) }),
+        mask in any::<u8>(), k in kind(), bra in any::<bool>(), o in out(),
+    ) {
+        use polymat::ops::Ptrace;
+        // A 1 × 1 operand is an operator, not a state.
+        prop_assume!(psi.len() > 1);
+        let keep: Vec<usize> = (0..dims.len()).filter(|s| mask >> s & 1 == 1).collect();
+        let p = Ptrace { dims, keep };
+        let ket = make(&psi, k);
+        let want = polymat::ptrace(&polymat::project(&ket, Out::Dense).unwrap(), &p, Out::Dense).unwrap();
+        let v = if bra { polymat::adjoint(&ket, Out::Auto).unwrap() } else { ket };
+        prop_assert!(eq(&polymat::ptrace(&v, &p, o).unwrap(), &want));
+    }
+
+    #[test]
     fn block_extract_inverts_block_build((a, b) in pair(), ka in kind(), kb in kind(), o in out()) {
         use polymat::ops::Block;
         let (x, y) = (make(&a, ka), make(&b, kb));
