@@ -71,6 +71,16 @@ fn main() -> polymat::Result<()> {
             a,
         ))
     });
+    show("ptrace psi keep 2", || {
+        k(polymat::ptrace(
+            &psi,
+            &Ptrace {
+                dims: vec![2; n],
+                keep: vec![0, n - 1],
+            },
+            a,
+        ))
+    });
     show("pow 2", || k(polymat::pow(&h, 2, a)));
     show("pow 0", || k(polymat::pow(&h, 0, a)));
     show("expm", || k(polymat::expm(&h, a)));
