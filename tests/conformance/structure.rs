@@ -144,22 +144,27 @@ fn structure() {
             mat(permute::dimensions(d[0], &s, out), out)
         },
     ));
-    // keep the 25-dimensional second subsystem: out[b, b'] = Σ_a r[25a + b][25a + b']
+    // keep the 25-dimensional second subsystem: out[b, b'] = Σ_a r[25a + b][25a + b'], where a
+    // ket ψ (or a bra ⟨ψ|) stands for r = |ψ⟩⟨ψ|
     total += run(&Op::matrix(
         "ptrace",
         1,
         &|r| {
-            (shape(r[0]) == (100, 100)).then(|| {
-                let mut o = zeros(25, 25);
-                for a in 0..4 {
-                    for b in 0..25 {
-                        for c in 0..25 {
-                            o[b][c] += r[0][25 * a + b][25 * a + c];
-                        }
+            let entry: Box<dyn Fn(usize, usize) -> c64> = match shape(r[0]) {
+                (100, 100) => Box::new(|i, j| r[0][i][j]),
+                (100, 1) => Box::new(|i, j| r[0][i][0] * r[0][j][0].conj()),
+                (1, 100) => Box::new(|i, j| r[0][0][i].conj() * r[0][0][j]),
+                _ => return None,
+            };
+            let mut o = zeros(25, 25);
+            for a in 0..4 {
+                for b in 0..25 {
+                    for c in 0..25 {
+                        o[b][c] += entry(25 * a + b, 25 * a + c);
                     }
                 }
-                Val::M(o)
-            })
+            }
+            Some(Val::M(o))
         },
         &|d, out| {
             let p = Ptrace {
