@@ -158,9 +158,9 @@ fn structure() {
             };
             let mut o = zeros(25, 25);
             for a in 0..4 {
-                for b in 0..25 {
-                    for c in 0..25 {
-                        o[b][c] += entry(25 * a + b, 25 * a + c);
+                for (b, row) in o.iter_mut().enumerate() {
+                    for (c, x) in row.iter_mut().enumerate() {
+                        *x += entry(25 * a + b, 25 * a + c);
                     }
                 }
             }
