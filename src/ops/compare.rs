@@ -227,10 +227,68 @@ pub fn isdiag(a: &Data, atol: f64) -> Result<bool> {
     ISDIAG.call(&[a], Out::Auto, &atol)
 }
 
-/// Dense `isherm`. O(n²).
+/// Dense `isherm`. O(n²), in 32 × 32 tiles of the buffer so that the transposed reads stay in
+/// cache (the buffer of either layout: `a = a†` holds for a matrix exactly when it holds for
+/// its transpose). At n = 1000 and 4000: 3.3 and 60 ms entry by entry, QuTiP 0.81 and 39 ms.
 pub fn isherm_dense(a: &Dense, atol: f64) -> bool {
+    const TILE: usize = 32;
     let (m, n) = a.shape();
-    m == n && (0..n).all(|j| (0..=j).all(|i| (a.get(i, j) - a.get(j, i).conj()).norm() <= atol))
+    if m != n {
+        return false;
+    }
+    let near = Near::new(atol);
+    for jb in (0..n).step_by(TILE) {
+        let je = (jb + TILE).min(n);
+        for ib in (0..je).step_by(TILE) {
+            for j in jb..je {
+                let ie = (ib + TILE).min(j + 1);
+                for (i, &x) in a.buffer_col(j)[ib..ie].iter().enumerate() {
+                    if !near.within(x - a.buffer_col(ib + i)[j].conj()) {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+    true
+}
+
+/// `|d| ≤ atol` with the outcome of the square root's comparison (`d.norm() <= atol`) but,
+/// away from the boundary, without the square root: squares decide when they are clear of
+/// `atol²` by more than their rounding, the square root otherwise (and for NaN).
+struct Near {
+    atol: f64,
+    below: f64,
+    above: f64,
+}
+
+impl Near {
+    fn new(atol: f64) -> Near {
+        let sq = atol * atol;
+        // With atol² normal, both bounds are within a few ulps of it; otherwise every
+        // comparison takes the square root.
+        let (below, above) = if sq.is_normal() {
+            (
+                sq * (1.0 - 8.0 * f64::EPSILON),
+                sq * (1.0 + 8.0 * f64::EPSILON),
+            )
+        } else {
+            (-1.0, f64::INFINITY)
+        };
+        Near { atol, below, above }
+    }
+
+    #[inline(always)]
+    fn within(&self, d: crate::scalar::c64) -> bool {
+        let sq = d.re * d.re + d.im * d.im;
+        if sq < self.below {
+            true
+        } else if sq > self.above {
+            false
+        } else {
+            d.norm() <= self.atol
+        }
+    }
 }
 
 /// Csr `isherm` without forming the adjoint: one pass over the rows, each entry (i, j) above
@@ -314,6 +372,75 @@ pub fn isdiag_csr(a: &Csr, atol: f64) -> bool {
 mod tests {
     use super::*;
     use crate::scalar::c64;
+
+    /// `Near::within` answers as `d.norm() <= atol` at the boundary (values one ulp either side
+    /// of atol, from both components), for tiny, huge, zero and NaN tolerances and values.
+    #[test]
+    fn near_agrees_with_the_square_root() {
+        let atols = [
+            0.0,
+            1e-300,
+            1e-160,
+            1e-12,
+            0.5,
+            1.0,
+            3.0,
+            1e150,
+            1e200,
+            f64::INFINITY,
+        ];
+        for atol in atols {
+            let near = Near::new(atol);
+            let mut values = vec![0.0, 1e-320, 1e-200, 1e300, f64::INFINITY, f64::NAN];
+            for x in [atol, atol * 0.6, atol * 0.8] {
+                values.extend([
+                    x,
+                    f64::from_bits(x.to_bits().saturating_add(1)),
+                    f64::from_bits(x.to_bits().saturating_sub(1)),
+                ]);
+            }
+            for &re in &values {
+                for &im in &values {
+                    let d = c64::new(re, im);
+                    assert_eq!(near.within(d), d.norm() <= atol, "{d} vs {atol}");
+                }
+            }
+        }
+    }
+
+    /// The tiled Dense `isherm` agrees with the entry-by-entry definition on both layouts,
+    /// sizes around the tile, and one perturbed entry anywhere (or none).
+    #[test]
+    fn dense_isherm_matches_the_definition() {
+        use crate::storage::Layout;
+        for n in [0usize, 1, 31, 32, 33, 70] {
+            let h = Dense::from_fn(n, n, |i, j| {
+                let (lo, hi) = (i.min(j) as f64, i.max(j) as f64);
+                let im = if i < j { lo - hi } else { hi - lo } * 0.1;
+                c64::new(lo + 2.0 * hi, if i == j { 0.0 } else { im })
+            });
+            for (pi, pj, eps) in [
+                (0, 0, 0.0),
+                (n / 2, n / 3, 1e-9),
+                (n.saturating_sub(1), 0, 1.0),
+            ] {
+                let a = Dense::from_fn(n, n, |i, j| {
+                    h.get(i, j)
+                        + if (i, j) == (pi, pj) {
+                            c64::new(0.0, eps)
+                        } else {
+                            ZERO
+                        }
+                });
+                let want = (0..n)
+                    .all(|j| (0..n).all(|i| (a.get(i, j) - a.get(j, i).conj()).norm() <= 1e-10));
+                for layout in [Layout::ColMajor, Layout::RowMajor] {
+                    let l = a.clone().into_layout(layout).unwrap();
+                    assert_eq!(isherm_dense(&l, 1e-10), want, "n {n} ({pi}, {pj}) {eps}");
+                }
+            }
+        }
+    }
 
     /// The cursor walk of `isherm_csr` agrees with its definition, `a ≈ a†` entry by entry
     /// (`isequal_csr` against the formed adjoint), on Hermitian patterns and on each way one
