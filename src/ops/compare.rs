@@ -255,15 +255,17 @@ pub fn isherm_dense(a: &Dense, atol: f64) -> bool {
 
 /// `|d| ≤ atol` with the outcome of the square root's comparison (`d.norm() <= atol`) but,
 /// away from the boundary, without the square root: squares decide when they are clear of
-/// `atol²` by more than their rounding, the square root otherwise (and for NaN).
-struct Near {
+/// `atol²` by more than their rounding, the square root otherwise (and for NaN). Shared by
+/// the Dense and Dia predicates, so that every kind answers as the Csr kernels' `norm()`.
+pub(super) struct Near {
     atol: f64,
-    below: f64,
+    /// Squares below this are within atol (−1 when the squares cannot decide).
+    pub(super) below: f64,
     above: f64,
 }
 
 impl Near {
-    fn new(atol: f64) -> Near {
+    pub(super) fn new(atol: f64) -> Near {
         let sq = atol * atol;
         // With atol² normal, both bounds are within a few ulps of it; otherwise every
         // comparison takes the square root.
@@ -279,7 +281,7 @@ impl Near {
     }
 
     #[inline(always)]
-    fn within(&self, d: crate::scalar::c64) -> bool {
+    pub(super) fn within(&self, d: crate::scalar::c64) -> bool {
         let sq = d.re * d.re + d.im * d.im;
         if sq < self.below {
             true

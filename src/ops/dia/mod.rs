@@ -131,40 +131,29 @@ impl Builder {
 }
 
 /// Whether `|x[i] − conj(y[i])| ≤ atol` for every `i`: a branch-free pass over chunks (which
-/// the compiler vectorises), and the exact test only on a chunk the fast one rejects.
+/// the compiler vectorises) accepting squares clear of the boundary, and the exact test
+/// ([`within`]) only on a chunk the fast one does not accept.
 pub(super) fn all_within(x: &[c64], y: &[c64], atol: f64) -> bool {
     const CHUNK: usize = 32;
-    let atol2 = atol * atol;
-    // Squares decide only while atol² is a normal number (atol between about 1e-154 and 1e154):
-    // then a square that overflows or underflows still compares the right way.
-    if !atol2.is_normal() {
-        return x.iter().zip(y).all(|(a, b)| within(a - b.conj(), atol));
+    let near = crate::ops::compare::Near::new(atol);
+    if near.below <= 0.0 {
+        return x.iter().zip(y).all(|(a, b)| near.within(a - b.conj()));
     }
     x.chunks(CHUNK).zip(y.chunks(CHUNK)).all(|(xc, yc)| {
         let mut ok = true;
         for (a, b) in xc.iter().zip(yc) {
             let (dr, di) = (a.re - b.re, a.im + b.im);
-            ok &= dr * dr + di * di <= atol2;
+            ok &= dr * dr + di * di < near.below;
         }
-        ok || xc.iter().zip(yc).all(|(a, b)| within(a - b.conj(), atol))
+        ok || xc.iter().zip(yc).all(|(a, b)| near.within(a - b.conj()))
     })
 }
 
-/// Whether `|d| ≤ atol` (false for NaN), without a square root when the squares decide: with
-/// atol² normal, |d|² overflowing means |d| > 1e154 > atol and underflowing means
-/// |d| < 1e-154 < atol, so the comparison of squares is exact in outcome.
+/// Whether `|d| ≤ atol` (false for NaN), with the outcome of `d.norm() <= atol` (the Csr and
+/// Dense predicates' test) and a square root only near the boundary.
 #[inline(always)]
 pub(super) fn within(d: c64, atol: f64) -> bool {
-    let (x, y) = (d.re.abs(), d.im.abs());
-    if !(x <= atol && y <= atol) {
-        return false;
-    }
-    let t = atol * atol;
-    if t.is_normal() {
-        x * x + y * y <= t
-    } else {
-        d.norm() <= atol
-    }
+    crate::ops::compare::Near::new(atol).within(d)
 }
 
 #[cfg(test)]
