@@ -10,24 +10,8 @@ use crate::scalar::ZERO;
 use crate::shape::same_shape;
 use crate::storage::{Csr, Data, Dense, Dia};
 
-/// Absolute and relative tolerances: `|a − b| ≤ atol + rtol·|b|` entry by entry.
-#[derive(Clone, Copy, Debug, PartialEq)]
-pub struct Tol {
-    /// Absolute tolerance.
-    pub atol: f64,
-    /// Relative tolerance (relative to the second operand).
-    pub rtol: f64,
-}
-
-impl Default for Tol {
-    /// `atol = 1e-12`, `rtol = 1e-7`.
-    fn default() -> Tol {
-        Tol {
-            atol: 1e-12,
-            rtol: 1e-7,
-        }
-    }
-}
+pub use super::tolerance::Tol;
+use super::tolerance::{Near, close};
 
 /// Whether every entry has modulus ≤ `atol`. Kernels: Dense, Csr.
 pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
@@ -108,10 +92,6 @@ pub fn iszero_dense(a: &Dense, atol: f64) -> bool {
 /// Csr `iszero`. O(nnz).
 pub fn iszero_csr(a: &Csr, atol: f64) -> bool {
     a.data().iter().all(|x| x.norm() <= atol)
-}
-
-pub(super) fn close(x: crate::scalar::c64, y: crate::scalar::c64, t: Tol) -> bool {
-    (x - y).norm() <= t.atol + t.rtol * y.norm()
 }
 
 /// Dense `isequal`. O(mn).
@@ -251,46 +231,6 @@ pub fn isherm_dense(a: &Dense, atol: f64) -> bool {
         }
     }
     true
-}
-
-/// `|d| ≤ atol` with the outcome of the square root's comparison (`d.norm() <= atol`) but,
-/// away from the boundary, without the square root: squares decide when they are clear of
-/// `atol²` by more than their rounding, the square root otherwise (and for NaN). Shared by
-/// the Dense and Dia predicates, so that every kind answers as the Csr kernels' `norm()`.
-pub(super) struct Near {
-    atol: f64,
-    /// Squares below this are within atol (−1 when the squares cannot decide).
-    pub(super) below: f64,
-    above: f64,
-}
-
-impl Near {
-    pub(super) fn new(atol: f64) -> Near {
-        let sq = atol * atol;
-        // With atol² normal, both bounds are within a few ulps of it; otherwise every
-        // comparison takes the square root.
-        let (below, above) = if sq.is_normal() {
-            (
-                sq * (1.0 - 8.0 * f64::EPSILON),
-                sq * (1.0 + 8.0 * f64::EPSILON),
-            )
-        } else {
-            (-1.0, f64::INFINITY)
-        };
-        Near { atol, below, above }
-    }
-
-    #[inline(always)]
-    pub(super) fn within(&self, d: crate::scalar::c64) -> bool {
-        let sq = d.re * d.re + d.im * d.im;
-        if sq < self.below {
-            true
-        } else if sq > self.above {
-            false
-        } else {
-            d.norm() <= self.atol
-        }
-    }
 }
 
 /// Csr `isherm` without forming the adjoint: one pass over the rows, each entry (i, j) above

@@ -75,6 +75,7 @@ pub mod solve;
 mod space;
 mod spgemm;
 pub mod tidyup;
+mod tolerance;
 pub mod trace;
 pub mod transpose;
 

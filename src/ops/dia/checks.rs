@@ -149,10 +149,10 @@ pub fn isherm_dia(a: &Dia, atol: f64) -> bool {
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
-pub fn isequal_dia(a: &Dia, b: &Dia, tol: crate::ops::Tol) -> Result<bool> {
+pub fn isequal_dia(a: &Dia, b: &Dia, tol: crate::ops::tolerance::Tol) -> Result<bool> {
     crate::shape::same_shape("isequal", a.shape(), b.shape())?;
     let shape = a.shape();
-    let close = crate::ops::compare::close;
+    let close = crate::ops::tolerance::close;
     let (mut x, mut y) = (diagonals(a).peekable(), diagonals(b).peekable());
     loop {
         let (pa, pb) = (x.peek().map(|d| d.0), y.peek().map(|d| d.0));

@@ -135,7 +135,7 @@ impl Builder {
 /// ([`within`]) only on a chunk the fast one does not accept.
 pub(super) fn all_within(x: &[c64], y: &[c64], atol: f64) -> bool {
     const CHUNK: usize = 32;
-    let near = crate::ops::compare::Near::new(atol);
+    let near = crate::ops::tolerance::Near::new(atol);
     if near.below <= 0.0 {
         return x.iter().zip(y).all(|(a, b)| near.within(a - b.conj()));
     }
@@ -153,7 +153,7 @@ pub(super) fn all_within(x: &[c64], y: &[c64], atol: f64) -> bool {
 /// Dense predicates' test) and a square root only near the boundary.
 #[inline(always)]
 pub(super) fn within(d: c64, atol: f64) -> bool {
-    crate::ops::compare::Near::new(atol).within(d)
+    crate::ops::tolerance::Near::new(atol).within(d)
 }
 
 #[cfg(test)]
