@@ -150,6 +150,9 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     // Written once each by the scatter, so no zero fill first.
     let mut indices: Vec<usize> = alloc::try_with_capacity(OP, (n, m), nnz)?;
     let mut data: Vec<c64> = alloc::try_with_capacity(OP, (n, m), nnz)?;
+    if nnz > 0 && Some(nnz) == m.checked_mul(n) {
+        return transpose_full(a, indices, data, f);
+    }
     let indptr = if n < STACK_COLUMNS {
         // Few columns: the cursors live on the stack, and the result's row pointers are a copy
         // of them taken before the scatter advances them (at 10 × 10, 325 → 230 ns for the
@@ -195,6 +198,48 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     // SAFETY: `indptr` counts each column's entries (n + 1 pointers from 0 to nnz); rows of a
     // are visited in increasing order, so every result row receives its columns (rows of a,
     // below m) strictly increasing.
+    Ok(unsafe { Csr::from_parts_unchecked((n, m), indptr, indices, data) })
+}
+
+/// The transpose of a Csr that stores every entry (nnz = m·n; its rows are then 0..n in order):
+/// the result's pattern is known without counting, and its values are a blocked gather.
+///
+/// Small operators are often stored in full; at 10 × 10 this skips the counting sort's two
+/// passes over the column indices (measured in `docs/benchmarks.md`, "A fully stored Csr").
+/// `indices` and `data` are empty with capacity m·n.
+fn transpose_full(
+    a: &Csr,
+    mut indices: Vec<usize>,
+    mut data: Vec<c64>,
+    f: impl Fn(c64) -> c64,
+) -> Result<Csr> {
+    /// Columns of `a` gathered per pass: one contiguous read of this many values per row,
+    /// as many output rows written in step.
+    const BLOCK: usize = 8;
+    let (m, n) = a.shape();
+    let len = indptr_len("transpose", (n, m))?;
+    let mut indptr: Vec<usize> = alloc::try_with_capacity("transpose", (n, m), len)?;
+    // m·n = nnz fits, so every j·m ≤ nnz does.
+    indptr.extend((0..len).map(|j| j * m));
+    for _ in 0..n {
+        indices.extend(0..m);
+    }
+    let (val, out) = (a.data().as_ptr(), data.as_mut_ptr());
+    for j0 in (0..n).step_by(BLOCK) {
+        let width = BLOCK.min(n - j0);
+        for i in 0..m {
+            for j in j0..j0 + width {
+                // SAFETY: i < m and j < n, so i·n + j and j·m + i are below m·n, the length
+                // of `a`'s values and the capacity of `data`.
+                unsafe { out.add(j * m + i).write(f(*val.add(i * n + j))) };
+            }
+        }
+    }
+    // SAFETY: the blocks cover every column j < n and every row i < m, so all m·n = capacity
+    // slots (j·m + i) were written above.
+    unsafe { data.set_len(m * n) };
+    // SAFETY: row j of the result holds columns 0..m in order (every row of a full `a` stores
+    // column j), its values a(i, j) mapped by f; the pointers step by m from 0 to m·n = nnz.
     Ok(unsafe { Csr::from_parts_unchecked((n, m), indptr, indices, data) })
 }
 
@@ -392,6 +437,51 @@ mod tests {
                             a.get(i, j)
                         };
                         assert_eq!(t.get(j, i), want, "({m}, {n}) entry ({i}, {j})");
+                    }
+                }
+            }
+        }
+    }
+
+    /// Fully stored patterns take `transpose_full`: shapes either side of its column block,
+    /// against the definition and the counting sort (reached through a copy with one entry
+    /// dropped, then compared on the entries both hold).
+    #[test]
+    fn csr_transpose_of_a_full_pattern_matches_the_definition() {
+        for (m, n) in [
+            (1, 1),
+            (1, 9),
+            (9, 1),
+            (10, 10),
+            (3, 8),
+            (8, 3),
+            (5, 17),
+            (17, 5),
+        ] {
+            let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+            for i in 0..m {
+                for j in 0..n {
+                    rows.push(i);
+                    cols.push(j);
+                    vals.push(c64::new(i as f64 + 1.0, -(j as f64) - 0.25));
+                }
+            }
+            let a = Csr::from_triplets((m, n), &rows, &cols, &vals).unwrap();
+            assert_eq!(a.nnz(), m * n);
+            let gap = Csr::from_triplets((m, n), &rows[1..], &cols[1..], &vals[1..]).unwrap();
+            for conj in [false, true] {
+                let t = transpose_csr(&a, conj).unwrap();
+                assert_eq!(t.shape(), (n, m));
+                assert!(t.as_csmat().check_compressed_structure().is_ok());
+                let tg = transpose_csr(&gap, conj).unwrap();
+                for i in 0..m {
+                    for j in 0..n {
+                        let v = a.get(i, j);
+                        let want = if conj { v.conj() } else { v };
+                        assert_eq!(t.get(j, i), want, "({m}, {n}) entry ({i}, {j})");
+                        if (i, j) != (0, 0) {
+                            assert_eq!(tg.get(j, i), want);
+                        }
                     }
                 }
             }
