@@ -207,30 +207,74 @@ pub fn isdiag(a: &Data, atol: f64) -> Result<bool> {
     ISDIAG.call(&[a], Out::Auto, &atol)
 }
 
-/// Dense `isherm`. O(n²), in 32 × 32 tiles of the buffer so that the transposed reads stay in
-/// cache (the buffer of either layout: `a = a†` holds for a matrix exactly when it holds for
-/// its transpose). At n = 1000 and 4000: 3.3 and 60 ms entry by entry, QuTiP 0.81 and 39 ms.
+/// Dense `isherm`. O(n²), in strips of eight columns of the buffer (of either layout: `a = a†`
+/// holds for a matrix exactly when it holds for its transpose). Strip j₀..j₀+8 compares
+/// `a[i, j]` (eight columns read down, as eight sequential streams) with `conj(a[j, i])` (eight
+/// consecutive entries of column i, two cache lines): every line of the buffer is read once,
+/// sequentially or in independent loads, as in QuTiP's row-by-row loop. Pairs decide by
+/// squares alone where the whole strip is clear below the tolerance, else one by one with
+/// [`Near`], so the outcome is exactly that of `(a[i, j] − conj(a[j, i])).norm() <= atol` for
+/// every pair (docs/benchmarks.md, "Dense isherm in strips").
 pub fn isherm_dense(a: &Dense, atol: f64) -> bool {
-    const TILE: usize = 32;
     let (m, n) = a.shape();
-    if m != n {
-        return false;
-    }
-    let near = Near::new(atol);
-    for jb in (0..n).step_by(TILE) {
-        let je = (jb + TILE).min(n);
-        for ib in (0..je).step_by(TILE) {
-            for j in jb..je {
-                let ie = (ib + TILE).min(j + 1);
-                for (i, &x) in a.buffer_col(j)[ib..ie].iter().enumerate() {
-                    if !near.within(x - a.buffer_col(ib + i)[j].conj()) {
-                        return false;
+    m == n && isherm_strips(a, &Near::new(atol))
+}
+
+crate::simd::avx2_fn! {
+    /// [`isherm_dense`] of a square `a`.
+    fn isherm_strips(a: &Dense, near: &Near) -> bool {
+        /// The strip's width: two cache lines of each column i, eight sequential streams down
+        /// the strip's columns. Four and sixteen measured slower (docs/benchmarks.md).
+        const W: usize = 8;
+        let n = a.shape().0;
+        // Whether a[i, j] − conj(a[j, i]) squares clear below the tolerance (false for NaN).
+        let clear = |x: crate::scalar::c64, y: crate::scalar::c64| {
+            let (dr, di) = (x.re - y.re, x.im + y.im);
+            dr * dr + di * di < near.below
+        };
+        for j0 in (0..n).step_by(W) {
+            let w = W.min(n - j0);
+            let cols: [&[crate::scalar::c64]; W] =
+                std::array::from_fn(|t| a.buffer_col(j0 + t.min(w - 1)));
+            let mut out = false;
+            if w == W {
+                // Rows above the strip: all W pairs of each row (a fixed count, vectorised).
+                // (Row i of W columns at once: no single slice to iterate.)
+                #[allow(clippy::needless_range_loop)]
+                for i in 0..j0 {
+                    let low = &a.buffer_col(i)[j0..j0 + W];
+                    for t in 0..W {
+                        out |= !clear(cols[t][i], low[t]);
+                    }
+                }
+            } else {
+                #[allow(clippy::needless_range_loop)]
+                for i in 0..j0 {
+                    let low = &a.buffer_col(i)[j0..j0 + w];
+                    for t in 0..w {
+                        out |= !clear(cols[t][i], low[t]);
                     }
                 }
             }
+            // The strip's own square, i ≤ j inside it.
+            for t in 0..w {
+                for s in 0..=t {
+                    out |= !clear(cols[t][j0 + s], cols[s][j0 + t]);
+                }
+            }
+            // A strip that is not clear: every pair again, exactly.
+            if out
+                && !(0..w).all(|t| {
+                    (0..=j0 + t).all(|i| {
+                        near.within(cols[t][i] - a.buffer_col(i)[j0 + t].conj())
+                    })
+                })
+            {
+                return false;
+            }
         }
+        true
     }
-    true
 }
 
 /// Csr `isherm` without forming the adjoint: one pass over the rows, each entry (i, j) above
@@ -355,30 +399,41 @@ mod tests {
     #[test]
     fn dense_isherm_matches_the_definition() {
         use crate::storage::Layout;
-        for n in [0usize, 1, 31, 32, 33, 70] {
+        // Either side of the strip width (8), a narrow last strip, several strips.
+        for n in [0usize, 1, 7, 8, 9, 16, 17, 31, 70] {
             let h = Dense::from_fn(n, n, |i, j| {
                 let (lo, hi) = (i.min(j) as f64, i.max(j) as f64);
                 let im = if i < j { lo - hi } else { hi - lo } * 0.1;
                 c64::new(lo + 2.0 * hi, if i == j { 0.0 } else { im })
             });
-            for (pi, pj, eps) in [
-                (0, 0, 0.0),
-                (n / 2, n / 3, 1e-9),
-                (n.saturating_sub(1), 0, 1.0),
-            ] {
-                let a = Dense::from_fn(n, n, |i, j| {
-                    h.get(i, j)
-                        + if (i, j) == (pi, pj) {
-                            c64::new(0.0, eps)
-                        } else {
-                            ZERO
-                        }
-                });
-                let want = (0..n)
-                    .all(|j| (0..n).all(|i| (a.get(i, j) - a.get(j, i).conj()).norm() <= 1e-10));
-                for layout in [Layout::ColMajor, Layout::RowMajor] {
-                    let l = a.clone().into_layout(layout).unwrap();
-                    assert_eq!(isherm_dense(&l, 1e-10), want, "n {n} ({pi}, {pj}) {eps}");
+            let last = n.saturating_sub(1);
+            // Above a strip, below it, on the diagonal, inside the last strip's square.
+            let places = [
+                (0, 0),
+                (n / 2, n / 3),
+                (n / 3, n / 2),
+                (last, 0),
+                (last, last),
+            ];
+            let places = places.into_iter().chain([(last.saturating_sub(1), last)]);
+            for (pi, pj) in places {
+                // Clear, over the tolerance, within it, on it, NaN.
+                for eps in [0.0, 1e-9, 5e-11, 1e-10, f64::NAN] {
+                    let a = Dense::from_fn(n, n, |i, j| {
+                        h.get(i, j)
+                            + if (i, j) == (pi, pj) {
+                                c64::new(0.0, eps)
+                            } else {
+                                ZERO
+                            }
+                    });
+                    let want = (0..n).all(|j| {
+                        (0..n).all(|i| (a.get(i, j) - a.get(j, i).conj()).norm() <= 1e-10)
+                    });
+                    for layout in [Layout::ColMajor, Layout::RowMajor] {
+                        let l = a.clone().into_layout(layout).unwrap();
+                        assert_eq!(isherm_dense(&l, 1e-10), want, "n {n} ({pi}, {pj}) {eps}");
+                    }
                 }
             }
         }
