@@ -123,7 +123,8 @@ pub fn transpose_dense(a: &Dense) -> Result<Dense> {
 }
 
 /// Csr transpose (conjugated if `conjugate`), by counting sort over columns. O(nnz + m + n);
-/// rows of the result come out sorted.
+/// rows of the result come out sorted. A Csr that stores all m·n entries skips the count (its
+/// pattern is known): one blocked gather of the values.
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if `n + 1` row pointers overflow,
