@@ -212,9 +212,10 @@ pub fn isdiag(a: &Data, atol: f64) -> Result<bool> {
 /// `a[i, j]` (eight columns read down, as eight sequential streams) with `conj(a[j, i])` (eight
 /// consecutive entries of column i, two cache lines): every line of the buffer is read once,
 /// sequentially or in independent loads, as in QuTiP's row-by-row loop. Pairs decide by
-/// squares alone where the whole strip is clear below the tolerance, else one by one with
-/// [`Near`], so the outcome is exactly that of `(a[i, j] − conj(a[j, i])).norm() <= atol` for
-/// every pair (docs/benchmarks.md, "Dense isherm in strips").
+/// squares alone where the whole strip is clear below the tolerance, else one by one (the
+/// square root where squares are within rounding of atol²), so the outcome is exactly that of
+/// `(a[i, j] − conj(a[j, i])).norm() <= atol` for every pair (docs/benchmarks.md, "Dense
+/// isherm in strips").
 pub fn isherm_dense(a: &Dense, atol: f64) -> bool {
     let (m, n) = a.shape();
     m == n && isherm_strips(a, &Near::new(atol))
