@@ -228,11 +228,6 @@ crate::simd::avx2_fn! {
         /// the strip's columns. Four and sixteen measured slower (docs/benchmarks.md).
         const W: usize = 8;
         let n = a.shape().0;
-        // Whether a[i, j] − conj(a[j, i]) squares clear below the tolerance (false for NaN).
-        let clear = |x: crate::scalar::c64, y: crate::scalar::c64| {
-            let (dr, di) = (x.re - y.re, x.im + y.im);
-            dr * dr + di * di < near.below
-        };
         for j0 in (0..n).step_by(W) {
             let w = W.min(n - j0);
             let cols: [&[crate::scalar::c64]; W] =
@@ -245,7 +240,7 @@ crate::simd::avx2_fn! {
                 for i in 0..j0 {
                     let low = &a.buffer_col(i)[j0..j0 + W];
                     for t in 0..W {
-                        out |= !clear(cols[t][i], low[t]);
+                        out |= !near.clear_conj(cols[t][i], low[t]);
                     }
                 }
             } else {
@@ -253,14 +248,14 @@ crate::simd::avx2_fn! {
                 for i in 0..j0 {
                     let low = &a.buffer_col(i)[j0..j0 + w];
                     for t in 0..w {
-                        out |= !clear(cols[t][i], low[t]);
+                        out |= !near.clear_conj(cols[t][i], low[t]);
                     }
                 }
             }
             // The strip's own square, i ≤ j inside it.
             for t in 0..w {
                 for s in 0..=t {
-                    out |= !clear(cols[t][j0 + s], cols[s][j0 + t]);
+                    out |= !near.clear_conj(cols[t][j0 + s], cols[s][j0 + t]);
                 }
             }
             // A strip that is not clear: every pair again, exactly.

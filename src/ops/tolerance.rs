@@ -52,6 +52,15 @@ impl Near {
         Near { atol, below, above }
     }
 
+    /// Whether `x − conj(y)` squares clearly below atol² (the fast test: false near the
+    /// boundary and for NaN, where [`within`](Self::within) decides). Branch-free, so that
+    /// loops over many pairs vectorise.
+    #[inline(always)]
+    pub(crate) fn clear_conj(&self, x: crate::scalar::c64, y: crate::scalar::c64) -> bool {
+        let (dr, di) = (x.re - y.re, x.im + y.im);
+        dr * dr + di * di < self.below
+    }
+
     #[inline(always)]
     pub(crate) fn within(&self, d: crate::scalar::c64) -> bool {
         let sq = d.re * d.re + d.im * d.im;

@@ -1,7 +1,8 @@
 //! Reductions, predicates, column splits and constructors of Dia.
 
-use super::{Builder, all_within, block_cols, diagonals, row_of, within};
+use super::{Builder, all_within, block_cols, diagonals, row_of};
 use crate::error::Result;
+use crate::ops::tolerance::Near;
 use crate::scalar::{ONE, ZERO, c64};
 use crate::shape::{expect_shapes, square};
 use crate::storage::{Data, Dense, Dia, alloc, valid_cols};
@@ -98,7 +99,8 @@ pub fn expect_dia_dense(op: &Dia, state: &Dense) -> Result<c64> {
 
 /// Whether every stored entry has modulus at most `atol`.
 pub fn iszero_dia(a: &Dia, atol: f64) -> bool {
-    diagonals(a).all(|(o, r)| r[valid_cols(a.shape(), o)].iter().all(|x| within(*x, atol)))
+    let near = Near::new(atol);
+    diagonals(a).all(|(o, r)| r[valid_cols(a.shape(), o)].iter().all(|x| near.within(*x)))
 }
 
 /// Whether `a = a†` within `atol`: diagonal `o` against the conjugate of diagonal `−o`.
@@ -109,6 +111,7 @@ pub fn isherm_dia(a: &Dia, atol: f64) -> bool {
         return false;
     }
     let n = shape.1;
+    let near = Near::new(atol);
     for (o, r) in diagonals(a) {
         let partner = a.offsets().binary_search(&-o).ok();
         let js = valid_cols(shape, o);
@@ -129,12 +132,12 @@ pub fn isherm_dia(a: &Dia, atol: f64) -> bool {
                 // a[j − o, j] against conj(a[j, j − o]), stored at column j − o of diagonal −o.
                 let p = &a.data()[k * n..(k + 1) * n];
                 let mirror = &p[row_of(js.start, o)..row_of(js.end, o)];
-                if !all_within(&r[js], mirror, atol) {
+                if !all_within(&r[js], mirror, &near) {
                     return false;
                 }
             }
             None => {
-                if !r[js].iter().all(|x| within(*x, atol)) {
+                if !r[js].iter().all(|x| near.within(*x)) {
                     return false;
                 }
             }

@@ -18,6 +18,7 @@ pub use products::*;
 pub use sums::*;
 
 use crate::error::{Error, Result};
+use crate::ops::tolerance::Near;
 use crate::scalar::{ZERO, c64};
 use crate::storage::{Dia, alloc, valid_cols};
 
@@ -132,28 +133,19 @@ impl Builder {
 
 /// Whether `|x[i] − conj(y[i])| ≤ atol` for every `i`: a branch-free pass over chunks (which
 /// the compiler vectorises) accepting squares clear of the boundary, and the exact test
-/// ([`within`]) only on a chunk the fast one does not accept.
-pub(super) fn all_within(x: &[c64], y: &[c64], atol: f64) -> bool {
+/// ([`Near::within`]) only on a chunk the fast one does not accept.
+pub(super) fn all_within(x: &[c64], y: &[c64], near: &Near) -> bool {
     const CHUNK: usize = 32;
-    let near = crate::ops::tolerance::Near::new(atol);
     if near.below <= 0.0 {
         return x.iter().zip(y).all(|(a, b)| near.within(a - b.conj()));
     }
     x.chunks(CHUNK).zip(y.chunks(CHUNK)).all(|(xc, yc)| {
         let mut ok = true;
         for (a, b) in xc.iter().zip(yc) {
-            let (dr, di) = (a.re - b.re, a.im + b.im);
-            ok &= dr * dr + di * di < near.below;
+            ok &= near.clear_conj(*a, *b);
         }
         ok || xc.iter().zip(yc).all(|(a, b)| near.within(a - b.conj()))
     })
-}
-
-/// Whether `|d| ≤ atol` (false for NaN), with the outcome of `d.norm() <= atol` (the Csr and
-/// Dense predicates' test) and a square root only near the boundary.
-#[inline(always)]
-pub(super) fn within(d: c64, atol: f64) -> bool {
-    crate::ops::tolerance::Near::new(atol).within(d)
 }
 
 #[cfg(test)]
