@@ -54,8 +54,9 @@ pub fn trace_dense(a: &Dense) -> Result<c64> {
 }
 
 /// Csr trace: in each row, the diagonal looked for where it sat in the previous row (banded
-/// operators), else at the count of columns left of it, counted without a branch (a binary
-/// search in rows of more than 32 entries). O(m + stored entries).
+/// operators), else, with AVX2, among the row's first sixteen columns compared at once (a
+/// binary search in longer rows); without AVX2 at the count of columns left of it.
+/// O(m + stored entries).
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
@@ -66,36 +67,116 @@ pub fn trace_csr(a: &Csr) -> Result<c64> {
     Ok(engine::sum_ranges(n, workers, |rows| trace_rows(a, rows)))
 }
 
-crate::simd::avx2_fn! {
-    /// The diagonal entries of `rows` of `a`, summed (see [`trace_csr`]).
-    fn trace_rows(a: &Csr, rows: std::ops::Range<usize>) -> c64 {
-        let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-        let mut acc = ZERO;
+/// The diagonal entries of `rows` of `a`, summed (see [`trace_csr`]): the AVX2 window where
+/// the CPU has it, else [`trace_rows_portable`].
+#[inline]
+fn trace_rows(a: &Csr, rows: std::ops::Range<usize>) -> c64 {
+    #[cfg(target_arch = "x86_64")]
+    if crate::simd::avx2() {
+        // SAFETY: the CPU has AVX2 and FMA (checked just above), the features the kernel is
+        // compiled for.
+        return unsafe { avx::trace_rows(a.indptr(), a.indices(), a.data(), rows) };
+    }
+    trace_rows_portable(a, rows)
+}
+
+/// [`trace_rows`] without SIMD: the previous row's place, else the count of the columns left
+/// of the diagonal (a binary search in rows of more than 32 entries).
+fn trace_rows_portable(a: &Csr, rows: std::ops::Range<usize>) -> c64 {
+    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    let mut acc = ZERO;
+    let mut lo = p[rows.start];
+    let mut guess = 0;
+    for (i, &hi) in rows.clone().zip(&p[rows.start + 1..=rows.end]) {
+        let cols = &idx[lo..hi];
+        // Columns are sorted and distinct, so a column equal to i is the diagonal, and the
+        // count of columns below i is its place. Scanning up to the diagonal (QuTiP's
+        // loop) mispredicts its exit about once per row when that place varies.
+        // The guess keeps a tridiagonal operator's rows from counting at all.
+        let k = if cols.get(guess) == Some(&i) {
+            guess
+        } else if cols.len() <= 32 {
+            cols.iter().map(|&c| usize::from(c < i)).sum()
+        } else {
+            cols.partition_point(|&c| c < i)
+        };
+        if k < cols.len() && cols[k] == i {
+            acc += val[lo + k];
+        }
+        guess = k;
+        lo = hi;
+    }
+    acc
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx {
+    use std::arch::x86_64::*;
+    use std::ops::Range;
+
+    use crate::scalar::c64;
+
+    /// Columns compared at once: four 256-bit loads of the index array.
+    const WINDOW: usize = 16;
+
+    /// The diagonal of each row of at most [`WINDOW`] entries is found without a loop: the
+    /// sixteen indices from the row's start are compared with `i` at once, the lanes past the
+    /// row's end masked off, and the first set bit is the diagonal's place. Any count or scan
+    /// over the row ends at a length that varies row to row, and its exit branch mispredicts
+    /// about once per row on random patterns; the window's only branch is whether the row
+    /// holds its diagonal, which a given operator answers the same way in most rows. The
+    /// previous row's place is tried first (banded operators: one load and compare). Longer
+    /// rows, and rows whose window would pass the end of the index array, search.
+    ///
+    /// One matrix of 10 random entries per row called again and again (the side-by-side's
+    /// case), in one process: n = 1000 8.3–10 → 4.9–5.4 µs, n = 10⁴ 80–94 → 30–52 µs;
+    /// tridiagonal n = 10⁴ 31–33 → 16–17 µs (docs/benchmarks.md).
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn trace_rows(p: &[usize], idx: &[usize], val: &[c64], rows: Range<usize>) -> c64 {
+        let mut acc = _mm_setzero_pd();
+        let mut add = |x: &c64| {
+            // SAFETY: `c64` is two packed doubles; an unaligned load.
+            acc = _mm_add_pd(acc, unsafe {
+                _mm_loadu_pd((x as *const c64).cast::<f64>())
+            });
+        };
         let mut lo = p[rows.start];
         let mut guess = 0;
         for (i, &hi) in rows.clone().zip(&p[rows.start + 1..=rows.end]) {
             let cols = &idx[lo..hi];
-            // Columns are sorted and distinct, so a column equal to i is the diagonal, and the
-            // count of columns below i is its place. Scanning up to the diagonal (QuTiP's
-            // loop) mispredicts its exit about once per row when that place varies: at
-            // n = 1000 with 10 random entries per row, 8.7–8.8 µs against 5.3–5.4 µs for this,
-            // and at n = 10⁴ 111–121 against 59.5–59.7 µs, measured round-robin over 8
-            // matrices so that the branch predictor cannot learn one (docs/benchmarks.md).
-            // The guess keeps a tridiagonal operator's rows from counting at all.
-            let k = if cols.get(guess) == Some(&i) {
-                guess
-            } else if cols.len() <= 32 {
-                cols.iter().map(|&c| usize::from(c < i)).sum()
+            if cols.get(guess) == Some(&i) {
+                add(&val[lo + guess]);
+            } else if cols.len() <= WINDOW && lo + WINDOW <= idx.len() {
+                let want = _mm256_set1_epi64x(i as i64);
+                let base = idx[lo..lo + WINDOW].as_ptr().cast::<__m256i>();
+                let mut bits = 0u32;
+                for q in 0..WINDOW / 4 {
+                    // SAFETY: `base` points at WINDOW indices (the slice above), four 64-bit
+                    // lanes per load; unaligned loads.
+                    let lanes = unsafe { _mm256_loadu_si256(base.add(q)) };
+                    let eq = _mm256_castsi256_pd(_mm256_cmpeq_epi64(lanes, want));
+                    bits |= (_mm256_movemask_pd(eq) as u32) << (4 * q);
+                }
+                // Lanes past the row's end belong to the next rows.
+                let bits = bits & ((1u32 << cols.len()) - 1);
+                if bits != 0 {
+                    let k = bits.trailing_zeros() as usize;
+                    add(&val[lo + k]);
+                    guess = k;
+                }
             } else {
-                cols.partition_point(|&c| c < i)
-            };
-            if k < cols.len() && cols[k] == i {
-                acc += val[lo + k];
+                let k = cols.partition_point(|&c| c < i);
+                if cols.get(k) == Some(&i) {
+                    add(&val[lo + k]);
+                }
+                guess = k;
             }
-            guess = k;
             lo = hi;
         }
-        acc
+        let mut out = c64::new(0.0, 0.0);
+        // SAFETY: `c64` is two packed doubles; an unaligned store.
+        unsafe { _mm_storeu_pd((&mut out as *mut c64).cast::<f64>(), acc) };
+        out
     }
 }
 
@@ -115,7 +196,7 @@ mod tests {
                 .wrapping_add(1);
             (state >> 33) as usize
         };
-        for per_row in [0usize, 1, 3, 10, 40, 120] {
+        for per_row in [0usize, 1, 3, 10, 15, 16, 17, 40, 120] {
             let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
             for i in 0..n {
                 for t in 0..per_row {
@@ -137,8 +218,49 @@ mod tests {
             let a = Csr::from_triplets((n, n), &r, &c, &v).unwrap();
             let want: c64 = (0..n).map(|i| a.get(i, i)).sum();
             assert_eq!(trace_csr(&a).unwrap(), want, "{per_row} per row");
+            let portable = crate::simd::baseline(|| trace_csr(&a).unwrap());
+            assert_eq!(portable, want, "{per_row} per row, baseline");
         }
         assert_eq!(trace_csr(&Csr::zeros(0, 0)).unwrap(), ZERO);
         assert!(trace_csr(&Csr::zeros(2, 3)).is_err());
+    }
+
+    /// The AVX2 window at its edges: rows of 1 to 18 entries with the diagonal first, last or
+    /// missing while the next row holds column `i` (inside the window, past the row's end),
+    /// and the last rows, whose window would pass the end of the index array.
+    #[test]
+    fn csr_trace_window_edges() {
+        let n: usize = 40;
+        for width in 1..=18usize {
+            for shape in 0..3 {
+                let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
+                for i in 0..n {
+                    let cols: Vec<usize> = match shape {
+                        // Diagonal last.
+                        0 => (i.saturating_sub(width - 1)..=i).collect(),
+                        // Diagonal first.
+                        1 => (i..(i + width).min(n)).collect(),
+                        // No diagonal; row i + 1 starts at column i.
+                        _ => (i + 1..i + 1 + width)
+                            .map(|j| j.saturating_sub(2))
+                            .filter(|&j| j != i && j < n)
+                            .collect(),
+                    };
+                    for j in cols {
+                        r.push(i);
+                        c.push(j);
+                        v.push(c64::new(i as f64 + 1.0, j as f64 - 0.25));
+                    }
+                }
+                let a = Csr::from_triplets((n, n), &r, &c, &v).unwrap();
+                let want: c64 = (0..n).map(|i| a.get(i, i)).sum();
+                assert_eq!(trace_csr(&a).unwrap(), want, "width {width} shape {shape}");
+                let portable = crate::simd::baseline(|| trace_csr(&a).unwrap());
+                assert_eq!(portable, want, "width {width} shape {shape}, baseline");
+                if shape == 2 {
+                    assert_eq!(want, ZERO);
+                }
+            }
+        }
     }
 }
