@@ -47,10 +47,41 @@ pub fn trace_dense(a: &Dense) -> Result<c64> {
     square("trace", a.shape())?;
     let n = a.shape().0;
     let workers = engine::workers(Family::Reduction, n);
-    Ok(engine::sum_ranges(n, workers, |rows| {
-        // The diagonal sits at (i, i) of the buffer in either layout.
-        rows.map(|i| a.buffer_col(i)[i]).sum()
-    }))
+    // The diagonal sits at (i, i) of the buffer in either layout.
+    let b = a.buffer();
+    Ok(engine::sum_ranges(n, workers, |rows| diagonal_sum(b, rows)))
+}
+
+/// `Σ b[i, i]` over `rows`, in four running sums. The entries lie a column apart, a page or
+/// more from n = 256 on, so each load is a cache (and TLB) miss; the lean unrolled loop keeps
+/// more of them in flight than an indexed one (column slice, bounds check, load): n = 1000
+/// 1.0 → 0.67 µs, n = 100 0.11 → 0.05 µs (docs/benchmarks.md).
+///
+/// # Panics
+/// If `rows` passes the diagonal (a bug in the caller).
+fn diagonal_sum(b: faer::MatRef<'_, c64>, rows: std::ops::Range<usize>) -> c64 {
+    assert!(
+        rows.end <= b.nrows().min(b.ncols()),
+        "diagonal_sum: rows {rows:?}"
+    );
+    let step = b.row_stride() + b.col_stride();
+    let at = |i: usize| {
+        // SAFETY: i < rows.end ≤ min(nrows, ncols) (asserted above), so (i, i) is an element
+        // of `b` and i·(row stride + column stride) its offset from `as_ptr`.
+        unsafe { *b.as_ptr().offset(i as isize * step) }
+    };
+    let mut sums = [ZERO; 4];
+    let mut i = rows.start;
+    while i + 4 <= rows.end {
+        for (t, s) in sums.iter_mut().enumerate() {
+            *s += at(i + t);
+        }
+        i += 4;
+    }
+    for i in i..rows.end {
+        sums[0] += at(i);
+    }
+    (sums[0] + sums[1]) + (sums[2] + sums[3])
 }
 
 /// Csr trace: in each row, the diagonal looked for where it sat in the previous row (banded
@@ -262,5 +293,25 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The Dense trace's four running sums, on sizes around the unrolling and both layouts,
+    /// against `Σ a[i, i]`; not square is refused.
+    #[test]
+    fn dense_trace_matches_the_definition() {
+        use crate::storage::Layout;
+        for n in [0usize, 1, 2, 3, 4, 5, 7, 8, 9, 33] {
+            let a = Dense::from_fn(n, n, |i, j| c64::new((3 * i + j) as f64, i as f64 - 0.5));
+            let want = (0..n).fold(ZERO, |s, i| s + a.get(i, i));
+            for layout in [Layout::ColMajor, Layout::RowMajor] {
+                let b = a.clone().into_layout(layout).unwrap();
+                let got = trace_dense(&b).unwrap();
+                assert!(
+                    (got - want).norm() <= 1e-12 * want.norm().max(1.0),
+                    "n {n} {layout:?}"
+                );
+            }
+        }
+        assert!(trace_dense(&Dense::zeros(2, 3)).is_err());
     }
 }
