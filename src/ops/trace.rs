@@ -160,8 +160,9 @@ mod avx {
     /// rows, and rows whose window would pass the end of the index array, search.
     ///
     /// One matrix of 10 random entries per row called again and again (the side-by-side's
-    /// case), in one process: n = 1000 8.3–10 → 4.9–5.4 µs, n = 10⁴ 80–94 → 30–52 µs;
-    /// tridiagonal n = 10⁴ 31–33 → 16–17 µs (docs/benchmarks.md).
+    /// case), in one process, the count before against this: n = 1000 8.2–8.7 → 4.2 µs,
+    /// n = 10⁴ 54–84 → 27–42 µs; tridiagonal n = 10⁴ (a scratch copy, 8 matrices in turn)
+    /// 31–33 → 16–17 µs (docs/benchmarks.md).
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn trace_rows(p: &[usize], idx: &[usize], val: &[c64], rows: Range<usize>) -> c64 {
         let mut acc = _mm_setzero_pd();
