@@ -149,34 +149,21 @@ crate::simd::avx2_fn! {
                 }
             }
             let base = first / 64 * 64;
+            let row = (&ia[pa[i]..pa[i + 1]], &da[pa[i]..pa[i + 1]]);
             if first <= last && last - base < 64 {
                 // Within one aligned word (most rows of a banded product): a 64-bit pattern,
                 // one shift per product instead of the 128-bit one's five instructions.
                 let mut bits = 0u64;
-                for (&r, &va) in ia[pa[i]..pa[i + 1]].iter().zip(&da[pa[i]..pa[i + 1]]) {
-                    let (b0, b1) = (pb[r], pb[r + 1]);
-                    for (&j, &vb) in ib[b0..b1].iter().zip(&db[b0..b1]) {
-                        // base ≤ first ≤ j ≤ last < base + 64.
-                        bits |= 1 << (j - base);
-                        // SAFETY: j < n = acc.len() (the Csr invariant of b).
-                        unsafe { *acc.get_unchecked_mut(j) += va * vb };
-                    }
-                }
+                // base ≤ first ≤ j ≤ last < base + 64.
+                add_row_products(row, b, acc, |j| bits |= 1 << (j - base));
                 out.word(base / 64, bits, acc);
                 indptr.push(out.len);
                 continue;
             }
             if first <= last && last - base < 128 {
                 let mut bits = 0u128;
-                for (&r, &va) in ia[pa[i]..pa[i + 1]].iter().zip(&da[pa[i]..pa[i + 1]]) {
-                    let (b0, b1) = (pb[r], pb[r + 1]);
-                    for (&j, &vb) in ib[b0..b1].iter().zip(&db[b0..b1]) {
-                        // base ≤ first ≤ j ≤ last < base + 128.
-                        bits |= 1 << (j - base);
-                        // SAFETY: j < n = acc.len() (the Csr invariant of b).
-                        unsafe { *acc.get_unchecked_mut(j) += va * vb };
-                    }
-                }
+                // base ≤ first ≤ j ≤ last < base + 128.
+                add_row_products(row, b, acc, |j| bits |= 1 << (j - base));
                 out.word(base / 64, bits as u64, acc);
                 out.word(base / 64 + 1, (bits >> 64) as u64, acc);
                 indptr.push(out.len);
@@ -240,6 +227,32 @@ crate::simd::avx2_fn! {
                 }
             }
             indptr.push(out.len);
+        }
+    }
+}
+
+/// `acc[j] += a[i, r]·b[r, j]` for every entry (r, a[i, r]) of `row` (the columns and values of
+/// a row of a) and every stored b[r, j], each column j also handed to `mark`. Inlined into the
+/// AVX2 instance of its caller.
+///
+/// # Panics
+/// If `acc` has fewer entries than b has columns (a bug in the caller).
+#[inline(always)]
+fn add_row_products(
+    row: (&[usize], &[c64]),
+    b: &Csr,
+    acc: &mut [c64],
+    mut mark: impl FnMut(usize),
+) {
+    assert!(acc.len() >= b.shape().1, "add_row_products: accumulator");
+    let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+    for (&r, &va) in row.0.iter().zip(row.1) {
+        let (b0, b1) = (pb[r], pb[r + 1]);
+        for (&j, &vb) in ib[b0..b1].iter().zip(&db[b0..b1]) {
+            mark(j);
+            // SAFETY: j is below b's column count (the Csr invariant), at most acc.len()
+            // (asserted above).
+            unsafe { *acc.get_unchecked_mut(j) += va * vb };
         }
     }
 }
