@@ -138,8 +138,8 @@ crate::simd::avx2_fn! {
         } = scratch;
         for i in 0..a.shape().0 {
             // The row's first and last product column (b's rows are sorted): a row whose
-            // products fall within two aligned words (banded operators) keeps its pattern in
-            // a register, as `gustavson_narrow` does.
+            // products fall within one or two aligned words (banded operators) keeps its
+            // pattern in a register, as `gustavson_narrow` does.
             let (mut first, mut last) = (usize::MAX, 0);
             for &r in &ia[pa[i]..pa[i + 1]] {
                 let (b0, b1) = (pb[r], pb[r + 1]);
@@ -500,14 +500,11 @@ mod tests {
         }
     }
 
-    /// Exact cancellation is skipped while the row is written, on every emission path: a
-    /// narrow span, a long spread-out row (non-zero-word walk), a short spread-out row (sort),
-    /// and a wide product (sorted merge).
     /// The vector runs (rows of b at consecutive columns, at least [`RUN`] long) against the
     /// one-product-at-a-time baseline instance, to the bit, on values that round: runs of
     /// even and odd length, at column 0, ending at column 63 and crossing a word, in the
-    /// narrow kernel and in the two-word rows of the general one, mixed with shorter and
-    /// scattered rows of b.
+    /// narrow kernel, and the same rows through the general kernel's one- and two-word rows
+    /// (which add one product at a time), mixed with shorter and scattered rows of b.
     #[test]
     fn vector_runs_match_the_scalar_accumulation_bit_for_bit() {
         let value = |i: usize, t: usize| {
@@ -558,6 +555,9 @@ mod tests {
         }
     }
 
+    /// Exact cancellation is skipped while the row is written, on every emission path: a
+    /// narrow span, a long spread-out row (non-zero-word walk), a short spread-out row (sort),
+    /// and a wide product (sorted merge).
     #[test]
     fn cancelled_entries_are_not_stored() {
         let narrow: Vec<usize> = (0..6).collect();
