@@ -59,7 +59,9 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
 }
 
 /// Csr → Dense on one thread, into `mat` (reserved for a's shape; for 256 entries or fewer
-/// usually a recycled buffer): one `memset` over the columns, then the scatter. The
+/// usually a recycled buffer): one `memset` over the columns, then the scatter; a Csr that
+/// stores every entry is its values copied transposed instead (no zero fill, no column
+/// indices read: 10 × 10 0.214 → 0.170 µs a conversion, 100 × 100 10 → 4.3 µs). The
 /// column-block machinery of [`engine::dense_build`] cost more than the work at small sizes
 /// (10 × 10 with 10 per row 0.43–0.44 → 0.29–0.34 µs, 250 × 250 34–38 → 25.5–27 µs), and at
 /// n = 1000 glibc's `memset` (`rep stosb`) zeroes faster than its stores did: against QuTiP
@@ -71,6 +73,14 @@ fn csr_to_dense_serial(a: &Csr, mut mat: Mat<c64>) -> Dense {
     unsafe { mat.set_dims(m, n) };
     let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
     let base = mat.as_ptr_mut();
+    if Some(a.nnz()) == m.checked_mul(n) {
+        // SAFETY: every entry is stored, so `a`'s values are the m × n matrix row-major (rows
+        // 0..n each, sorted); `base` is the m × n matrix of column stride `stride`.
+        unsafe {
+            crate::storage::transpose_values((a.data().as_ptr(), n), (m, n), (base, stride), |x| x)
+        };
+        return Dense::new(mat);
+    }
     // SAFETY: the columns lie in [0, stride·(n − 1) + m) of the allocation (stride ≥ m, n
     // columns reserved); the padding between them is the buffer's own memory, and all-zero
     // bytes are the complex number 0.
@@ -146,6 +156,33 @@ mod tests {
                     for j in 0..n {
                         assert_eq!(d.get(i, j), a.get(i, j), "({i}, {j}) of {m}×{n}");
                     }
+                }
+            }
+        }
+    }
+
+    /// A Csr that stores every entry takes the transposing copy of its values (no zero fill
+    /// first): into a recycled buffer that still holds an earlier matrix's values, with shapes
+    /// on both sides of the copy's 8-column blocks, stored zeros included.
+    #[test]
+    fn fully_stored_csr_is_copied_in_full() {
+        for (m, n) in [(1, 1), (1, 9), (9, 1), (7, 30), (8, 16), (17, 9), (10, 10)] {
+            drop(Dense::from_fn(m, n, |_, _| c64::new(7.0, -7.0)));
+            let rows: Vec<Vec<c64>> = (0..m)
+                .map(|i| {
+                    (0..n)
+                        .map(|j| c64::new(i as f64 + 1.0, j as f64 - 0.5))
+                        .collect()
+                })
+                .collect();
+            let mut a = Csr::from_rows(&rows).unwrap();
+            a.data_mut()[0] = c64::new(0.0, 0.0);
+            assert_eq!(a.nnz(), m * n);
+            let d = csr_to_dense(&a).unwrap();
+            assert_eq!(d.shape(), (m, n));
+            for i in 0..m {
+                for j in 0..n {
+                    assert_eq!(d.get(i, j), a.get(i, j), "({i}, {j}) of {m}×{n}");
                 }
             }
         }

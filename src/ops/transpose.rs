@@ -214,9 +214,6 @@ fn transpose_full(
     mut data: Vec<c64>,
     f: impl Fn(c64) -> c64,
 ) -> Result<Csr> {
-    /// Columns of `a` gathered per pass: one contiguous read of this many values per row,
-    /// as many output rows written in step.
-    const BLOCK: usize = 8;
     let (m, n) = a.shape();
     let len = indptr_len("transpose", (n, m))?;
     let mut indptr: Vec<usize> = alloc::try_with_capacity("transpose", (n, m), len)?;
@@ -225,19 +222,13 @@ fn transpose_full(
     for _ in 0..n {
         indices.extend(0..m);
     }
-    let (val, out) = (a.data().as_ptr(), data.as_mut_ptr());
-    for j0 in (0..n).step_by(BLOCK) {
-        let width = BLOCK.min(n - j0);
-        for i in 0..m {
-            for j in j0..j0 + width {
-                // SAFETY: i < m and j < n, so i·n + j and j·m + i are below m·n, the length
-                // of `a`'s values and the capacity of `data`.
-                unsafe { out.add(j * m + i).write(f(*val.add(i * n + j))) };
-            }
-        }
+    // SAFETY: a full `a`'s values are the m × n matrix row-major; `data` has capacity m·n,
+    // the result's n × m values column-major with stride m are its m·n slots; distinct buffers.
+    unsafe {
+        crate::storage::transpose_values((a.data().as_ptr(), n), (m, n), (data.as_mut_ptr(), m), f);
     }
-    // SAFETY: the blocks cover every column j < n and every row i < m, so all m·n = capacity
-    // slots (j·m + i) were written above.
+    // SAFETY: `transpose_values` wrote slot j·m + i for every j < n and i < m, so all m·n =
+    // capacity slots.
     unsafe { data.set_len(m * n) };
     // SAFETY: row j of the result holds columns 0..m in order (every row of a full `a` stores
     // column j), its values a(i, j) mapped by f; the pointers step by m from 0 to m·n = nnz.

@@ -53,6 +53,7 @@ pub(crate) use dia::valid_cols;
 pub use diagonals::Diagonals;
 pub use kind::Kind;
 pub use layout::Layout;
+pub(crate) use layout::transpose_values;
 
 use std::any::Any;
 use std::fmt;
