@@ -282,6 +282,26 @@ pub(crate) fn drop_exact_zeros(
     data.truncate(write);
 }
 
+/// Appends one row's entries, sorted by column, to `indices` and `data`, entries of the same
+/// column summed (`row` is left sorted). The caller pushes the row pointer.
+pub(crate) fn push_merged_row(
+    row: &mut [(usize, c64)],
+    indices: &mut Vec<usize>,
+    data: &mut Vec<c64>,
+) {
+    row.sort_unstable_by_key(|e| e.0);
+    let start = indices.len();
+    for &(c, v) in row.iter() {
+        if indices.len() > start && indices[indices.len() - 1] == c {
+            let end = data.len() - 1;
+            data[end] += v;
+        } else {
+            indices.push(c);
+            data.push(v);
+        }
+    }
+}
+
 /// A Csr from one entry list per row, in any column order; entries of the same column are
 /// summed. Each list is freed once copied, and arrays left less than half full by the summing
 /// are shrunk (a 2 × 2 partial trace of a 2¹⁸-dimensional operator kept 6 MB of room for the
@@ -300,18 +320,7 @@ pub(crate) fn csr_from_row_lists(
         crate::storage::alloc::csr_buffers(op, shape, ptrs, nnz)?;
     indptr.push(0);
     for row in rows.iter_mut() {
-        let mut row = std::mem::take(row);
-        row.sort_unstable_by_key(|e| e.0);
-        let start = indices.len();
-        for &(c, v) in row.iter() {
-            if indices.len() > start && indices[indices.len() - 1] == c {
-                let end = data.len() - 1;
-                data[end] += v;
-            } else {
-                indices.push(c);
-                data.push(v);
-            }
-        }
+        push_merged_row(&mut std::mem::take(row), &mut indices, &mut data);
         indptr.push(indices.len());
     }
     if indices.len() < indices.capacity() / 2 {

@@ -87,13 +87,20 @@ pub(crate) fn conj(x: c64) -> c64 {
 /// compiled on its own, without the features, whoever calls it (measured: `mul` of a Dense
 /// 100×100 ran 1.6× slower through `pulp::V3::vectorize` than through this macro). Arguments
 /// are plain `name: Type` pairs (`impl Trait` for generic ones).
+///
+/// The function is `#[inline]`; written first, `#[inline(never)]` replaces that (a kernel's
+/// rare branch kept out of its caller's body, whose register allocation it would disturb).
 macro_rules! avx2_fn {
+    (#[inline(never)] $($rest:tt)*) => {
+        $crate::simd::avx2_fn!(@emit [#[inline(never)]] $($rest)*);
+    };
     (
+        @emit [$($inline:tt)*]
         $(#[$meta:meta])*
         $vis:vis fn $name:ident($($arg:ident: $ty:ty),* $(,)?) $(-> $ret:ty)? $body:block
     ) => {
         $(#[$meta])*
-        #[inline]
+        $($inline)*
         $vis fn $name($($arg: $ty),*) $(-> $ret)? {
             #[inline(always)]
             fn body($($arg: $ty),*) $(-> $ret)? $body
@@ -109,6 +116,9 @@ macro_rules! avx2_fn {
             }
             body($($arg),*)
         }
+    };
+    ($($rest:tt)*) => {
+        $crate::simd::avx2_fn!(@emit [#[inline]] $($rest)*);
     };
 }
 pub(crate) use avx2_fn;
