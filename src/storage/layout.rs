@@ -168,14 +168,16 @@ impl Dense {
     /// The buffer transposed into new column-major memory (the other layout's buffer):
     /// [`transpose_values`] over the buffer read row by row, split by result columns across
     /// workers above the engine's transpose threshold. Against faer's copy of the transposed
-    /// view it replaced, one thread, µs a call: 10 × 10 0.38–0.40 → 0.21, 100 × 100
-    /// 9.5 → 8.1–8.2, 700 × 700 1 600–1 720 → 1 410–1 550 (docs/benchmarks.md).
+    /// view it replaced, `into_layout` of a clone on one thread, µs a call: 10 × 10
+    /// 0.38–0.40 → 0.21, 100 × 100 9.5 → 8.1–8.2, 700 × 700 1 600–1 720 → 1 410–1 550
+    /// (docs/benchmarks.md).
     fn transposed_buffer(&self, op: &str) -> Result<Mat<c64>> {
         let (c, r) = (self.buf.nrows(), self.buf.ncols());
         if r == 0 || c == 0 {
             return alloc::empty_mat(r, c);
         }
-        alloc::check_dense(op, (r, c))?;
+        // Fallible, and checked against the dense limit and the memory available (faer's
+        // `to_owned` it replaced would abort on a failed allocation).
         let mut out = alloc::reserve_mat(op, r, c)?;
         // SAFETY: `out` was reserved for r × c (`reserve_mat`); every entry is written below
         // before anything reads it, and c64 has no drop glue.

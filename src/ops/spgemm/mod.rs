@@ -114,13 +114,16 @@ struct Scratch<'a> {
 crate::simd::avx2_fn! {
     /// Every row of a·b, written through `out`, one row pointer per row pushed to `indptr`.
     ///
-    /// The accumulation is branch-free: each product marks its column in `seen`, appends the
-    /// column to `pattern` (advancing only when the bit was clear) and adds into `acc`, which
-    /// the emission zeroes again. The row's span of 64-column words is bounded from the first
-    /// and last column of each row of b taken (sorted rows), once per entry of a, not per
-    /// product. A row whose span has fewer words than it has entries (banded or dense rows)
-    /// scans that span; a longer spread-out row marks its non-zero words in a summary bitset
-    /// and walks those; a short spread-out row (≤ 64 entries) sorts its columns.
+    /// The row's span of 64-column words is bounded first, from the first and last column of
+    /// each row of b taken (sorted rows), once per entry of a, not per product. A span of one
+    /// or two words keeps the pattern in a register; a row with at least twice as many
+    /// products as words in its span goes to [`span_row`] (the products mark bits, the span
+    /// is scanned). Otherwise the accumulation is branch-free: each product marks its column
+    /// in `seen`, appends the column to `pattern` (advancing only when the bit was clear) and
+    /// adds into `acc`, which the emission zeroes again. A row whose span has fewer words than
+    /// it has entries scans that span; a longer spread-out row marks its non-zero words in a
+    /// summary bitset and walks those; a short spread-out row (≤ 64 entries) sorts its
+    /// columns.
     fn gustavson_rows(
         a: &Csr,
         b: &Csr,
