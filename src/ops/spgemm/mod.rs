@@ -11,7 +11,8 @@ use crate::storage::{Csr, alloc};
 /// The output arrays are reserved once, at the product's multiply-add count (an upper bound on
 /// its non-zeros). A two-level bitset marks each row's columns, and a row is emitted in column
 /// order in one of three ways: a row whose columns span fewer 64-column words than it has
-/// entries (banded or dense rows) scans that span; a longer spread-out row walks only the
+/// entries (banded or dense rows, and rows with twice as many products as words spanned,
+/// known before their products) scans that span; a longer spread-out row walks only the
 /// non-zero words; a short spread-out row (≤ 64 entries) sorts its columns.
 ///
 /// When the accumulator (one entry per column of `b`) would be much larger than the work, each
