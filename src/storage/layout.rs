@@ -177,7 +177,7 @@ impl Dense {
             return alloc::empty_mat(r, c);
         }
         // Fallible, and checked against the dense limit and the memory available (faer's
-        // `to_owned` it replaced would abort on a failed allocation).
+        // `to_owned` it replaced panicked on a failed allocation).
         let mut out = alloc::reserve_mat(op, r, c)?;
         // SAFETY: `out` was reserved for r × c (`reserve_mat`); every entry is written below
         // before anything reads it, and c64 has no drop glue.
