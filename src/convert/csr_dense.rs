@@ -73,7 +73,7 @@ fn csr_to_dense_serial(a: &Csr, mut mat: Mat<c64>) -> Dense {
     unsafe { mat.set_dims(m, n) };
     let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
     let base = mat.as_ptr_mut();
-    if Some(a.nnz()) == m.checked_mul(n) {
+    if a.stores_every_entry() {
         // SAFETY: every entry is stored, so `a`'s values are the m × n matrix row-major (rows
         // 0..n each, sorted); `base` is the m × n matrix of column stride `stride`.
         unsafe {

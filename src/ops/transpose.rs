@@ -151,7 +151,7 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
     // Written once each by the scatter, so no zero fill first.
     let mut indices: Vec<usize> = alloc::try_with_capacity(OP, (n, m), nnz)?;
     let mut data: Vec<c64> = alloc::try_with_capacity(OP, (n, m), nnz)?;
-    if nnz > 0 && Some(nnz) == m.checked_mul(n) {
+    if a.stores_every_entry() {
         return transpose_full(a, indices, data, f);
     }
     let indptr = if n < STACK_COLUMNS {

@@ -329,6 +329,14 @@ impl Csr {
         self.mat.nnz()
     }
 
+    /// Whether every one of the m·n entries is stored (some m·n > 0 of them). Columns are
+    /// sorted and distinct, so each row then holds 0..n and the values are the matrix
+    /// row-major: the transposes and Csr → Dense take one transposing copy of them.
+    pub(crate) fn stores_every_entry(&self) -> bool {
+        let (m, n) = self.shape();
+        self.nnz() > 0 && Some(self.nnz()) == m.checked_mul(n)
+    }
+
     /// Row pointers: row `i` is stored at `indptr()[i]..indptr()[i + 1]`.
     #[inline]
     pub fn indptr(&self) -> &[usize] {

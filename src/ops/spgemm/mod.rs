@@ -174,6 +174,9 @@ crate::simd::avx2_fn! {
                 continue;
             }
             let words_spanned = (last / 64).wrapping_sub(base / 64).wrapping_add(1);
+            // A second pass over the row of a (its first and last columns were the first):
+            // summed in that loop, the products cost the tridiagonal product 2 % more
+            // instructions (every row pays it; only these wider rows need it).
             let products = || row.0.iter().map(|&r| pb[r + 1] - pb[r]).sum::<usize>();
             if first <= last && 2 * words_spanned <= products() {
                 // Twice as many products as words in the span: the row will likely fill more
