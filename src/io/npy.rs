@@ -261,7 +261,7 @@ pub fn read_npy_from(mut reader: impl Read) -> Result<Dense> {
     } else {
         (cols, rows)
     };
-    let mut mat = alloc::zeros_mat("read_npy", brows, bcols)?;
+    let mut mat = alloc::zeros_mat("read_npy", brows, bcols).map_err(alloc::for_shape(h.shape))?;
     let size = h.element.size();
     // Read in chunks of whole elements.
     let total = rows.saturating_mul(cols);
@@ -458,6 +458,18 @@ mod tests {
             read_npy_from(huge.as_slice()),
             Err(Error::TooLarge { .. })
         ));
+        // The error names the matrix's shape, not that of its buffer (a C-order file is read
+        // into the transposed buffer; a 1-d array is a ket).
+        for (shape, fortran, want) in [
+            ("(1152921504606846976,)", false, (1 << 60, 1)),
+            ("(3, 1152921504606846976)", false, (3, 1 << 60)),
+            ("(3, 1152921504606846976)", true, (3, 1 << 60)),
+        ] {
+            match read_npy_from(npy("<f8", fortran, shape, &f8).as_slice()) {
+                Err(Error::TooLarge { shape, .. }) => assert_eq!(shape, want),
+                other => panic!("{other:?}"),
+            }
+        }
     }
 
     #[test]

@@ -69,6 +69,28 @@ fn check_available(op: &str, shape: (usize, usize), bytes: u128) -> Result<()> {
     }
 }
 
+/// Makes a [`Error::TooLarge`] about a buffer name the matrix it holds: the buffer of a
+/// row-major `r × c` matrix is the column-major `c × r` one, and the error should say `r × c`.
+/// Other errors pass unchanged.
+pub(crate) fn for_shape(shape: (usize, usize)) -> impl FnOnce(Error) -> Error {
+    move |e| match e {
+        Error::TooLarge {
+            op,
+            bytes,
+            limit,
+            reason,
+            ..
+        } => Error::TooLarge {
+            op,
+            shape,
+            bytes,
+            limit,
+            reason,
+        },
+        other => other,
+    }
+}
+
 /// The smallest block the allocator hands out (glibc: 32 bytes with its header): what a
 /// small allocation costs at least.
 const MIN_CHUNK: u128 = 32;
@@ -412,6 +434,22 @@ pub(crate) mod pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_buffer_error_names_the_matrix_shape() {
+        let err = check_dense("t", (2, usize::MAX)).unwrap_err();
+        match for_shape((usize::MAX, 2))(err) {
+            Error::TooLarge { op, shape, .. } => {
+                assert_eq!((op.as_str(), shape), ("t", (usize::MAX, 2)))
+            }
+            other => panic!("{other:?}"),
+        }
+        let other = Error::InvalidDense { reason: "x".into() };
+        assert!(matches!(
+            for_shape((1, 1))(other),
+            Error::InvalidDense { .. }
+        ));
+    }
 
     #[test]
     fn vectors_are_reserved_or_refused_never_aborted() {

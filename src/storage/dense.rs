@@ -234,6 +234,7 @@ impl Dense {
             });
         }
         alloc::mat_from_fn(op, brows, bcols, |i, j| values[i + j * brows])
+            .map_err(alloc::for_shape((rows, cols)))
     }
 
     /// `(rows, columns)`.

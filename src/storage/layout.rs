@@ -178,7 +178,7 @@ impl Dense {
         }
         // Fallible, and checked against the dense limit and the memory available (faer's
         // `to_owned` it replaced panicked on a failed allocation).
-        let mut out = alloc::reserve_mat(op, r, c)?;
+        let mut out = alloc::reserve_mat(op, r, c).map_err(alloc::for_shape(self.shape()))?;
         // SAFETY: `out` was reserved for r × c (`reserve_mat`); every entry is written below
         // before anything reads it, and c64 has no drop glue.
         unsafe { out.set_dims(r, c) };
