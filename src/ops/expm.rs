@@ -158,7 +158,12 @@ fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Mat<c64> {
         return out;
     }
     let n = a.nrows();
-    let mut out = Mat::<c64>::zeros(n, n);
+    // Not zero-filled: both products below write every entry (see `matmul_dense`).
+    let mut out = Mat::<c64>::with_capacity(n, n);
+    // SAFETY: the capacity covers n × n; `gemm_3m` writes all of `out` when it returns true
+    // and nothing otherwise, and faer's product under `Accum::Replace` writes every entry
+    // without reading any, so nothing is read before it is written; c64 has no drop glue.
+    unsafe { out.set_dims(n, n) };
     let work = n.saturating_mul(n).saturating_mul(n);
     engine::product(work, |par| {
         // Large products: three real ones where the values allow (`gemm3m`).

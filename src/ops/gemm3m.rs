@@ -18,6 +18,8 @@
 //! [`crate::dense_limit`] or cannot be allocated, the caller runs the complex product.
 
 use faer::linalg::matmul::matmul;
+use std::mem::MaybeUninit;
+
 use faer::reborrow::ReborrowMut;
 use faer::{Accum, ContiguousFwd, Mat, MatMut, MatRef, Par};
 use rayon::prelude::*;
@@ -39,11 +41,10 @@ const BOUND: f64 = f64::from_bits((1023 + 480) << 52);
 
 /// `out ← a·b` by three real products; returns `false` where the method does not apply: a
 /// dimension below [`MIN_DIM`], a non-finite or huge part, inputs with no unit stride, an `out`
-/// whose columns are not contiguous, or scratch memory over the dense limit or refused. These
-/// are decided before `out` is written; the one later `false` (a scratch matrix whose columns
-/// are not contiguous, which faer's `Mat` never has) comes after its real parts. Callers run
-/// the complex product with `Accum::Replace` on `false`, so what `out` holds then is
-/// overwritten.
+/// whose columns are not contiguous, or scratch memory over the dense limit or refused. All of
+/// these are decided before `out` is written, which is then written in full and never read:
+/// `out` may hold anything (the caller's fresh, unfilled result). Callers run the complex
+/// product with `Accum::Replace` on `false`.
 pub(crate) fn gemm_3m(
     out: MatMut<'_, c64>,
     a: MatRef<'_, c64>,
@@ -55,116 +56,115 @@ pub(crate) fn gemm_3m(
 }
 
 /// [`gemm_3m`] at any size (the tests' entry point for small shapes).
+///
+/// Every pass over memory is one of: the split of each input into its real part, imaginary
+/// part and their sum (one read of the input), the three products (each written whole by
+/// faer, which does not read its destination under `Accum::Replace`) and one combining pass.
+/// The scratch is never zero-filled. Against the earlier form (zeroed scratch, the sums and
+/// the imaginary part in passes of their own: about twice the bytes moved), the time a call
+/// takes beyond its three real products, one thread, paired medians of three alternations:
+/// n = 1000 20–24 → 4–17 ms, n = 500 5.8–8.1 → 2.8–3.8 ms (docs/benchmarks.md).
 fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, par: Par) -> bool {
     let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
     if b.nrows() != k || out.nrows() != m || out.ncols() != n || m == 0 || n == 0 || k == 0 {
         return false;
     }
+    // Three real matrices of each shape: the parts and sums of a and b, the three products.
     let scratch = [m.checked_mul(k), k.checked_mul(n), m.checked_mul(n)]
         .into_iter()
-        .try_fold(0usize, |s, x| s.checked_add(x?.checked_mul(16)?));
+        .try_fold(0usize, |s, x| s.checked_add(x?.checked_mul(24)?));
     if scratch.is_none_or(|bytes| bytes > crate::engine::dense_limit()) {
         return false;
     }
-    let Some(mut out) = out.try_as_col_major_mut() else {
+    let Some(out) = out.try_as_col_major_mut() else {
         return false;
     };
     let (Some(pa), Some(pb)) = (Parts::split(a, par), Parts::split(b, par)) else {
         return false;
     };
-    let (Some(mut t1), Some(mut t2)) = (zeros(m, n), zeros(m, n)) else {
+    let (Some(mut t1), Some(mut t2), Some(mut t3)) =
+        (unfilled(m, n), unfilled(m, n), unfilled(m, n))
+    else {
         return false;
     };
+    // Under `Accum::Replace` faer writes every entry of the destination and reads none (its
+    // documentation; k > 0 here), so the unfilled products are written before they are read.
     matmul(t1.as_mut(), Accum::Replace, pa.re(), pb.re(), 1.0, par);
     matmul(t2.as_mut(), Accum::Replace, pa.im(), pb.im(), 1.0, par);
-    // Re = T1 − T2 into `out`; T1 + T2 kept in `t1`.
-    let real = |mut o: MatMut<'_, c64, usize, usize, ContiguousFwd>,
-                mut x: MatMut<'_, f64, usize, usize, ContiguousFwd>,
-                y: MatRef<'_, f64, usize, usize, ContiguousFwd>| {
-        for j in 0..o.ncols() {
-            let (o, x, y) = (
-                o.rb_mut().col_mut(j).as_slice_mut(),
-                x.rb_mut().col_mut(j).as_slice_mut(),
-                y.col(j).as_slice(),
-            );
-            for ((o, x), &y) in o.iter_mut().zip(x).zip(y) {
-                *o = c64::new(*x - y, 0.0);
-                *x += y;
-            }
-        }
-    };
-    let (Some(x), Some(y)) = (
-        t1.as_mut().try_as_col_major_mut(),
-        t2.as_ref().try_as_col_major(),
-    ) else {
-        return false;
-    };
-    match par {
-        Par::Seq => real(out.rb_mut(), x, y),
-        Par::Rayon(t) => {
-            let t = t.get();
-            out.rb_mut()
-                .par_col_partition_mut(t)
-                .zip(x.par_col_partition_mut(t))
-                .zip(y.par_col_partition(t))
-                .for_each(|((o, x), y)| real(o, x, y));
-        }
-    }
-    let (sa, sb) = (pa.sum(par), pb.sum(par));
-    matmul(t2.as_mut(), Accum::Replace, sa.view(), sb.view(), 1.0, par);
-    // Im = T3 − (T1 + T2).
-    let imag = |mut o: MatMut<'_, c64, usize, usize, ContiguousFwd>,
-                x: MatRef<'_, f64, usize, usize, ContiguousFwd>,
-                z: MatRef<'_, f64, usize, usize, ContiguousFwd>| {
-        for j in 0..o.ncols() {
-            let (o, x, z) = (
-                o.rb_mut().col_mut(j).as_slice_mut(),
-                x.col(j).as_slice(),
-                z.col(j).as_slice(),
-            );
-            for ((o, &x), &z) in o.iter_mut().zip(x).zip(z) {
-                o.im = z - x;
-            }
-        }
-    };
-    let (Some(x), Some(z)) = (
+    matmul(t3.as_mut(), Accum::Replace, pa.sum(), pb.sum(), 1.0, par);
+    let (Some(x), Some(y), Some(z)) = (
         t1.as_ref().try_as_col_major(),
         t2.as_ref().try_as_col_major(),
+        t3.as_ref().try_as_col_major(),
     ) else {
+        // faer's `Mat` is always column-major; `out` has not been written.
         return false;
     };
+    // Re = T1 − T2, Im = T3 − (T1 + T2): one pass, every entry of `out` written.
+    let combine = |mut o: MatMut<'_, c64, usize, usize, ContiguousFwd>,
+                   x: MatRef<'_, f64, usize, usize, ContiguousFwd>,
+                   y: MatRef<'_, f64, usize, usize, ContiguousFwd>,
+                   z: MatRef<'_, f64, usize, usize, ContiguousFwd>| {
+        for j in 0..o.ncols() {
+            let o = slots(o.rb_mut().col_mut(j));
+            let (x, y, z) = (
+                x.col(j).as_slice(),
+                y.col(j).as_slice(),
+                z.col(j).as_slice(),
+            );
+            for (((o, &x), &y), &z) in o.iter_mut().zip(x).zip(y).zip(z) {
+                o.write(c64::new(x - y, z - (x + y)));
+            }
+        }
+    };
     match par {
-        Par::Seq => imag(out, x, z),
+        Par::Seq => combine(out, x, y, z),
         Par::Rayon(t) => {
             let t = t.get();
             out.par_col_partition_mut(t)
                 .zip(x.par_col_partition(t))
+                .zip(y.par_col_partition(t))
                 .zip(z.par_col_partition(t))
-                .for_each(|((o, x), z)| imag(o, x, z));
+                .for_each(|(((o, x), y), z)| combine(o, x, y, z));
         }
     }
     true
 }
 
-/// A zero real matrix, allocated fallibly.
-fn zeros(rows: usize, cols: usize) -> Option<Mat<f64>> {
+/// A `rows × cols` real matrix whose entries are not yet written (its storage reserved
+/// fallibly, nothing filled); `None` if the allocator refuses. Every caller writes all of it
+/// before reading any of it.
+fn unfilled(rows: usize, cols: usize) -> Option<Mat<f64>> {
     let mut mat = Mat::<f64>::new();
     mat.try_reserve(rows, cols).ok()?;
-    mat.resize_with(rows, cols, |_, _| 0.0);
+    // SAFETY: the capacity covers rows × cols (reserved just above); the entries are written
+    // before they are read (see the callers), and f64 has no drop glue.
+    unsafe { mat.set_dims(rows, cols) };
     Some(mat)
 }
 
-/// The real and imaginary parts of a complex matrix, stored in the orientation in which the
-/// source's columns (or rows, then `transposed`) are contiguous.
+/// A column of a column-major matrix as slots to write (the scratch and the result are
+/// written before anything reads them, so they are never viewed as initialised values).
+fn slots<'a, T>(col: faer::col::ColMut<'a, T, usize, ContiguousFwd>) -> &'a mut [MaybeUninit<T>] {
+    let len = col.nrows();
+    // SAFETY: a contiguous column is `len` consecutive `T`s of its matrix's storage, borrowed
+    // mutably for 'a through `col`; `MaybeUninit<T>` has the layout of `T` and is never read
+    // as a `T` before it is written.
+    unsafe { std::slice::from_raw_parts_mut(col.as_ptr_mut().cast(), len) }
+}
+
+/// The real part, imaginary part and their sum of a complex matrix, stored in the
+/// orientation in which the source's columns (or rows, then `transposed`) are contiguous.
 struct Parts {
     re: Mat<f64>,
     im: Mat<f64>,
+    sum: Mat<f64>,
     transposed: bool,
 }
 
 impl Parts {
     /// `None` if a part is non-finite or above [`BOUND`], if neither stride of `v` is 1, or if
-    /// the allocator refuses.
+    /// the allocator refuses. One pass over `v` writes all three matrices.
     fn split(v: MatRef<'_, c64>, par: Par) -> Option<Parts> {
         let (v, transposed) = match (v.try_as_col_major(), v.transpose().try_as_col_major()) {
             (Some(v), _) => (v, false),
@@ -172,42 +172,58 @@ impl Parts {
             (None, None) => return None,
         };
         let (rows, cols) = (v.nrows(), v.ncols());
-        let (mut re, mut im) = (zeros(rows, cols)?, zeros(rows, cols)?);
-        // Whether every part of the block is finite and at most BOUND.
+        let (mut re, mut im, mut sum) = (
+            unfilled(rows, cols)?,
+            unfilled(rows, cols)?,
+            unfilled(rows, cols)?,
+        );
+        // Writes the block's three parts; whether every part is finite and at most BOUND.
         let block = |v: MatRef<'_, c64, usize, usize, ContiguousFwd>,
                      mut re: MatMut<'_, f64, usize, usize, ContiguousFwd>,
-                     mut im: MatMut<'_, f64, usize, usize, ContiguousFwd>| {
+                     mut im: MatMut<'_, f64, usize, usize, ContiguousFwd>,
+                     mut sum: MatMut<'_, f64, usize, usize, ContiguousFwd>| {
             let mut within = true;
             for j in 0..v.ncols() {
-                let (src, r, i) = (
+                let (src, r, i, s) = (
                     v.col(j).as_slice(),
-                    re.rb_mut().col_mut(j).as_slice_mut(),
-                    im.rb_mut().col_mut(j).as_slice_mut(),
+                    slots(re.rb_mut().col_mut(j)),
+                    slots(im.rb_mut().col_mut(j)),
+                    slots(sum.rb_mut().col_mut(j)),
                 );
-                for ((r, i), z) in r.iter_mut().zip(i).zip(src) {
-                    (*r, *i) = (z.re, z.im);
+                for (((r, i), s), z) in r.iter_mut().zip(i).zip(s).zip(src) {
+                    r.write(z.re);
+                    i.write(z.im);
+                    s.write(z.re + z.im);
                     // `<=` is false for NaN as well as for infinities and huge parts.
                     within &= z.re.abs() <= BOUND && z.im.abs() <= BOUND;
                 }
             }
             within
         };
-        let (r, i) = (
+        let (r, i, s) = (
             re.as_mut().try_as_col_major_mut()?,
             im.as_mut().try_as_col_major_mut()?,
+            sum.as_mut().try_as_col_major_mut()?,
         );
         let within = match par {
-            Par::Seq => block(v, r, i),
+            Par::Seq => block(v, r, i, s),
             Par::Rayon(t) => {
                 let t = t.get();
                 v.par_col_partition(t)
                     .zip(r.par_col_partition_mut(t))
                     .zip(i.par_col_partition_mut(t))
-                    .map(|((v, r), i)| block(v, r, i))
+                    .zip(s.par_col_partition_mut(t))
+                    .map(|(((v, r), i), s)| block(v, r, i, s))
                     .reduce(|| true, |x, y| x && y)
             }
         };
-        within.then_some(Parts { re, im, transposed })
+        // Every entry of the three was written, whether or not the parts are within bounds.
+        within.then_some(Parts {
+            re,
+            im,
+            sum,
+            transposed,
+        })
     }
 
     fn orient<'a>(&self, m: &'a Mat<f64>) -> MatRef<'a, f64> {
@@ -226,46 +242,8 @@ impl Parts {
         self.orient(&self.im)
     }
 
-    /// `re + im`, overwriting `re`.
-    fn sum(mut self, par: Par) -> Summed {
-        let add = |mut r: MatMut<'_, f64>, i: MatRef<'_, f64>| {
-            for j in 0..r.ncols() {
-                for (r, &i) in r.rb_mut().col_mut(j).iter_mut().zip(i.col(j).iter()) {
-                    *r += i;
-                }
-            }
-        };
-        match par {
-            Par::Seq => add(self.re.as_mut(), self.im.as_ref()),
-            Par::Rayon(t) => {
-                let t = t.get();
-                self.re
-                    .as_mut()
-                    .par_col_partition_mut(t)
-                    .zip(self.im.as_ref().par_col_partition(t))
-                    .for_each(|(r, i)| add(r, i));
-            }
-        }
-        Summed {
-            sum: self.re,
-            transposed: self.transposed,
-        }
-    }
-}
-
-/// `re + im` of a [`Parts`], in its orientation.
-struct Summed {
-    sum: Mat<f64>,
-    transposed: bool,
-}
-
-impl Summed {
-    fn view(&self) -> MatRef<'_, f64> {
-        if self.transposed {
-            self.sum.as_ref().transpose()
-        } else {
-            self.sum.as_ref()
-        }
+    fn sum(&self) -> MatRef<'_, f64> {
+        self.orient(&self.sum)
     }
 }
 
@@ -309,10 +287,12 @@ mod tests {
                 (at.as_ref().transpose(), bt.as_ref().transpose()),
             ] {
                 let want = complex_product(x, y);
-                let mut got = Mat::<c64>::zeros(m, n);
+                // `out` may hold anything: every entry is written (NaN left would fail below).
+                let garbage = c64::new(f64::NAN, f64::NAN);
+                let mut got = Mat::<c64>::from_fn(m, n, |_, _| garbage);
                 assert!(three_products(got.as_mut(), x, y, Par::Seq), "{m}×{k}×{n}");
                 // The column blocks of the parallel passes give the serial result.
-                let mut split = Mat::<c64>::zeros(m, n);
+                let mut split = Mat::<c64>::from_fn(m, n, |_, _| garbage);
                 assert!(three_products(split.as_mut(), x, y, Par::rayon(3)));
                 assert!((0..n).all(|j| {
                     (0..m).all(|i| {

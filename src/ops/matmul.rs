@@ -171,7 +171,11 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         dense_gemv(a, b.col(0), out.col_mut(0));
         return Ok(out);
     }
-    let mut out = Dense::zeros_for("matmul", m, n)?;
+    // Not zero-filled (at n = 1000 a 16 MB pass): both products below write every entry.
+    // SAFETY: `gemm_3m` writes all of `out` when it returns true and nothing otherwise, and
+    // faer's product under `Accum::Replace` writes every entry without reading any (with
+    // k = 0 it fills zeros), so every entry is written before the result is read.
+    let mut out = Dense::from(unsafe { alloc::unfilled_mat("matmul", m, n)? });
     engine::product(work, |par| {
         // Large products: three real ones where that applies (finite, moderate values).
         if work >= gemm3m::MIN_WORK

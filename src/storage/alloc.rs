@@ -226,6 +226,23 @@ pub(crate) fn reserve_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>
     Ok(mat)
 }
 
+/// A `rows × cols` matrix whose entries are not written yet: [`reserve_mat`] with its
+/// dimensions set, for a result that a kernel writes in full (faer's products under
+/// `Accum::Replace` do, and read nothing of it).
+///
+/// # Safety
+/// The caller writes every entry before anything reads one.
+///
+/// # Errors
+/// As [`reserve_mat`].
+pub(crate) unsafe fn unfilled_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>> {
+    let mut mat = reserve_mat(op, rows, cols)?;
+    // SAFETY: `reserve_mat` gives capacity for rows × cols; every entry is written before it
+    // is read (this function's contract), and c64 has no drop glue.
+    unsafe { mat.set_dims(rows, cols) };
+    Ok(mat)
+}
+
 /// The `rows × cols` zero matrix, allocated fallibly; O(1) for an empty shape.
 ///
 /// # Errors
