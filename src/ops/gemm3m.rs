@@ -14,12 +14,13 @@
 //! Algorithms*, 2nd ed., §23.2.4). To keep the special values of the complex product, the method
 //! is only used when every part of both inputs is finite and at most 2⁴⁸⁰ in magnitude (so no
 //! sum or product overflows where the complex product would not); otherwise, and when its
-//! scratch (three times the result, or more for long inner dimensions) does not fit within
-//! [`crate::dense_limit`] or cannot be allocated, the caller runs the complex product.
+//! scratch (4.5 times the result for square factors, more for long inner dimensions) does
+//! not fit within [`crate::dense_limit`] or cannot be allocated, the caller runs the complex
+//! product.
 
-use faer::linalg::matmul::matmul;
 use std::mem::MaybeUninit;
 
+use faer::linalg::matmul::matmul;
 use faer::reborrow::ReborrowMut;
 use faer::{Accum, ContiguousFwd, Mat, MatMut, MatRef, Par};
 use rayon::prelude::*;
