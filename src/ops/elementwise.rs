@@ -134,6 +134,34 @@ pub(crate) fn dense_map(op: &str, a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> R
     Ok(Dense::with_layout(mat, a.layout()))
 }
 
+/// The entrywise conjugate of `a`'s buffer in the same layout (`conj`, and `adjoint` before
+/// its change of layout): [`dense_map`], except on one thread without streaming stores, where
+/// one call of [`simd::conj_cols`] writes every column (no column slices handed out, one
+/// `xor` per two entries).
+pub(crate) fn dense_conj(op: &str, a: &Dense) -> Result<Dense> {
+    let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
+    let src = a.buffer();
+    let serial = m > 0
+        && n > 0
+        && engine::workers(Family::Elementwise, m.saturating_mul(n)) == 1
+        && !engine::streams(m, n, 1)
+        && src.row_stride() == 1;
+    let Some(ss) = usize::try_from(src.col_stride()).ok().filter(|_| serial) else {
+        return dense_map(op, a, simd::conj);
+    };
+    let mut mat = alloc::reserve_mat(op, m, n)?;
+    let ds = usize::try_from(mat.col_stride()).unwrap_or(m);
+    // SAFETY: `src` is a's m × n buffer with unit row stride and column stride `ss`, and `mat`
+    // has room for m × n at column stride `ds` (an owned Mat's stride is its row capacity,
+    // reserved for m rows); the fresh buffer does not overlap a's. Every entry is written
+    // before the dimensions are set, and c64 has no drop glue.
+    unsafe {
+        simd::conj_cols(src.as_ptr(), ss, mat.as_ptr_mut(), ds, (m, n));
+        mat.set_dims(m, n);
+    }
+    Ok(Dense::with_layout(mat, a.layout()))
+}
+
 /// A copy of `a`'s buffer in the same layout: one `memcpy` per buffer column, or where the
 /// engine streams a pass of that size (`engine::streams`), the identity map with its
 /// non-temporal stores.

@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use super::{csr_map, dense_map};
+use super::csr_map;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
@@ -44,7 +44,7 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("conj", 1)
         .unary("conj_dense", |a: &Dense, _: &()| {
-            dense_map("conj", a, |x| x.conj())
+            super::dense_conj("conj", a)
         })
         .unary("conj_csr", |a: &Csr, _: &()| {
             csr_map("conj", a, |x| x.conj())
@@ -110,7 +110,7 @@ pub fn conj(a: &Data, out: Out) -> Result<Data> {
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
-    dense_map("adjoint", a, |x| x.conj()).map(Dense::into_transpose)
+    super::dense_conj("adjoint", a).map(Dense::into_transpose)
 }
 
 /// Dense transpose: one contiguous copy of the buffer, in the other layout. O(mn); with an
