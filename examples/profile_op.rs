@@ -8,9 +8,9 @@
 //! perf report --no-children --percent-limit 2
 //! ```
 //!
-//! Arguments: `OP KIND N [SECONDS]`, with OP one of add, sub, matmul, kron, adjoint,
-//! transpose, mul, expm, to_dense, to_csr, expect, trace; KIND one of csr (rand10), tridiag, dense,
-//! or csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an n×1 Dense), or
+//! Arguments: `OP KIND N [SECONDS]`, with OP one of add, sub, matmul, kron, adjoint, conj,
+//! neg, transpose, mul, expm, to_dense, to_csr, expect, trace; KIND one of csr (rand10),
+//! tridiag, dense, or csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an n×1 Dense), or
 //! `A,B` for operands of two kinds (`matmul csr,ket 1000`). Prints the mean time per call;
 //! with `COLD_MB=64` in the environment, the median of calls that each start out of cache.
 
@@ -103,6 +103,8 @@ fn main() -> polymat::Result<()> {
             "matmul" => polymat::matmul(&a, &b, Out::Auto),
             "kron" => polymat::kron(&k.0, &k.1, Out::Auto),
             "adjoint" => polymat::adjoint(&a, Out::Auto),
+            "conj" => polymat::conj(&a, Out::Auto),
+            "neg" => polymat::neg(&a, Out::Auto),
             "transpose" => polymat::transpose(&a, Out::Auto),
             "mul" => polymat::mul(&a, c64::new(0.5, 1.0), Out::Auto),
             "expm" => polymat::expm(&a, Out::Auto),

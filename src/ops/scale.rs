@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use super::{csr_map, dense_map};
+use super::csr_map;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
@@ -24,7 +24,9 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 /// `−a`. Kernels: Dense, Csr.
 pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("neg", 1)
-        .unary("neg_dense", |a: &Dense, _: &()| dense_map("neg", a, |x| -x))
+        .unary("neg_dense", |a: &Dense, _: &()| {
+            super::dense_flip("neg", a, crate::simd::Flip::Both)
+        })
         .unary("neg_csr", |a: &Csr, _: &()| csr_map("neg", a, |x| -x))
         .unary("neg_dia", |a: &Dia, _: &()| {
             super::dia::mul_dia(a, c64::new(-1.0, 0.0))

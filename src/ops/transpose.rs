@@ -44,7 +44,7 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("conj", 1)
         .unary("conj_dense", |a: &Dense, _: &()| {
-            super::dense_conj("conj", a)
+            super::dense_flip("conj", a, crate::simd::Flip::Imag)
         })
         .unary("conj_csr", |a: &Csr, _: &()| {
             csr_map("conj", a, |x| x.conj())
@@ -110,7 +110,7 @@ pub fn conj(a: &Data, out: Out) -> Result<Data> {
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
-    super::dense_conj("adjoint", a).map(Dense::into_transpose)
+    super::dense_flip("adjoint", a, crate::simd::Flip::Imag).map(Dense::into_transpose)
 }
 
 /// Dense transpose: one contiguous copy of the buffer, in the other layout. O(mn); with an

@@ -17,7 +17,7 @@ mod scale;
 pub(crate) mod stream;
 
 pub(crate) use mask::{nonzero_bits, nonzero_mask};
-pub(crate) use scale::{add_scaled_into, conj_cols, scale_into};
+pub(crate) use scale::{Flip, add_scaled_into, flip_cols, scale_into};
 #[cfg(target_arch = "x86_64")]
 pub(crate) use scale::{add_scaled_run, kron_block};
 

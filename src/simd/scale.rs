@@ -211,30 +211,48 @@ pub(crate) unsafe fn kron_block(
     }
 }
 
-/// `dst[i + j·ds] = conj(src[i + j·ss])` for `i < m`, `j < n`: the conjugate of a strided
-/// block of columns, all columns in one call (on the AVX2 path one 256-bit `xor` per two
-/// entries, a 128-bit one for an odd last entry). For small results, where a call per
-/// column cost more than the loop it replaced (docs/benchmarks.md).
+/// Which signs [`flip_cols`] flips.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Flip {
+    /// The imaginary part's: the conjugate.
+    Imag,
+    /// Both parts': the negation.
+    Both,
+}
+
+/// `dst[i + j·ds] = conj(src[i + j·ss])` (or `−src[…]` for [`Flip::Both`]) for `i < m`,
+/// `j < n`: the conjugate or negation of a strided block of columns, all columns in one call
+/// (on the AVX2 path one 256-bit `xor` per two entries, a 128-bit one for an odd last entry).
+/// For small results, where a call per column cost more than the loop it replaced
+/// (docs/benchmarks.md). A sign flip is the scalar `conj` and `-` to the bit, NaN included.
 ///
 /// # Safety
 /// `src` is valid for reads and `dst` for writes at `i + j·stride` for every `i < m`, `j < n`
 /// (their own strides `ss`, `ds`), and the two regions do not overlap.
-pub(crate) unsafe fn conj_cols(
+pub(crate) unsafe fn flip_cols(
     src: *const c64,
     ss: usize,
     dst: *mut c64,
     ds: usize,
     (m, n): (usize, usize),
+    flip: Flip,
 ) {
     #[cfg(target_arch = "x86_64")]
     if super::avx2() {
         // SAFETY: the CPU has AVX2 (checked just above); the pointers as this function's.
-        return unsafe { avx::conj_cols(src, ss, dst, ds, (m, n)) };
+        return unsafe { avx::flip_cols(src, ss, dst, ds, (m, n), flip) };
     }
     for j in 0..n {
         for i in 0..m {
             // SAFETY: i < m and j < n: in bounds of both regions (the caller's contract).
-            unsafe { dst.add(i + j * ds).write(super::conj(*src.add(i + j * ss))) };
+            unsafe {
+                let x = *src.add(i + j * ss);
+                let y = match flip {
+                    Flip::Imag => super::conj(x),
+                    Flip::Both => -x,
+                };
+                dst.add(i + j * ds).write(y);
+            }
         }
     }
 }
@@ -246,36 +264,41 @@ mod avx {
 
     use crate::scalar::c64;
 
-    /// [`super::conj_cols`] with AVX2.
+    /// [`super::flip_cols`] with AVX2.
     ///
     /// # Safety
-    /// As [`super::conj_cols`]; the CPU has AVX2.
+    /// As [`super::flip_cols`]; the CPU has AVX2.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn conj_cols(
+    pub(super) unsafe fn flip_cols(
         src: *const c64,
         ss: usize,
         dst: *mut c64,
         ds: usize,
         (m, n): (usize, usize),
+        flip: super::Flip,
     ) {
-        let flip = _mm256_set_pd(-0.0, 0.0, -0.0, 0.0);
+        let re = match flip {
+            super::Flip::Imag => 0.0,
+            super::Flip::Both => -0.0,
+        };
+        let mask = _mm256_set_pd(-0.0, re, -0.0, re);
         let pairs = m / 2;
         for j in 0..n {
             // SAFETY: column j's m entries lie at j·ss.. and j·ds.. of the regions (the
             // caller's contract); each 256-bit access covers entries 2k and 2k + 1 < m, the
-            // 128-bit one entry m − 1; `c64` is two f64 (re, im), so the sign of each odd f64
-            // is an imaginary part's.
+            // 128-bit one entry m − 1; `c64` is two f64 (re, im), so the mask's lanes are
+            // (re, im, re, im).
             unsafe {
                 let (s, d) = (src.add(j * ss).cast::<f64>(), dst.add(j * ds).cast::<f64>());
                 for k in 0..pairs {
                     let v = _mm256_loadu_pd(s.add(4 * k));
-                    _mm256_storeu_pd(d.add(4 * k), _mm256_xor_pd(v, flip));
+                    _mm256_storeu_pd(d.add(4 * k), _mm256_xor_pd(v, mask));
                 }
                 if m % 2 == 1 {
                     let v = _mm_loadu_pd(s.add(4 * pairs));
                     _mm_storeu_pd(
                         d.add(4 * pairs),
-                        _mm_xor_pd(v, _mm256_castpd256_pd128(flip)),
+                        _mm_xor_pd(v, _mm256_castpd256_pd128(mask)),
                     );
                 }
             }
@@ -354,11 +377,12 @@ mod avx {
 mod tests {
     use super::*;
 
-    /// Both instances conjugate every entry of every column to the bit (signed zeros, NaN and
-    /// infinities' imaginary signs flipped, real parts untouched) at strides with padding, odd
-    /// and even column lengths, and write nothing outside the columns.
+    /// Both instances conjugate or negate every entry of every column to the bit (signed
+    /// zeros, NaN and infinities' signs flipped, the real parts untouched by the conjugate)
+    /// at strides with padding, odd and even column lengths, and write nothing outside the
+    /// columns.
     #[test]
-    fn conj_cols_flips_each_imaginary_sign_in_place_of_the_columns() {
+    fn flip_cols_flips_the_signs_of_the_columns_only() {
         let special = [0.0, -0.0, 1.5, -2.25, f64::INFINITY, f64::NAN, 1e-310];
         for (m, n, ss, ds) in [
             (1, 1, 1, 1),
@@ -370,13 +394,18 @@ mod tests {
             let src: Vec<c64> = (0..ss * n)
                 .map(|k| c64::new(special[k % 7], special[(k * 3 + 1) % 7]))
                 .collect();
-            for baseline in [false, true] {
+            for (flip, baseline) in [
+                (Flip::Imag, false),
+                (Flip::Imag, true),
+                (Flip::Both, false),
+                (Flip::Both, true),
+            ] {
                 let marker = c64::new(7.0, 7.0);
                 let mut dst = vec![marker; ds * n + 1];
                 let dp = dst.as_mut_ptr();
                 // SAFETY: column j reads src[j·ss..j·ss + m] and writes dst[j·ds..j·ds + m],
                 // both within the vectors (m ≤ ss, m ≤ ds); they do not overlap.
-                let run = || unsafe { conj_cols(src.as_ptr(), ss, dp, ds, (m, n)) };
+                let run = || unsafe { flip_cols(src.as_ptr(), ss, dp, ds, (m, n), flip) };
                 if baseline {
                     crate::simd::baseline(run);
                 } else {
@@ -386,7 +415,8 @@ mod tests {
                     let (j, i) = (k / ds, k % ds);
                     if j < n && i < m {
                         let x = src[i + j * ss];
-                        assert_eq!(d.re.to_bits(), x.re.to_bits(), "({i}, {j}) of {m}×{n}");
+                        let re = if flip == Flip::Both { -x.re } else { x.re };
+                        assert_eq!(d.re.to_bits(), re.to_bits(), "({i}, {j}) of {m}×{n}");
                         assert_eq!(d.im.to_bits(), (-x.im).to_bits(), "({i}, {j}) of {m}×{n}");
                     } else {
                         assert_eq!(*d, marker, "slot {k} outside the columns");
