@@ -15,8 +15,8 @@
 //! is only used when every part of both inputs is finite and at most 2⁴⁸⁰ in magnitude (so no
 //! sum or product overflows where the complex product would not); otherwise, and when its
 //! scratch (4.5 times the result for square factors, more for long inner dimensions) does
-//! not fit within [`crate::dense_limit`] or cannot be allocated, the caller runs the complex
-//! product.
+//! not fit within [`crate::dense_limit`] or the memory available, or cannot be allocated, the
+//! caller runs the complex product.
 
 use std::mem::MaybeUninit;
 
@@ -64,7 +64,7 @@ pub(crate) fn gemm_3m(
 /// The scratch is never zero-filled. Against the earlier form (zeroed scratch, the sums and
 /// the imaginary part in passes of their own: about twice the bytes moved), the time a call
 /// takes beyond its three real products, one thread, paired medians of three alternations:
-/// n = 1000 20–24 → 4–17 ms, n = 500 5.8–8.1 → 2.8–3.8 ms (docs/benchmarks.md).
+/// n = 1000 18–24 → 4–17 ms, n = 500 5.3–8.1 → 2.8–4.8 ms (docs/benchmarks.md).
 fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, par: Par) -> bool {
     let (m, k, n) = (a.nrows(), a.ncols(), b.ncols());
     if b.nrows() != k || out.nrows() != m || out.ncols() != n || m == 0 || n == 0 || k == 0 {
@@ -74,7 +74,12 @@ fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, 
     let scratch = [m.checked_mul(k), k.checked_mul(n), m.checked_mul(n)]
         .into_iter()
         .try_fold(0usize, |s, x| s.checked_add(x?.checked_mul(24)?));
-    if scratch.is_none_or(|bytes| bytes > crate::engine::dense_limit()) {
+    // Over the dense limit, or more than the memory available now (Linux grants a reservation
+    // it cannot back, and writing it would end the process): the complex product needs none.
+    if scratch.is_none_or(|bytes| {
+        bytes > crate::engine::dense_limit()
+            || crate::storage::alloc::check_memory("matmul", (m, n), bytes as u128).is_err()
+    }) {
         return false;
     }
     let Some(out) = out.try_as_col_major_mut() else {
