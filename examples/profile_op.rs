@@ -10,9 +10,10 @@
 //!
 //! Arguments: `OP KIND N [SECONDS]`, with OP one of add, sub, matmul, kron, adjoint, conj,
 //! neg, transpose, mul, expm, to_dense, to_csr, expect, trace; KIND one of csr (rand10),
-//! tridiag, dense, or csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an n×1 Dense), or
-//! `A,B` for operands of two kinds (`matmul csr,ket 1000`). Prints the mean time per call;
-//! with `COLD_MB=64` in the environment, the median of calls that each start out of cache.
+//! tridiag, dense, or csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an
+//! n×1 Dense), or `A,B` for operands of two kinds (`matmul csr,ket 1000`). Prints the mean time
+//! per call; with `COLD_MB=64` in the environment, the median of calls that each start out of
+//! cache.
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};
