@@ -43,7 +43,7 @@ use std::ops::{Add, Div, Mul, Neg, Sub};
 use crate::dispatch::Out;
 use crate::error::Result;
 use crate::ops;
-use crate::scalar::c64;
+use crate::scalar::{MINUS_ONE, c64};
 use crate::storage::{Csr, Data, Dense};
 
 /// Implements a binary operator for the four owned/borrowed combinations of `$l` and `$r`,
@@ -161,8 +161,6 @@ macro_rules! negate {
     };
 }
 
-const MINUS_ONE: c64 = c64::new(-1.0, 0.0);
-
 /// `+` and `-` for one pair of kinds through one `a + s·b` kernel (s = 1 and −1).
 macro_rules! add_sub {
     ($l:ty, $r:ty, $out:ty, $kernel:path) => {
@@ -186,8 +184,12 @@ add_sub!(Dense, Dense, Dense, ops::add_dense);
 add_sub!(Csr, Csr, Csr, ops::add_csr);
 add_sub!(Csr, Dense, Dense, ops::add_csr_dense);
 add_sub!(Dense, Csr, Dense, ops::add_dense_csr);
-negate!(Dense, Dense, |a| ops::mul_dense(a, MINUS_ONE));
-negate!(Csr, Csr, |a| ops::mul_csr(a, MINUS_ONE));
+negate!(Dense, Dense, |a| ops::dense_flip(
+    "neg",
+    a,
+    crate::simd::Flip::Both
+));
+negate!(Csr, Csr, |a| ops::csr_map("neg", a, |x| -x));
 scalar!(Dense, Dense, |a, s| ops::mul_dense(a, s));
 scalar!(Csr, Csr, |a, s| ops::mul_csr(a, s));
 

@@ -10,3 +10,7 @@ pub(crate) const ZERO: c64 = c64::new(0.0, 0.0);
 
 /// `1 + 0i`.
 pub(crate) const ONE: c64 = c64::new(1.0, 0.0);
+
+/// `−1 + 0i`: a scale the sums take as a subtraction (`x − y`, not `x + (−1)·y`, whose complex
+/// product turns an infinite part of `y` into NaN: numpy's `a - b` and `-a` keep it).
+pub(crate) const MINUS_ONE: c64 = c64::new(-1.0, 0.0);

@@ -433,3 +433,67 @@ fn eigs_defaults_are_the_documented_ones() {
     assert_eq!((o.tol, o.max_iter, o.krylov_dim), (0.0, 0, None));
     assert_eq!(o.method, polymat::ops::EigsMethod::Auto);
 }
+
+/// `a − b`, `−a` and `a −= b` keep infinite parts as numpy's `a - b` and `-a` do, on every
+/// kind and through the operators: a subtraction, not `a + (−1)·b`, whose complex product turns
+/// `0·∞` into NaN (`(1 + ∞i)·(−1)` has real part `−1 − 0·∞`).
+#[test]
+fn subtraction_and_negation_keep_infinite_parts() {
+    let inf = f64::INFINITY;
+    let a = Dense::from_rows(&[[c(1.0, 2.0), c(0.0, 0.0)], [c(3.0, -1.0), c(4.0, 0.5)]]).unwrap();
+    let b = Dense::from_rows(&[[c(1.0, inf), c(0.0, 0.0)], [c(-inf, 2.0), c(0.5, 0.0)]]).unwrap();
+    // numpy: a - b and -b.
+    let diff = [[c(0.0, -inf), c(0.0, 0.0)], [c(inf, -3.0), c(3.5, 0.5)]];
+    let neg = [
+        [c(-1.0, -inf), c(-0.0, -0.0)],
+        [c(inf, -2.0), c(-0.5, -0.0)],
+    ];
+    let same = |d: &Data, want: &[[c64; 2]; 2], what: &str| {
+        let d = polymat::to(Kind::DENSE, d).unwrap();
+        let d = d.downcast_ref::<Dense>().unwrap();
+        for (i, row) in want.iter().enumerate() {
+            for (j, w) in row.iter().enumerate() {
+                let g = d.get(i, j);
+                // Stored zeros may be dropped by sparse kinds: compare zeros by value.
+                assert!(
+                    g == *w && !g.re.is_nan() && !g.im.is_nan(),
+                    "{what}: ({i}, {j}) is {g}, numpy gives {w}"
+                );
+            }
+        }
+    };
+    for ka in [Kind::DENSE, Kind::CSR, Kind::DIA] {
+        for kb in [Kind::DENSE, Kind::CSR, Kind::DIA] {
+            let (x, y) = (
+                polymat::to(ka, &a.clone().into()).unwrap(),
+                polymat::to(kb, &b.clone().into()).unwrap(),
+            );
+            let what = format!("{ka} − {kb}");
+            same(&polymat::sub(&x, &y, Out::Auto).unwrap(), &diff, &what);
+            same(&(&x - &y).unwrap(), &diff, &what);
+            let mut z = x.clone();
+            polymat::iadd(&mut z, &y, c(-1.0, 0.0)).unwrap();
+            same(&z, &diff, &format!("{what} in place"));
+        }
+        let y = polymat::to(ka, &b.clone().into()).unwrap();
+        same(
+            &polymat::neg(&y, Out::Auto).unwrap(),
+            &neg,
+            &format!("−{ka}"),
+        );
+        same(&(-&y).unwrap(), &neg, &format!("−{ka} (operator)"));
+    }
+    // The concrete kinds' operators.
+    let (da, db) = (a.clone(), b.clone());
+    let csr = |d: &Dense| {
+        let s = polymat::to(Kind::CSR, &d.clone().into()).unwrap();
+        s.downcast_ref::<Csr>().unwrap().clone()
+    };
+    let (ca, cb) = (csr(&da), csr(&db));
+    same(&(&da - &db).unwrap().into(), &diff, "Dense − Dense");
+    same(&(&ca - &cb).unwrap().into(), &diff, "Csr − Csr");
+    same(&(&ca - &db).unwrap().into(), &diff, "Csr − Dense");
+    same(&(&da - &cb).unwrap().into(), &diff, "Dense − Csr");
+    same(&(-&db).unwrap().into(), &neg, "−Dense");
+    same(&(-&cb).unwrap().into(), &neg, "−Csr");
+}

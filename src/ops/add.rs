@@ -10,7 +10,7 @@ use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
-use crate::scalar::{ONE, ZERO};
+use crate::scalar::{MINUS_ONE, ONE, ZERO};
 use crate::shape::same_shape;
 use crate::storage::alloc::{self, csr_buffers, try_with_capacity};
 use crate::storage::{Csr, Data, Dense, Dia};
@@ -47,7 +47,7 @@ pub static SUB: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("sub", 2)
         .check_same_shape()
         .generic("sub_via_add", |args: &[&Data], out, _: &()| {
-            ADD.call(args, out, &c64::new(-1.0, 0.0))
+            ADD.call(args, out, &MINUS_ONE)
         })
         .builtin()
 });
@@ -112,6 +112,9 @@ pub fn add_dense(a: &Dense, b: &Dense, scale: c64) -> Result<Dense> {
     same_shape("add", a.shape(), b.shape())?;
     if scale == ONE {
         super::dense_zip("add", a, b, |x, y| x + y)
+    } else if scale == MINUS_ONE {
+        // `sub`: x − y, exact for infinite parts (see `MINUS_ONE`).
+        super::dense_zip("add", a, b, |x, y| x - y)
     } else if a.layout() == b.layout() && !crate::engine::streams(a.shape().0, a.shape().1, 2) {
         // (A result too large for the cache goes through `dense_zip`'s non-temporal stores;
         // its `x + scale * y` is `add_scaled_into`'s arithmetic, bit for bit.)
@@ -144,6 +147,8 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
     if a.indptr() == b.indptr() && a.indices() == b.indices() {
         return if scale == ONE {
             add_same_pattern(a, b, |y| y)
+        } else if scale == MINUS_ONE {
+            add_same_pattern(a, b, |y| -y)
         } else {
             add_same_pattern(a, b, |y| scale * y)
         };
@@ -153,6 +158,8 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
     if workers > 1 {
         let sum = if scale == ONE {
             add_csr_parallel(a, b, |y| y, workers)?
+        } else if scale == MINUS_ONE {
+            add_csr_parallel(a, b, |y| -y, workers)?
         } else {
             add_csr_parallel(a, b, |y| scale * y, workers)?
         };
@@ -162,6 +169,8 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
     }
     if scale == ONE {
         add_csr_serial(a, b, cap, |y| y)
+    } else if scale == MINUS_ONE {
+        add_csr_serial(a, b, cap, |y| -y)
     } else {
         add_csr_serial(a, b, cap, |y| scale * y)
     }
@@ -428,6 +437,8 @@ pub fn add_csr_dense(a: &Csr, b: &Dense, scale: c64) -> Result<Dense> {
     same_shape("add", a.shape(), b.shape())?;
     let mut out = if scale == ONE {
         b.clone()
+    } else if scale == MINUS_ONE {
+        super::dense_flip("add", b, crate::simd::Flip::Both)?
     } else {
         // SAFETY: `scale_into` writes every element of `out`, as long as `x`.
         unsafe { super::dense_map_cols("add", b, |x, out| crate::simd::scale_into(out, scale, x)) }?
@@ -452,10 +463,16 @@ pub(crate) fn scatter_add(out: &mut Dense, s: &Csr, scale: c64) {
     let (p, idx, val) = (s.indptr(), s.indices(), s.data());
     let row_major = out.layout() == crate::storage::Layout::RowMajor;
     let buf = out.buffer_mut();
+    // −1 subtracts (exact for infinite parts, see `MINUS_ONE`).
+    let minus = scale == MINUS_ONE;
     for i in 0..s.shape().0 {
         for k in p[i]..p[i + 1] {
             let at = if row_major { (idx[k], i) } else { (i, idx[k]) };
-            buf[at] += scale * val[k];
+            if minus {
+                buf[at] -= val[k];
+            } else {
+                buf[at] += scale * val[k];
+            }
         }
     }
 }

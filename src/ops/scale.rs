@@ -28,9 +28,7 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             super::dense_flip("neg", a, crate::simd::Flip::Both)
         })
         .unary("neg_csr", |a: &Csr, _: &()| csr_map("neg", a, |x| -x))
-        .unary("neg_dia", |a: &Dia, _: &()| {
-            super::dia::mul_dia(a, c64::new(-1.0, 0.0))
-        })
+        .unary("neg_dia", |a: &Dia, _: &()| super::dia::neg_dia(a))
         .unary("neg_gpu", |a: &GpuDense, _: &()| {
             a.scale(c64::new(-1.0, 0.0))
         })

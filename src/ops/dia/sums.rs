@@ -2,7 +2,7 @@
 
 use super::{Builder, diagonals, valid_row};
 use crate::error::Result;
-use crate::scalar::{ZERO, c64};
+use crate::scalar::{MINUS_ONE, ZERO, c64};
 use crate::shape::same_shape;
 use crate::storage::{Dia, alloc, valid_cols};
 
@@ -71,7 +71,12 @@ pub fn add_dia(a: &Dia, b: &Dia, scale: c64) -> Result<Dia> {
                         .iter()
                         .zip(valid_row(b, kb, js.clone()))
                         .map(|(x, y)| {
-                            let v = x + scale * y;
+                            // −1 subtracts (exact for infinite parts, see `MINUS_ONE`).
+                            let v = if scale == MINUS_ONE {
+                                x - y
+                            } else {
+                                x + scale * y
+                            };
                             nonzero |= v != ZERO;
                             v
                         }),
@@ -82,7 +87,11 @@ pub fn add_dia(a: &Dia, b: &Dia, scale: c64) -> Result<Dia> {
                 }
             }
             (Some(ka), None) => data.extend_from_slice(valid_row(a, ka, js.clone())),
-            (None, Some(kb)) => data.extend(valid_row(b, kb, js.clone()).iter().map(|y| scale * y)),
+            (None, Some(kb)) => data.extend(
+                valid_row(b, kb, js.clone())
+                    .iter()
+                    .map(|y| if scale == MINUS_ONE { -y } else { scale * y }),
+            ),
             (None, None) => unreachable!("one input holds the offset"),
         }
         data.resize(start + n, ZERO);
@@ -123,6 +132,15 @@ pub fn mul_dia(a: &Dia, s: c64) -> Result<Dia> {
         }
     }
     Ok(out.finish())
+}
+
+/// `−a`, each part's sign flipped (exact for infinite parts, where `(−1)·a`'s complex product
+/// gives NaN).
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
+pub fn neg_dia(a: &Dia) -> Result<Dia> {
+    Ok(Builder::mapped("neg", a, |x| -x)?.finish())
 }
 
 /// `conj(a)`.
