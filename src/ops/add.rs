@@ -73,7 +73,9 @@ pub fn add(a: &Data, b: &Data, out: Out) -> Result<Data> {
     ADD.call(&[a, b], out, &ONE)
 }
 
-/// `a + scale·b`.
+/// `a + scale·b`. A scale of exactly −1 subtracts (`a − b`, what [`sub`] runs), which keeps
+/// infinite parts as numpy's `a - b` does; any other scale multiplies `b`'s entries as complex
+/// numbers (so `0·∞` parts give NaN, as `a + s*b` in numpy).
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
