@@ -10,7 +10,7 @@ use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
-use crate::scalar::{MINUS_ONE, ONE, ZERO};
+use crate::scalar::{MINUS_ONE, ONE, ZERO, scaled};
 use crate::shape::same_shape;
 use crate::storage::alloc::{self, csr_buffers, try_with_capacity};
 use crate::storage::{Csr, Data, Dense, Dia};
@@ -149,10 +149,8 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
     if a.indptr() == b.indptr() && a.indices() == b.indices() {
         return if scale == ONE {
             add_same_pattern(a, b, |y| y)
-        } else if scale == MINUS_ONE {
-            add_same_pattern(a, b, |y| -y)
         } else {
-            add_same_pattern(a, b, |y| scale * y)
+            add_same_pattern(a, b, |y| scaled(scale, y))
         };
     }
     let workers = engine::workers(Family::CsrRows, cap);
@@ -160,10 +158,8 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
     if workers > 1 {
         let sum = if scale == ONE {
             add_csr_parallel(a, b, |y| y, workers)?
-        } else if scale == MINUS_ONE {
-            add_csr_parallel(a, b, |y| -y, workers)?
         } else {
-            add_csr_parallel(a, b, |y| scale * y, workers)?
+            add_csr_parallel(a, b, |y| scaled(scale, y), workers)?
         };
         if let Some(sum) = sum {
             return Ok(sum);
@@ -171,10 +167,8 @@ pub fn add_csr(a: &Csr, b: &Csr, scale: c64) -> Result<Csr> {
     }
     if scale == ONE {
         add_csr_serial(a, b, cap, |y| y)
-    } else if scale == MINUS_ONE {
-        add_csr_serial(a, b, cap, |y| -y)
     } else {
-        add_csr_serial(a, b, cap, |y| scale * y)
+        add_csr_serial(a, b, cap, |y| scaled(scale, y))
     }
 }
 
@@ -465,16 +459,10 @@ pub(crate) fn scatter_add(out: &mut Dense, s: &Csr, scale: c64) {
     let (p, idx, val) = (s.indptr(), s.indices(), s.data());
     let row_major = out.layout() == crate::storage::Layout::RowMajor;
     let buf = out.buffer_mut();
-    // −1 subtracts (exact for infinite parts, see `MINUS_ONE`).
-    let minus = scale == MINUS_ONE;
     for i in 0..s.shape().0 {
         for k in p[i]..p[i + 1] {
             let at = if row_major { (idx[k], i) } else { (i, idx[k]) };
-            if minus {
-                buf[at] -= val[k];
-            } else {
-                buf[at] += scale * val[k];
-            }
+            buf[at] += scaled(scale, val[k]);
         }
     }
 }

@@ -2,7 +2,7 @@
 
 use crate::dispatch::Out;
 use crate::error::Result;
-use crate::scalar::{MINUS_ONE, c64};
+use crate::scalar::{c64, scaled};
 use crate::shape::same_shape;
 use crate::storage::{Csr, Data, Dense};
 
@@ -81,24 +81,15 @@ fn iadd_dense(dst: &mut Dense, src: &Dense, scale: c64) {
     let same = dst.layout() == src.layout();
     let buf = dst.buffer_mut();
     let other = src.buffer();
-    // −1 subtracts (exact for infinite parts, see `scalar::MINUS_ONE`).
-    let minus = scale == MINUS_ONE;
-    let update = |d: &mut c64, s: c64| {
-        if minus {
-            *d -= s;
-        } else {
-            *d += scale * s;
-        }
-    };
     for j in 0..if buf.nrows() == 0 { 0 } else { buf.ncols() } {
         let col = buf.col_as_slice_mut(j);
         if same {
             for (d, s) in col.iter_mut().zip(src.buffer_col(j)) {
-                update(d, *s);
+                *d += scaled(scale, *s);
             }
         } else {
             for (i, d) in col.iter_mut().enumerate() {
-                update(d, other[(j, i)]);
+                *d += scaled(scale, other[(j, i)]);
             }
         }
     }

@@ -2,7 +2,7 @@
 
 use super::{Builder, diagonals, valid_row};
 use crate::error::Result;
-use crate::scalar::{MINUS_ONE, ZERO, c64};
+use crate::scalar::{ZERO, c64, scaled};
 use crate::shape::same_shape;
 use crate::storage::{Dia, alloc, valid_cols};
 
@@ -71,12 +71,7 @@ pub fn add_dia(a: &Dia, b: &Dia, scale: c64) -> Result<Dia> {
                         .iter()
                         .zip(valid_row(b, kb, js.clone()))
                         .map(|(x, y)| {
-                            // −1 subtracts (exact for infinite parts, see `MINUS_ONE`).
-                            let v = if scale == MINUS_ONE {
-                                x - y
-                            } else {
-                                x + scale * y
-                            };
+                            let v = x + scaled(scale, *y);
                             nonzero |= v != ZERO;
                             v
                         }),
@@ -90,7 +85,7 @@ pub fn add_dia(a: &Dia, b: &Dia, scale: c64) -> Result<Dia> {
             (None, Some(kb)) => data.extend(
                 valid_row(b, kb, js.clone())
                     .iter()
-                    .map(|y| if scale == MINUS_ONE { -y } else { scale * y }),
+                    .map(|y| scaled(scale, *y)),
             ),
             (None, None) => unreachable!("one input holds the offset"),
         }
