@@ -215,33 +215,7 @@ pub(crate) fn csr_with_values(op: &str, a: &Csr, fill: impl FnOnce(&mut Vec<c64>
 /// two terms, so both parts vanishing would need `|x|²|y|² ≤ 2γ₂²|x|²|y|²`, impossible.
 /// NaN and infinite values never give an exact zero. O(len(a) + len(b)).
 pub(crate) fn products_nonzero(a: &[c64], b: &[c64]) -> bool {
-    crate::simd::avx2_fn! {
-        /// The smallest non-zero |part|, or `None` if a value is exactly zero. Branch-free,
-        /// with four running minima (two values a step); a NaN part never compares below.
-        fn smallest_part(v: &[c64]) -> Option<f64> {
-            let pick = |p: f64, least: f64| {
-                let a = p.abs();
-                if (p != 0.0) & (a < least) { a } else { least }
-            };
-            let (mut acc, mut zero) = ([f64::INFINITY; 4], false);
-            let mut pairs = v.chunks_exact(2);
-            for w in &mut pairs {
-                zero |= (w[0] == ZERO) | (w[1] == ZERO);
-                acc = [
-                    pick(w[0].re, acc[0]),
-                    pick(w[0].im, acc[1]),
-                    pick(w[1].re, acc[2]),
-                    pick(w[1].im, acc[3]),
-                ];
-            }
-            for z in pairs.remainder() {
-                zero |= *z == ZERO;
-                acc[0] = pick(z.re, acc[0]);
-                acc[1] = pick(z.im, acc[1]);
-            }
-            (!zero).then_some(acc[0].min(acc[1]).min(acc[2].min(acc[3])))
-        }
-    }
+    use crate::simd::smallest_part;
     match (smallest_part(a), smallest_part(b)) {
         (Some(x), Some(y)) => x * y >= f64::powi(2.0, -960),
         _ => false,

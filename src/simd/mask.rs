@@ -1,4 +1,6 @@
-//! The bit mask of a column chunk's non-zero entries, for Dense → Csr.
+//! Zero tests of complex values: the bit mask of a column chunk's non-zero entries (Dense →
+//! Csr) and the smallest non-zero part of a slice (whether a Kronecker product can hold a
+//! zero).
 
 use crate::scalar::c64;
 
@@ -24,6 +26,33 @@ pub(crate) fn nonzero_mask(chunk: &[c64]) -> u64 {
 #[inline(always)]
 pub(crate) fn nonzero_bits(v: &c64) -> u64 {
     (v.re.to_bits() | v.im.to_bits()) << 1
+}
+
+/// The smallest non-zero `|part|` (real or imaginary) of the values, or `None` if a value is
+/// exactly zero (`±0 ± 0i`). NaN parts are passed over; `+∞` if no part is non-zero and finite
+/// or infinite (every part NaN, or no values).
+///
+/// The compiler's vectorisation of the fold handled one value per 128-bit step and moved each
+/// value's zero test to an integer register (15 instructions a value); the AVX2 instance takes
+/// two values a 256-bit step and keeps the test in a vector (about 5 a value).
+#[inline(always)]
+pub(crate) fn smallest_part(v: &[c64]) -> Option<f64> {
+    #[cfg(target_arch = "x86_64")]
+    if super::avx2() {
+        // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
+        return unsafe { avx::smallest_part(v) };
+    }
+    let pick = |p: f64, least: f64| {
+        let a = p.abs();
+        // NaN: `p != 0` holds but `a < least` does not.
+        if (p != 0.0) & (a < least) { a } else { least }
+    };
+    let (mut least, mut zero) = (f64::INFINITY, false);
+    for z in v {
+        zero |= (z.re == 0.0) & (z.im == 0.0);
+        least = pick(z.im, pick(z.re, least));
+    }
+    (!zero).then_some(least)
 }
 
 /// The mask, one entry at a time.
@@ -83,6 +112,58 @@ mod avx {
         }
         mask
     }
+
+    /// [`super::smallest_part`], two values a step in each of two running minima: per value
+    /// `|part|` where the part is non-zero (NaN included) and below the minimum replaces it,
+    /// and a value whose parts both compare equal to zero sets a lane of `zeros`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn smallest_part(v: &[c64]) -> Option<f64> {
+        let p = v.as_ptr().cast::<f64>();
+        let abs = _mm256_castsi256_pd(_mm256_set1_epi64x(i64::MAX));
+        let zero = _mm256_setzero_pd();
+        let mut least = [_mm256_set1_pd(f64::INFINITY); 2];
+        let mut zeros = _mm256_setzero_pd();
+        let mut step = |x: __m256d, least: &mut __m256d| {
+            let a = _mm256_and_pd(x, abs);
+            // Unordered: NaN counts as non-zero (as `p != 0.0`); ordered `<`: NaN never below.
+            let nonzero = _mm256_cmp_pd::<_CMP_NEQ_UQ>(x, zero);
+            let below = _mm256_and_pd(nonzero, _mm256_cmp_pd::<_CMP_LT_OQ>(a, *least));
+            *least = _mm256_blendv_pd(*least, a, below);
+            let eq = _mm256_cmp_pd::<_CMP_EQ_OQ>(x, zero);
+            zeros = _mm256_or_pd(zeros, _mm256_and_pd(eq, _mm256_permute_pd::<0b0101>(eq)));
+        };
+        let n = v.len();
+        let mut k = 0;
+        while k + 4 <= n {
+            // SAFETY: values k..k + 4 exist (doubles 2k..2k + 8); unaligned loads.
+            let (x0, x1) = unsafe {
+                (
+                    _mm256_loadu_pd(p.add(2 * k)),
+                    _mm256_loadu_pd(p.add(2 * k + 4)),
+                )
+            };
+            let [l0, l1] = &mut least;
+            step(x0, l0);
+            step(x1, l1);
+            k += 4;
+        }
+        while k < n {
+            // One value in the lower lane, +∞ (non-zero, never below) in the upper one.
+            // SAFETY: value k exists (doubles 2k, 2k + 1).
+            let x = unsafe { _mm_loadu_pd(p.add(2 * k)) };
+            let x =
+                _mm256_insertf128_pd::<1>(_mm256_castpd128_pd256(x), _mm_set1_pd(f64::INFINITY));
+            step(x, &mut least[0]);
+            k += 1;
+        }
+        if _mm256_movemask_pd(zeros) != 0 {
+            return None;
+        }
+        // No lane holds NaN (only finite or infinite |parts| replace +∞), so `min` is exact.
+        let m = _mm256_min_pd(least[0], least[1]);
+        let m = _mm_min_pd(_mm256_castpd256_pd128(m), _mm256_extractf128_pd::<1>(m));
+        Some(_mm_cvtsd_f64(_mm_min_sd(m, _mm_unpackhi_pd(m, m))))
+    }
 }
 
 #[cfg(test)]
@@ -105,5 +186,73 @@ mod tests {
                 assert_eq!(crate::simd::baseline(|| nonzero_mask(chunk)), want);
             }
         }
+    }
+
+    /// Both instances against the definition on every length up to 40 and every start, with
+    /// signed zeros, NaN, infinities and subnormals in either part; a value `±0 ± 0i` anywhere
+    /// gives `None`, a zero part beside a non-zero one does not.
+    #[test]
+    fn smallest_part_matches_the_definition() {
+        let parts = [
+            0.0,
+            -0.0,
+            1.0,
+            f64::NAN,
+            f64::INFINITY,
+            5e-324,
+            -2.5,
+            0.25,
+            -1e300,
+        ];
+        let values: Vec<c64> = (0..48)
+            .map(|k| c64::new(parts[(k * 5 + k / 7) % 9], parts[(k * 7 + k / 3 + 2) % 9]))
+            .collect();
+        let want = |v: &[c64]| -> Option<f64> {
+            if v.iter().any(|z| z.re == 0.0 && z.im == 0.0) {
+                return None;
+            }
+            let nonzero = v.iter().flat_map(|z| [z.re, z.im]).filter(|p| *p != 0.0);
+            Some(
+                nonzero
+                    .map(f64::abs)
+                    .filter(|a| !a.is_nan())
+                    .fold(f64::INFINITY, f64::min),
+            )
+        };
+        let mut zeros_seen = (0, 0);
+        for len in 0..=40 {
+            for start in 0..=(48 - len) {
+                let v = &values[start..start + len];
+                let w = want(v);
+                if w.is_none() {
+                    zeros_seen.0 += 1;
+                } else {
+                    zeros_seen.1 += 1;
+                }
+                let same = |x: Option<f64>| x.map(f64::to_bits) == w.map(f64::to_bits);
+                assert!(same(smallest_part(v)), "len {len} from {start}");
+                assert!(
+                    same(crate::simd::baseline(|| smallest_part(v))),
+                    "baseline {len}"
+                );
+            }
+        }
+        // Both outcomes occur, and the ones that decide the minimum with no zero value.
+        assert!(zeros_seen.0 > 100 && zeros_seen.1 > 100, "{zeros_seen:?}");
+        let no_zero = [
+            c64::new(0.0, 3.0),
+            c64::new(-0.5, f64::NAN),
+            c64::new(2.0, -0.0),
+        ];
+        for v in [&no_zero[..], &no_zero[1..], &no_zero[..1]] {
+            assert_eq!(smallest_part(v), want(v));
+            assert_eq!(crate::simd::baseline(|| smallest_part(v)), want(v));
+        }
+        assert_eq!(smallest_part(&no_zero), Some(0.5));
+        assert_eq!(smallest_part(&[]), Some(f64::INFINITY));
+        assert_eq!(
+            smallest_part(&[c64::new(f64::NAN, f64::NAN)]),
+            Some(f64::INFINITY)
+        );
     }
 }
