@@ -330,7 +330,8 @@ fn parallel_results_above_thresholds_are_correct() {
 }
 
 /// Large results are written with non-temporal stores (`simd::stream`, where the engine decides
-/// so): every entry of every streamed map and zip must still be the definition's, serial and
+/// so): every entry of every streamed map and zip (and of a Csr → Dense, whose zero fill is
+/// streamed) must still be the definition's, serial and
 /// parallel, for both layouts of the input (a transposed Dense is row-major). Run with every
 /// pass streamed (`set_stream_bytes(1)`: odd shapes, so each column ends with an entry stored
 /// alone) and at the default (n = 1030, 17 MB a matrix: streamed where the last-level cache
@@ -424,6 +425,35 @@ fn streamed_case(m: usize, n: usize) {
                 },
             ),
         ];
+        // Csr → Dense: zeroed in pieces (streamed where the engine says so), then scattered;
+        // the buffers freed by the cases above hold non-zeros to be overwritten.
+        let kept = |i: usize, j: usize| (i * 7 + j * 3) % 5 == 0;
+        let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
+        for i in 0..m {
+            for j in (0..n).filter(|&j| kept(i, j)) {
+                (r.push(i), c.push(j), v.push(at.get(i, j)));
+            }
+        }
+        let sparse: Data = Csr::from_triplets((m, n), &r, &c, &v).unwrap().into();
+        let x = at.clone();
+        let mut cases = cases;
+        cases.push((
+            "Csr to Dense",
+            (m, n),
+            // A dirty buffer of the result's size freed just before: the allocator tends to
+            // hand it back, so an entry the zero fill missed would show its 7 − 7i.
+            Box::new(|| {
+                drop(Dense::from_fn(m, n, |_, _| c64::new(7.0, -7.0)));
+                polymat::to(Kind::DENSE, &sparse)
+            }),
+            Box::new(move |i, j| {
+                if kept(i, j) {
+                    x.get(i, j)
+                } else {
+                    c64::new(0.0, 0.0)
+                }
+            }),
+        ));
         for (what, shape, call, def) in &cases {
             let (serial, parallel) = both(call);
             for r in [serial.unwrap(), parallel.unwrap()] {

@@ -3,23 +3,18 @@
 use faer::Mat;
 use rayon::prelude::*;
 
-use crate::engine::{self, Entries, Family, OutColumns};
+use crate::engine::{self, Entries, Family};
 use crate::error::Result;
-use crate::scalar::{ZERO, c64};
+use crate::scalar::c64;
 use crate::storage::{Csr, Dense, alloc};
 
-crate::simd::avx2_fn! {
-    /// Fills every slice of `cols` with zeros (256-bit stores where the CPU has AVX2).
-    fn zero_cols(cols: &mut OutColumns<'_>) {
-        for col in cols.iter_mut() {
-            col.fill(std::mem::MaybeUninit::new(ZERO));
-        }
-    }
-}
+/// The zero fill of the parallel path is split into pieces of this many entries (1 MiB) or
+/// more, four per worker at least.
+const ZERO_PIECE: usize = 1 << 16;
 
 /// Scatters the stored entries into a zeroed column-major matrix (on one thread: one
-/// `memset`, [`csr_to_dense_serial`]; else zeroed by column blocks and scattered by row blocks
-/// in parallel above the engine's Csr threshold). O(rows·cols + nnz).
+/// `memset`, [`csr_to_dense_serial`]; else zeroed by `memset`s of contiguous pieces and
+/// scattered by row blocks in parallel above the engine's Csr threshold). O(rows·cols + nnz).
 ///
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the dense result passes the dense limit:
@@ -33,14 +28,38 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
             alloc::reserve_mat("to Dense", m, n)?,
         ));
     }
-    // SAFETY: every column slice handed out is filled with zeros in full.
-    let mut mat =
-        unsafe { alloc::build_mat("to Dense", m, n, workers, |_, _, cols| zero_cols(cols)) }?;
     if m == 0 || n == 0 {
-        return Ok(Dense::new(mat));
+        return Ok(Dense::new(alloc::zeros_mat("to Dense", m, n)?));
     }
+    let mut mat = alloc::reserve_mat("to Dense", m, n)?;
+    // SAFETY: `mat` was reserved for m × n; every entry is zeroed below before anything reads
+    // the matrix, and c64 has no drop glue.
+    unsafe { mat.set_dims(m, n) };
     let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
     let base = Entries(mat.as_ptr_mut());
+    // The zero fill by contiguous pieces (padding between columns included, as on one
+    // thread): non-temporal stores where the result passes the engine's streaming size, else
+    // `memset`. Column by column with ordinary vector stores, two threads took 2–3 times as
+    // long as one thread's single `memset` from 3000 × 3000 up (every line read before it is
+    // written; docs/benchmarks.md).
+    let total = stride * (n - 1) + m;
+    let piece = total.div_ceil(workers * 4).max(ZERO_PIECE);
+    let stream = engine::streams(m, n, 0);
+    (0..total.div_ceil(piece)).into_par_iter().for_each(|k| {
+        let (start, len) = (k * piece, piece.min(total - k * piece));
+        // SAFETY: [start, start + len) lies within the first `total` entries of the allocation
+        // (reserved for n columns of stride `stride`); the pieces are disjoint, and all-zero
+        // bytes are the complex number 0.
+        unsafe {
+            if stream {
+                let out = std::slice::from_raw_parts_mut(base.get().add(start).cast(), len);
+                crate::simd::stream::zeros(out);
+                crate::simd::stream::fence();
+            } else {
+                std::ptr::write_bytes(base.get().add(start), 0, len);
+            }
+        }
+    });
     // SAFETY: `base` is the m × n matrix of column stride `stride` (a's shape); each row is
     // written by one worker only, and nothing reads the matrix until the scatter ends.
     let scatter =
@@ -135,8 +154,6 @@ mod tests {
             (256, 256),
             (257, 255),
         ] {
-            // A dropped Dense of this shape leaves its buffer (full of non-zeros) in the pool.
-            drop(Dense::from_fn(m, n, |_, _| c64::new(7.0, -7.0)));
             let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
             for i in 0..m {
                 for j in [(i * 3) % n, (i * 5 + 1) % n] {
@@ -147,6 +164,9 @@ mod tests {
             }
             let a = Csr::from_triplets((m, n), &r, &c, &v).unwrap();
             for force in [false, true] {
+                // A dropped Dense of this shape leaves its buffer (full of non-zeros) in the
+                // pool (at most 256 entries) or, larger, usually at the allocator's front.
+                drop(Dense::from_fn(m, n, |_, _| c64::new(7.0, -7.0)));
                 engine::set_force_parallel(force);
                 let d = csr_to_dense(&a);
                 engine::set_force_parallel(false);

@@ -34,6 +34,14 @@ pub(crate) fn zip(out: &mut [MaybeUninit<c64>], x: &[c64], y: &[c64], f: impl Fn
     });
 }
 
+/// `out[k] = 0` for every slot, through non-temporal stores (see [`fill`]): the zero fill of
+/// a large result, which glibc's `memset` streams only above its own threshold. Call
+/// [`fence`] after the last of a result's streaming writes.
+#[inline(always)]
+pub(crate) fn zeros(out: &mut [MaybeUninit<c64>]) {
+    fill(out, |_| crate::scalar::ZERO);
+}
+
 /// `out[k] = g(k)` for every slot, in order: on x86-64 with AVX2, two slots per 32-byte
 /// non-temporal store (`vmovntpd`; a first slot written plainly when `out` starts between two
 /// 32-byte boundaries); without AVX2, one slot per 16-byte one (`movntpd`); plain writes when
