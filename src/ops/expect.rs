@@ -5,6 +5,7 @@
 //! A density matrix ρ of size n×n is stored as the n²×1 column `vec(ρ)`, whose entry
 //! `i + n·j` is `ρ[i, j]`; a superoperator acts on it as an n²×n² matrix.
 
+use std::mem::MaybeUninit;
 use std::sync::LazyLock;
 
 use faer::linalg::matmul::matmul as faer_matmul;
@@ -18,7 +19,8 @@ use crate::error::{Error, Result};
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::{ZERO, c64};
 use crate::shape::expect_shapes;
-use crate::storage::{Csr, Data, Dense, Dia};
+use crate::simd::gemm;
+use crate::storage::{Csr, Data, Dense, Dia, Layout};
 
 /// `⟨ψ|op|ψ⟩` for a ket ψ, `Tr(op·ρ)` for an operator ρ. Kernels: Dense², Csr², Csr op with
 /// Dense state (the common case of a sparse observable on a dense state), Dia with a Dense
@@ -77,6 +79,20 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
         // A ket (QuTiP reads a 1×1 state as a ket too): ψ†·(O·ψ).
         let psi = s.col(0);
         if engine::workers(Family::Matmul, n.saturating_mul(n)) == 1 {
+            // Up to 12 rows (column-major): O·ψ in registers, as Dense·ket computes it
+            // (`simd::gemm`), without the column slices and row blocks of `dense_gemv`:
+            // 10 × 10 1 765 → 972 instructions a call (docs/benchmarks.md).
+            if n <= gemm::MAX_ROWS && o.layout() == Layout::ColMajor {
+                let mut buf = [MaybeUninit::uninit(); gemm::MAX_ROWS * gemm::MAX_INNER];
+                if let Some(op) = gemm::Operand::of(o.buffer(), &mut buf, |c| o.buffer_col(c)) {
+                    let mut o_psi = [MaybeUninit::<c64>::uninit(); gemm::MAX_ROWS];
+                    gemm::column(&op, psi, &mut o_psi[..n]);
+                    // SAFETY: `gemm::column` wrote all n rows of its result column, and
+                    // `MaybeUninit<c64>` has the layout of `c64`.
+                    let o_psi = unsafe { &*(std::ptr::from_ref(&o_psi[..n]) as *const [c64]) };
+                    return Ok(crate::simd::dot_conj(psi, o_psi));
+                }
+            }
             // Serial sizes: the matrix–vector kernels of Dense·ket (faer's product with one
             // column ran at half their speed, and its column allocation dominated at n = 10).
             // Up to 32 rows, O·ψ sits on the stack (with the column slices of `dense_gemv`, a
@@ -367,15 +383,16 @@ pub fn expect_super_csr(s: &Csr, rho: &Csr) -> Result<c64> {
 mod tests {
     use super::*;
 
-    /// ⟨ψ|O|ψ⟩ on a ket on both sides of the stack buffers' 32 rows and columns, in both
-    /// layouts of O: the definition to rounding.
+    /// ⟨ψ|O|ψ⟩ on a ket on both sides of the stack buffers' 32 rows and columns and of the
+    /// register kernel's 12 rows (odd sizes through its padded copy), in both layouts of O:
+    /// the definition to rounding.
     #[test]
     fn ket_expectations_around_the_stack_buffers() {
         let v = |i: usize, j: usize| {
             let h = (i * 37 + j * 101) % 89;
             c64::new(h as f64 / 11.0 - 4.0, (h % 7) as f64 - 3.0)
         };
-        for n in [1, 31, 32, 33, 70] {
+        for n in [1, 2, 3, 7, 10, 11, 12, 13, 31, 32, 33, 70] {
             let o = Dense::from_fn(n, n, v);
             let psi = Dense::from_fn(n, 1, |i, _| v(i, 7));
             let want: c64 = (0..n)
