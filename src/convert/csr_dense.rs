@@ -13,8 +13,9 @@ use crate::storage::{Csr, Dense, alloc};
 const ZERO_PIECE: usize = 1 << 16;
 
 /// Scatters the stored entries into a zeroed column-major matrix (on one thread: one
-/// `memset`, [`csr_to_dense_serial`]; else zeroed by `memset`s of contiguous pieces and
-/// scattered by row blocks in parallel above the engine's Csr threshold). O(rows·cols + nnz).
+/// `memset`, [`csr_to_dense_serial`]; else zeroed in contiguous pieces, streamed or by
+/// `memset`, and scattered by row blocks in parallel above the engine's Csr threshold).
+/// O(rows·cols + nnz).
 ///
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the dense result passes the dense limit:
