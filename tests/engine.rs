@@ -427,11 +427,13 @@ fn streamed_case(m: usize, n: usize) {
         ];
         // Csr → Dense: zeroed in pieces (streamed where the engine says so), then scattered;
         // the buffers freed by the cases above hold non-zeros to be overwritten.
-        let kept = |i: usize, j: usize| (i * 7 + j * 3) % 5 == 0;
+        let kept = |i: usize, j: usize| (i * 7 + j * 3).is_multiple_of(5);
         let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
         for i in 0..m {
             for j in (0..n).filter(|&j| kept(i, j)) {
-                (r.push(i), c.push(j), v.push(at.get(i, j)));
+                r.push(i);
+                c.push(j);
+                v.push(at.get(i, j));
             }
         }
         let sparse: Data = Csr::from_triplets((m, n), &r, &c, &v).unwrap().into();
