@@ -33,8 +33,9 @@ fn spread(i: usize, t: usize) -> usize {
 /// walk), short spread-out rows (sort).
 #[test]
 fn every_emission_path_matches_the_definition() {
-    // At most 64 columns: `gustavson_narrow` (the first three cases, the last a full
-    // word). Wider: rows whose products fit two aligned words (banded, across a word
+    // At most 64 columns: `gustavson_narrow` (the four cases from the third, the last a
+    // full word, and the last case; 7 × 1 and 3 × 40 results are within SMALL_NARROW and
+    // reserve m·n without counting, the others count). Wider: rows whose products fit two aligned words (banded, across a word
     // boundary, and every row of a 100-column product), `span_row` (160 products over
     // the 5 words of 300 columns), the general kernel's span scan (9 products over 5
     // words, all distinct), word walk and sort.
@@ -78,6 +79,10 @@ fn every_emission_path_matches_the_definition() {
         (
             patterned((4, 300), 2, 7, spread),
             patterned((300, 20_000), 5, 8, spread),
+        ),
+        (
+            patterned((200, 30), 3, 19, |i, t| i + t),
+            patterned((30, 40), 4, 20, |i, t| i * 3 + t),
         ),
     ];
     for (k, (a, b)) in cases.iter().enumerate() {
