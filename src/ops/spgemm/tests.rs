@@ -35,10 +35,10 @@ fn spread(i: usize, t: usize) -> usize {
 fn every_emission_path_matches_the_definition() {
     // At most 64 columns: `gustavson_narrow` (the four cases from the third, the last a
     // full word, and the last case; 7 × 1 and 3 × 40 results are within SMALL_NARROW and
-    // reserve m·n without counting, the others count). Wider: rows whose products fit two aligned words (banded, across a word
-    // boundary, and every row of a 100-column product), `span_row` (160 products over
-    // the 5 words of 300 columns), the general kernel's span scan (9 products over 5
-    // words, all distinct), word walk and sort.
+    // reserve m·n without counting, the others count). Wider: rows whose products fit two
+    // aligned words (banded, across a word boundary, and every row of a 100-column
+    // product), `span_row` (160 products over the 5 words of 300 columns), the general
+    // kernel's span scan (9 products over 5 words, all distinct), word walk and sort.
     let cases = [
         (
             patterned((300, 300), 5, 13, |i, t| i + t),
