@@ -184,12 +184,8 @@ add_sub!(Dense, Dense, Dense, ops::add_dense);
 add_sub!(Csr, Csr, Csr, ops::add_csr);
 add_sub!(Csr, Dense, Dense, ops::add_csr_dense);
 add_sub!(Dense, Csr, Dense, ops::add_dense_csr);
-negate!(Dense, Dense, |a| ops::dense_flip(
-    "neg",
-    a,
-    crate::simd::Flip::Both
-));
-negate!(Csr, Csr, |a| ops::csr_map("neg", a, |x| -x));
+negate!(Dense, Dense, |a| ops::neg_dense(a));
+negate!(Csr, Csr, |a| ops::neg_csr(a));
 scalar!(Dense, Dense, |a, s| ops::mul_dense(a, s));
 scalar!(Csr, Csr, |a, s| ops::mul_csr(a, s));
 

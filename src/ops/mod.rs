@@ -122,7 +122,7 @@ pub(crate) use add::{add_csr, add_csr_dense, add_dense, add_dense_csr};
 pub(crate) use elementwise::{
     dense_copy, dense_flip, dense_map, dense_map_cols, dense_zip, dense_zip_cols,
 };
-pub(crate) use scale::{mul_csr, mul_dense};
+pub(crate) use scale::{mul_csr, mul_dense, neg_csr, neg_dense};
 
 use crate::dispatch::{KernelReturn, ReturnValue, Specialisation};
 use crate::error::Result;

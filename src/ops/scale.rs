@@ -6,8 +6,8 @@ use super::csr_map;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
-use crate::scalar::ZERO;
 use crate::scalar::c64;
+use crate::scalar::{MINUS_ONE, ZERO};
 use crate::storage::{Csr, Data, Dense, Dia};
 
 /// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
@@ -21,22 +21,29 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
         .builtin()
 });
 
-/// `−a`. Kernels: Dense, Csr.
+/// `−a`. Kernels: Dense, Csr and Dia (sign flips, exact for infinite parts), GpuDense and
+/// GpuCsr (a scaling by −1 on the device).
 pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("neg", 1)
-        .unary("neg_dense", |a: &Dense, _: &()| {
-            super::dense_flip("neg", a, crate::simd::Flip::Both)
-        })
-        .unary("neg_csr", |a: &Csr, _: &()| csr_map("neg", a, |x| -x))
+        .unary("neg_dense", |a: &Dense, _: &()| neg_dense(a))
+        .unary("neg_csr", |a: &Csr, _: &()| neg_csr(a))
         .unary("neg_dia", |a: &Dia, _: &()| super::dia::neg_dia(a))
-        .unary("neg_gpu", |a: &GpuDense, _: &()| {
-            a.scale(c64::new(-1.0, 0.0))
-        })
-        .unary("neg_gpucsr", |a: &GpuCsr, _: &()| {
-            a.scale(c64::new(-1.0, 0.0))
-        })
+        .unary("neg_gpu", |a: &GpuDense, _: &()| a.scale(MINUS_ONE))
+        .unary("neg_gpucsr", |a: &GpuCsr, _: &()| a.scale(MINUS_ONE))
         .builtin()
 });
+
+/// Dense `−a`: every part's sign flipped, in one call on one thread (`simd::flip_cols`).
+/// The kernel of [`NEG`] and of the `-` operator.
+pub(crate) fn neg_dense(a: &Dense) -> Result<Dense> {
+    super::dense_flip("neg", a, crate::simd::Flip::Both)
+}
+
+/// Csr `−a`: the pattern kept, every value's signs flipped. The kernel of [`NEG`] and of the
+/// `-` operator.
+pub(crate) fn neg_csr(a: &Csr) -> Result<Csr> {
+    csr_map("neg", a, |x| -x)
+}
 
 /// `scalar·a`.
 ///

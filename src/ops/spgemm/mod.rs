@@ -34,12 +34,14 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     let small = n <= 64 && m.saturating_mul(n) <= SMALL_NARROW;
     // The multiply-add count, in all and of the largest row.
     let (mut flops, mut row_max) = (0usize, 0usize);
-    for i in (0..m).filter(|_| !small) {
-        let row = ia[pa[i]..pa[i + 1]]
-            .iter()
-            .fold(0usize, |s, &r| s.saturating_add(pb[r + 1] - pb[r]));
-        flops = flops.saturating_add(row);
-        row_max = row_max.max(row);
+    if !small {
+        for i in 0..m {
+            let row = ia[pa[i]..pa[i + 1]]
+                .iter()
+                .fold(0usize, |s, &r| s.saturating_add(pb[r + 1] - pb[r]));
+            flops = flops.saturating_add(row);
+            row_max = row_max.max(row);
+        }
     }
     let cap = if small {
         m * n
