@@ -32,15 +32,16 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     // multiply-adds (a pass over a's entries, a seventh of a 10 × 10 tridiagonal product's
     // instructions) is not made; the narrow kernel below needs neither count.
     let small = n <= 64 && m.saturating_mul(n) <= SMALL_NARROW;
-    // The multiply-add count, in all and of the largest row.
-    let (mut flops, mut row_max) = (0usize, 0usize);
+    // The multiply-add count: the length of the row of b each entry of a selects, summed in
+    // one flat pass over a's columns (row by row, with each row's largest kept, it was a
+    // seventh of a tridiagonal product's instructions at n = 1000).
+    let mut flops = 0usize;
     if !small {
-        for i in 0..m {
-            let row = ia[pa[i]..pa[i + 1]]
-                .iter()
-                .fold(0usize, |s, &r| s.saturating_add(pb[r + 1] - pb[r]));
-            flops = flops.saturating_add(row);
-            row_max = row_max.max(row);
+        for &r in ia {
+            // SAFETY: r is a column of a, below its column count, which is b's row count
+            // (`matmul_shapes`), so r + 1 < pb.len() (the Csr invariants).
+            let len = unsafe { pb.get_unchecked(r + 1) - pb.get_unchecked(r) };
+            flops = flops.saturating_add(len);
         }
     }
     let cap = if small {
@@ -80,7 +81,11 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     // Bit j of `seen` is set while column j is in the current row's pattern.
     let mut seen = vec![0u64; n.div_ceil(64)];
     // A row's distinct columns, in the order met (at most its products, at most n), and one
-    // slot more for the write the branch-free append makes after the last fresh column.
+    // slot more for the write the branch-free append makes after the last fresh column. A
+    // row's products are at most all products, and at most the longest row of a times the
+    // longest row of b.
+    let longest = |p: &[usize]| p.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
+    let row_max = longest(pa).saturating_mul(longest(pb)).min(flops);
     let mut pattern = vec![0usize; row_max.min(n.saturating_add(1))];
     let mut words = vec![0u64; seen.len().div_ceil(64)];
     // The rows are written straight into the reserved capacity: a row's pattern has at most
@@ -149,6 +154,8 @@ crate::simd::avx2_fn! {
     ) {
         let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
         let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
+        // The unchecked reads of b's rows below rely on this (`matmul_csr` checked it).
+        assert_eq!(a.shape().1, b.shape().0, "gustavson_rows: shapes");
         let Scratch {
             acc,
             seen,
@@ -161,10 +168,15 @@ crate::simd::avx2_fn! {
             // pattern in a register, as `gustavson_narrow` does.
             let (mut first, mut last) = (usize::MAX, 0);
             for &r in &ia[pa[i]..pa[i + 1]] {
-                let (b0, b1) = (pb[r], pb[r + 1]);
-                if b0 < b1 {
-                    first = first.min(ib[b0]);
-                    last = last.max(ib[b1 - 1]);
+                // SAFETY: r < a's column count = b's row count (asserted), so r + 1 < pb.len();
+                // b's row pointers are non-decreasing up to nnz(b), the length of `ib`, so
+                // b0 and b1 − 1 index `ib` when b0 < b1.
+                unsafe {
+                    let (b0, b1) = (*pb.get_unchecked(r), *pb.get_unchecked(r + 1));
+                    if b0 < b1 {
+                        first = first.min(*ib.get_unchecked(b0));
+                        last = last.max(*ib.get_unchecked(b1 - 1));
+                    }
                 }
             }
             let base = first / 64 * 64;
@@ -311,8 +323,18 @@ fn add_row_products(
     assert!(acc.len() >= b.shape().1, "add_row_products: accumulator");
     let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
     for (&r, &va) in row.0.iter().zip(row.1) {
-        let (b0, b1) = (pb[r], pb[r + 1]);
-        for (&j, &vb) in ib[b0..b1].iter().zip(&db[b0..b1]) {
+        // The checked row read cost 8 of a tridiagonal product's 25 instructions an entry of a.
+        assert!(
+            r < b.shape().0,
+            "add_row_products: a column of a beyond b's rows"
+        );
+        // SAFETY: r + 1 < pb.len() (just asserted); b's row pointers are non-decreasing up to
+        // nnz(b), the length of `ib` and `db` (the Csr invariants).
+        let (bi, bv) = unsafe {
+            let (b0, b1) = (*pb.get_unchecked(r), *pb.get_unchecked(r + 1));
+            (ib.get_unchecked(b0..b1), db.get_unchecked(b0..b1))
+        };
+        for (&j, &vb) in bi.iter().zip(bv) {
             mark(j);
             // SAFETY: j is below b's column count (the Csr invariant), at most acc.len()
             // (asserted above).

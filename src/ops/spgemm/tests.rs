@@ -84,6 +84,12 @@ fn every_emission_path_matches_the_definition() {
             patterned((200, 30), 3, 19, |i, t| i + t),
             patterned((30, 40), 4, 20, |i, t| i * 3 + t),
         ),
+        // One row whose 600 products (spread out, word walk) are exactly the bound the
+        // pattern list is sized by: the longest row of a times the longest of b, and flops.
+        (
+            patterned((1, 300), 20, 21, spread),
+            patterned((300, 20_000), 30, 22, spread),
+        ),
     ];
     for (k, (a, b)) in cases.iter().enumerate() {
         let c = matmul_csr(a, b).unwrap();
