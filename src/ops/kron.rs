@@ -370,11 +370,13 @@ mod tests {
             }
         }
         let b = Csr::from_triplets((6, 7), &bi, &bj, &bv).unwrap();
+        // a: rows of 3, 0, 2, 1 and 4 entries, so that every unrolled instance of the AVX2
+        // block (a's row of 2 or 3 entries, b's of 2 or 3) and the looped ones meet.
         let a = Csr::from_triplets(
-            (3, 4),
-            &[0, 0, 0, 2, 2],
-            &[0, 1, 3, 2, 3],
-            &[value(1), value(6), value(4), value(7), value(2)],
+            (5, 4),
+            &[0, 0, 0, 2, 2, 3, 4, 4, 4, 4],
+            &[0, 1, 3, 2, 3, 1, 0, 1, 2, 3],
+            &(0..10).map(|k| value(k * 3 + 1)).collect::<Vec<_>>(),
         )
         .unwrap();
         let fast = kron_csr(&a, &b).unwrap();
@@ -390,9 +392,9 @@ mod tests {
             .flat_map(|&x| bv.iter().map(move |&y| x * y));
         let kept = kept.filter(|&z| z != zero).count();
         for k in [&fast, &slow] {
-            assert_eq!(k.shape(), (18, 28));
+            assert_eq!(k.shape(), (30, 28));
             assert_eq!(k.nnz(), kept);
-            for i in 0..18 {
+            for i in 0..30 {
                 for p in k.indptr()[i]..k.indptr()[i + 1] {
                     let (j, v) = (k.indices()[p], k.data()[p]);
                     let want = a.get(i / 6, j / 7) * b.get(i % 6, j % 7);
