@@ -107,6 +107,45 @@ impl<'a> Operand<'a> {
     }
 }
 
+impl<'a> Operand<'a> {
+    /// A of `m` rows and `p` columns from its compressed rows (`indptr`, `indices`, `values`
+    /// as a Csr holds them: row i's entries at positions `indptr[i]..indptr[i + 1]`, columns
+    /// below `p`), every other entry zero, laid out in `buf` as [`padded`](Self::padded) lays
+    /// out its copy: a small sparse A whose product takes the register kernel. `None` as for
+    /// [`padded`](Self::padded).
+    ///
+    /// # Panics
+    /// If `indptr` has fewer than `m + 1` entries or a position is out of range of `indices`
+    /// or `values` (a Csr's invariants rule both out); a column of `p` or more lands in
+    /// another column's place (memory-safe, a wrong A).
+    pub(crate) fn from_rows(
+        buf: &'a mut PadBuf,
+        (m, p): (usize, usize),
+        (indptr, indices, values): (&[usize], &[usize], &[c64]),
+    ) -> Option<Operand<'a>> {
+        if !in_range(m, p) {
+            return None;
+        }
+        let w = m.next_multiple_of(2);
+        // p·w ≤ MAX_INNER·MAX_ROWS, the buffer's length (`in_range`).
+        let cells = &mut buf[..p * w];
+        cells.fill(MaybeUninit::new(ZERO));
+        for i in 0..m {
+            let row = indptr[i]..indptr[i + 1];
+            for (&k, &v) in indices[row.clone()].iter().zip(&values[row]) {
+                cells[k * w + i].write(v);
+            }
+        }
+        Some(Operand {
+            ptr: buf.as_ptr().cast::<c64>(),
+            stride: w,
+            m,
+            p,
+            _borrow: PhantomData,
+        })
+    }
+}
+
 /// Whether a product with `m` rows and `p` inner columns takes the register kernel here.
 fn in_range(m: usize, p: usize) -> bool {
     (1..=MAX_ROWS).contains(&m) && (1..=MAX_INNER).contains(&p) && super::avx2()

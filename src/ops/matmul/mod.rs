@@ -227,7 +227,10 @@ pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64]) {
 
 /// Csr·Dense → Dense. O(nnz(a)·n). A column-major `b` gives a column-major result, column by
 /// column; a row-major `b` (more than one column) a row-major one, each result row a sum of
-/// contiguous rows of `b` (scipy's order).
+/// contiguous rows of `b` (scipy's order). A small `a` (at most 12 rows and 64 columns) with
+/// at least half its entries stored, times a column-major `b` of several columns, is copied
+/// into a zero-filled padded buffer and multiplied as a small Dense·Dense (each result column
+/// in registers): 10 × 10 fully stored 7 137 → 5 255 instructions a call.
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) on mismatched inner dimensions.
@@ -235,7 +238,31 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let m = a.shape().0;
     let n = b.shape().1;
+    let k = a.shape().1;
     let workers = engine::workers(Family::CsrRows, a.nnz().max(m).saturating_mul(n));
+    // At most 12 rows and 64 columns, at least half of them stored (a fully stored small
+    // operator, say), and more than one column of b: a's entries into a zeroed padded copy
+    // and each result column in registers, as a small Dense·Dense (`simd::gemm`).
+    if workers == 1
+        && n > 1
+        && b.layout() == Layout::ColMajor
+        && a.nnz().saturating_mul(2) >= m.saturating_mul(k)
+    {
+        let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
+        let rows = (a.indptr(), a.indices(), a.data());
+        if let Some(ap) = gemm::Operand::from_rows(&mut buf, (m, k), rows) {
+            let fill = |_: std::ops::Range<usize>, j0: usize, cols: &mut OutColumns<'_>| {
+                for (t, col) in cols.iter_mut().enumerate() {
+                    gemm::column(&ap, &b.col(j0 + t)[..k], col);
+                }
+            };
+            // SAFETY: `gemm::column` writes all m rows of every column handed out (one worker:
+            // whole columns).
+            return Ok(Dense::from(unsafe {
+                alloc::build_mat("matmul", m, n, 1, fill)?
+            }));
+        }
+    }
     if b.layout() == Layout::RowMajor && n > 1 {
         // The result's buffer is n × m: its column i is result row i, `cols` a segment of it.
         // SAFETY: `csr_dense_rows` initialises every element of every slice it is handed.
@@ -383,193 +410,4 @@ pub(crate) fn matmul_gpucsr(a: &GpuCsr, b: &GpuCsr) -> Result<GpuCsr> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::error::Error;
-
-    /// Dense·Dense on both sides of the register kernel's limits (12 rows, 64 inner entries),
-    /// with either layout of B and a row-major A (which goes to faer): the definition to
-    /// rounding.
-    /// Products from `gemm3m::MIN_WORK` multiply-adds go through three real products: equal
-    /// to faer's complex product within rounding in both layouts; a NaN or infinity in an
-    /// input keeps the complex product (and its special values), bit for bit.
-    #[test]
-    fn large_products_use_three_real_ones_where_values_allow() {
-        let n = 130;
-        assert!(n * n * n >= gemm3m::MIN_WORK);
-        let f = |i: usize, j: usize| {
-            c64::new(
-                ((i * 7 + j * 3) % 11) as f64 - 5.0,
-                ((i + 2 * j) % 5) as f64 * 0.25,
-            )
-        };
-        let (a, b) = (
-            Dense::from_fn(n, n, f),
-            Dense::from_fn(n, n, |i, j| f(j, i + 1)),
-        );
-        let reference = |a: &Dense, b: &Dense| {
-            let mut c = faer::Mat::<c64>::zeros(n, n);
-            faer_matmul(
-                c.as_mut(),
-                Accum::Replace,
-                a.as_ref(),
-                b.as_ref(),
-                ONE,
-                faer::Par::Seq,
-            );
-            c
-        };
-        let want = reference(&a, &b);
-        for (x, y) in [
-            (a.clone(), b.clone()),
-            (
-                a.clone().into_layout(Layout::RowMajor).unwrap(),
-                b.clone().into_layout(Layout::RowMajor).unwrap(),
-            ),
-        ] {
-            let got = matmul_dense(&x, &y).unwrap();
-            for j in 0..n {
-                for i in 0..n {
-                    assert!((got.get(i, j) - want[(i, j)]).norm() <= 1e-12, "({i}, {j})");
-                }
-            }
-        }
-        let mut bad = a.as_ref().to_owned();
-        bad[(3, 4)] = c64::new(f64::INFINITY, 0.0);
-        bad[(9, 1)] = c64::new(0.0, f64::NAN);
-        let bad = Dense::from(bad);
-        let (got, want) = (matmul_dense(&bad, &b).unwrap(), reference(&bad, &b));
-        let bits = |z: c64| (z.re.to_bits(), z.im.to_bits());
-        assert!((0..n).all(|j| (0..n).all(|i| bits(got.get(i, j)) == bits(want[(i, j)]))));
-    }
-
-    #[test]
-    fn dense_products_across_the_small_kernel_limits() {
-        let v = |i: usize, j: usize, s: usize| {
-            let h = (i * 131 + j * 71 + s * 17) % 97;
-            c64::new(h as f64 / 13.0 - 3.0, (h % 11) as f64 - 5.0)
-        };
-        for (m, k, n) in [
-            (1, 1, 1),
-            (2, 3, 2),
-            (11, 64, 3),
-            (12, 64, 5),
-            (12, 65, 2),
-            (13, 4, 3),
-        ] {
-            let a = Dense::from_fn(m, k, |i, j| v(i, j, 1));
-            let b = Dense::from_fn(k, n, |i, j| v(i, j, 2));
-            let layouts = [
-                (a.clone(), b.clone()),
-                (a.clone(), b.clone().into_layout(Layout::RowMajor).unwrap()),
-                (a.clone().into_layout(Layout::RowMajor).unwrap(), b.clone()),
-            ];
-            for (x, y) in layouts {
-                let c = matmul_dense(&x, &y).unwrap();
-                for i in 0..m {
-                    for j in 0..n {
-                        let want: c64 = (0..k).map(|t| a.get(i, t) * b.get(t, j)).sum();
-                        let err = (c.get(i, j) - want).norm();
-                        assert!(
-                            err <= 1e-12 * (k as f64),
-                            "{m}×{k}·{k}×{n} ({i}, {j}): {err}"
-                        );
-                    }
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn csr_product_matches_dense() {
-        let a = Csr::from_triplets(
-            (3, 2),
-            &[0, 0, 2],
-            &[0, 1, 1],
-            &[c64::new(1.0, 1.0), c64::new(2.0, 0.0), c64::new(0.0, 3.0)],
-        )
-        .unwrap();
-        let b = Csr::from_triplets(
-            (2, 3),
-            &[0, 1, 1],
-            &[2, 0, 2],
-            &[c64::new(1.0, 0.0), c64::new(4.0, 0.0), c64::new(0.0, -1.0)],
-        )
-        .unwrap();
-        let c = matmul_csr(&a, &b).unwrap();
-        assert!(c.as_csmat().check_compressed_structure().is_ok());
-        let (ad, bd) = (
-            crate::convert::builtin::csr_to_dense(&a).unwrap(),
-            crate::convert::builtin::csr_to_dense(&b).unwrap(),
-        );
-        let cd = matmul_dense(&ad, &bd).unwrap();
-        for i in 0..3 {
-            for j in 0..3 {
-                assert!((c.get(i, j) - cd.get(i, j)).norm() < 1e-14);
-            }
-        }
-    }
-
-    /// Every row emission path (narrow span, non-zero-word walk, sort) must give sorted,
-    /// summed rows equal to the naive triple loop.
-    #[test]
-    fn csr_product_every_emission_path() {
-        let (m, k, n) = (7, 5, 1000);
-        let (mut ar, mut ac, mut av) = (vec![], vec![], vec![]);
-        for i in 0..m {
-            for r in 0..k {
-                // Row 6 is b's row 1 alone: 10 columns in 2 words (the narrow-span scan).
-                if (i < 6 && (i + r) % 3 != 1) || (i == 6 && r == 1) {
-                    ar.push(i);
-                    ac.push(r);
-                    av.push(c64::new((i + 1) as f64, r as f64 - 2.0));
-                }
-            }
-        }
-        // Row 0 of b: two far-apart columns (rows of c without b's row 4 sort); row 1: a
-        // block; rows 2–3: columns shared with the others, so products collide and sum; row 4:
-        // 70 columns spread over the whole width (rows of c with it walk the non-zero words).
-        let spread: Vec<usize> = (0..70).map(|t| t * 13 + 5).collect();
-        let cols: [&[usize]; 5] = [
-            &[999, 3],
-            &[64, 65, 66, 67, 68, 69, 70, 71, 72, 130],
-            &[3, 999, 500],
-            &[70, 3],
-            &spread,
-        ];
-        let (mut br, mut bc, mut bv) = (vec![], vec![], vec![]);
-        for (r, cs) in cols.iter().enumerate() {
-            for &c in *cs {
-                br.push(r);
-                bc.push(c);
-                bv.push(c64::new(c as f64 / 100.0, (r + 1) as f64));
-            }
-        }
-        let a = Csr::from_triplets((m, k), &ar, &ac, &av).unwrap();
-        let b = Csr::from_triplets((k, n), &br, &bc, &bv).unwrap();
-        let c = matmul_csr(&a, &b).unwrap();
-        assert!(c.as_csmat().check_compressed_structure().is_ok());
-        let mut want = vec![vec![ZERO; n]; m];
-        for (&i, (&r, &x)) in ar.iter().zip(ac.iter().zip(&av)) {
-            for (&rb, (&j, &y)) in br.iter().zip(bc.iter().zip(&bv)) {
-                if rb == r {
-                    want[i][j] += x * y;
-                }
-            }
-        }
-        for (i, row) in want.iter().enumerate() {
-            for (j, w) in row.iter().enumerate() {
-                assert!((c.get(i, j) - w).norm() < 1e-12, "({i}, {j})");
-            }
-        }
-        // An all-empty row in the middle and an empty product.
-        let z = Csr::from_triplets((3, 5), &[0, 2], &[4, 0], &[ZERO, ZERO]).unwrap();
-        assert_eq!(matmul_csr(&z, &b).unwrap().shape(), (3, n));
-    }
-
-    #[test]
-    fn inner_dimension_mismatch() {
-        let e = matmul_dense(&Dense::zeros(2, 3), &Dense::zeros(2, 3)).unwrap_err();
-        assert!(matches!(e, Error::Shape { .. }));
-    }
-}
+mod tests;

@@ -1,0 +1,238 @@
+//! Tests of the products: Dense·Dense (register kernel, three real products), Csr·Dense and
+//! Csr·Csr.
+
+use super::*;
+use crate::error::Error;
+
+/// Products from `gemm3m::MIN_WORK` multiply-adds go through three real products: equal
+/// to faer's complex product within rounding in both layouts; a NaN or infinity in an
+/// input keeps the complex product (and its special values), bit for bit.
+#[test]
+fn large_products_use_three_real_ones_where_values_allow() {
+    let n = 130;
+    assert!(n * n * n >= gemm3m::MIN_WORK);
+    let f = |i: usize, j: usize| {
+        c64::new(
+            ((i * 7 + j * 3) % 11) as f64 - 5.0,
+            ((i + 2 * j) % 5) as f64 * 0.25,
+        )
+    };
+    let (a, b) = (
+        Dense::from_fn(n, n, f),
+        Dense::from_fn(n, n, |i, j| f(j, i + 1)),
+    );
+    let reference = |a: &Dense, b: &Dense| {
+        let mut c = faer::Mat::<c64>::zeros(n, n);
+        faer_matmul(
+            c.as_mut(),
+            Accum::Replace,
+            a.as_ref(),
+            b.as_ref(),
+            ONE,
+            faer::Par::Seq,
+        );
+        c
+    };
+    let want = reference(&a, &b);
+    for (x, y) in [
+        (a.clone(), b.clone()),
+        (
+            a.clone().into_layout(Layout::RowMajor).unwrap(),
+            b.clone().into_layout(Layout::RowMajor).unwrap(),
+        ),
+    ] {
+        let got = matmul_dense(&x, &y).unwrap();
+        for j in 0..n {
+            for i in 0..n {
+                assert!((got.get(i, j) - want[(i, j)]).norm() <= 1e-12, "({i}, {j})");
+            }
+        }
+    }
+    let mut bad = a.as_ref().to_owned();
+    bad[(3, 4)] = c64::new(f64::INFINITY, 0.0);
+    bad[(9, 1)] = c64::new(0.0, f64::NAN);
+    let bad = Dense::from(bad);
+    let (got, want) = (matmul_dense(&bad, &b).unwrap(), reference(&bad, &b));
+    let bits = |z: c64| (z.re.to_bits(), z.im.to_bits());
+    assert!((0..n).all(|j| (0..n).all(|i| bits(got.get(i, j)) == bits(want[(i, j)]))));
+}
+
+/// Dense·Dense on both sides of the register kernel's limits (12 rows, 64 inner entries),
+/// with either layout of B and a row-major A (which goes to faer): the definition to
+/// rounding.
+#[test]
+fn dense_products_across_the_small_kernel_limits() {
+    let v = |i: usize, j: usize, s: usize| {
+        let h = (i * 131 + j * 71 + s * 17) % 97;
+        c64::new(h as f64 / 13.0 - 3.0, (h % 11) as f64 - 5.0)
+    };
+    for (m, k, n) in [
+        (1, 1, 1),
+        (2, 3, 2),
+        (11, 64, 3),
+        (12, 64, 5),
+        (12, 65, 2),
+        (13, 4, 3),
+    ] {
+        let a = Dense::from_fn(m, k, |i, j| v(i, j, 1));
+        let b = Dense::from_fn(k, n, |i, j| v(i, j, 2));
+        let layouts = [
+            (a.clone(), b.clone()),
+            (a.clone(), b.clone().into_layout(Layout::RowMajor).unwrap()),
+            (a.clone().into_layout(Layout::RowMajor).unwrap(), b.clone()),
+        ];
+        for (x, y) in layouts {
+            let c = matmul_dense(&x, &y).unwrap();
+            for i in 0..m {
+                for j in 0..n {
+                    let want: c64 = (0..k).map(|t| a.get(i, t) * b.get(t, j)).sum();
+                    let err = (c.get(i, j) - want).norm();
+                    assert!(
+                        err <= 1e-12 * (k as f64),
+                        "{m}×{k}·{k}×{n} ({i}, {j}): {err}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// Csr·Dense of small Csr operators with at least half their entries stored (the register
+/// kernel on a zero-filled copy of a) and of sparser ones (the row dots), against the
+/// definition: odd and even row counts, at and past the kernel's 12 rows and 64 inner
+/// entries, one column and several, both layouts of b.
+#[test]
+fn small_csr_dense_products_match_the_definition() {
+    let v = |i: usize, j: usize, s: usize| {
+        let h = (i * 131 + j * 71 + s * 17) % 97;
+        c64::new(h as f64 / 13.0 - 3.0, (h % 11) as f64 - 5.0)
+    };
+    // (m, k, n, every): entry (i, j) stored when (i + j) % every == 0.
+    for (m, k, n, every) in [
+        (1, 1, 2, 1),
+        (3, 4, 2, 1),
+        (7, 7, 7, 1),
+        (10, 10, 10, 1),
+        (10, 10, 1, 1),
+        (12, 64, 3, 1),
+        (12, 64, 3, 2),
+        (11, 9, 4, 3),
+        (13, 5, 3, 1),
+        (12, 65, 2, 1),
+    ] {
+        let (mut r, mut c, mut x) = (vec![], vec![], vec![]);
+        for (i, j) in (0..m).flat_map(|i| (0..k).map(move |j| (i, j))) {
+            if (i + j) % every == 0 {
+                r.push(i);
+                c.push(j);
+                x.push(v(i, j, 1));
+            }
+        }
+        let a = Csr::from_triplets((m, k), &r, &c, &x).unwrap();
+        let b = Dense::from_fn(k, n, |i, j| v(i, j, 2));
+        for y in [b.clone(), b.clone().into_layout(Layout::RowMajor).unwrap()] {
+            let got = matmul_csr_dense(&a, &y).unwrap();
+            for (i, j) in (0..m).flat_map(|i| (0..n).map(move |j| (i, j))) {
+                let want: c64 = (0..k).map(|t| a.get(i, t) * b.get(t, j)).sum();
+                let err = (got.get(i, j) - want).norm();
+                assert!(
+                    err <= 1e-12 * k as f64,
+                    "{m}×{k}·{k}×{n}/{every} ({i}, {j}): {err}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn csr_product_matches_dense() {
+    let a = Csr::from_triplets(
+        (3, 2),
+        &[0, 0, 2],
+        &[0, 1, 1],
+        &[c64::new(1.0, 1.0), c64::new(2.0, 0.0), c64::new(0.0, 3.0)],
+    )
+    .unwrap();
+    let b = Csr::from_triplets(
+        (2, 3),
+        &[0, 1, 1],
+        &[2, 0, 2],
+        &[c64::new(1.0, 0.0), c64::new(4.0, 0.0), c64::new(0.0, -1.0)],
+    )
+    .unwrap();
+    let c = matmul_csr(&a, &b).unwrap();
+    assert!(c.as_csmat().check_compressed_structure().is_ok());
+    let (ad, bd) = (
+        crate::convert::builtin::csr_to_dense(&a).unwrap(),
+        crate::convert::builtin::csr_to_dense(&b).unwrap(),
+    );
+    let cd = matmul_dense(&ad, &bd).unwrap();
+    for i in 0..3 {
+        for j in 0..3 {
+            assert!((c.get(i, j) - cd.get(i, j)).norm() < 1e-14);
+        }
+    }
+}
+
+/// Every row emission path (narrow span, non-zero-word walk, sort) must give sorted,
+/// summed rows equal to the naive triple loop.
+#[test]
+fn csr_product_every_emission_path() {
+    let (m, k, n) = (7, 5, 1000);
+    let (mut ar, mut ac, mut av) = (vec![], vec![], vec![]);
+    for i in 0..m {
+        for r in 0..k {
+            // Row 6 is b's row 1 alone: 10 columns in 2 words (the narrow-span scan).
+            if (i < 6 && (i + r) % 3 != 1) || (i == 6 && r == 1) {
+                ar.push(i);
+                ac.push(r);
+                av.push(c64::new((i + 1) as f64, r as f64 - 2.0));
+            }
+        }
+    }
+    // Row 0 of b: two far-apart columns (rows of c without b's row 4 sort); row 1: a
+    // block; rows 2–3: columns shared with the others, so products collide and sum; row 4:
+    // 70 columns spread over the whole width (rows of c with it walk the non-zero words).
+    let spread: Vec<usize> = (0..70).map(|t| t * 13 + 5).collect();
+    let cols: [&[usize]; 5] = [
+        &[999, 3],
+        &[64, 65, 66, 67, 68, 69, 70, 71, 72, 130],
+        &[3, 999, 500],
+        &[70, 3],
+        &spread,
+    ];
+    let (mut br, mut bc, mut bv) = (vec![], vec![], vec![]);
+    for (r, cs) in cols.iter().enumerate() {
+        for &c in *cs {
+            br.push(r);
+            bc.push(c);
+            bv.push(c64::new(c as f64 / 100.0, (r + 1) as f64));
+        }
+    }
+    let a = Csr::from_triplets((m, k), &ar, &ac, &av).unwrap();
+    let b = Csr::from_triplets((k, n), &br, &bc, &bv).unwrap();
+    let c = matmul_csr(&a, &b).unwrap();
+    assert!(c.as_csmat().check_compressed_structure().is_ok());
+    let mut want = vec![vec![ZERO; n]; m];
+    for (&i, (&r, &x)) in ar.iter().zip(ac.iter().zip(&av)) {
+        for (&rb, (&j, &y)) in br.iter().zip(bc.iter().zip(&bv)) {
+            if rb == r {
+                want[i][j] += x * y;
+            }
+        }
+    }
+    for (i, row) in want.iter().enumerate() {
+        for (j, w) in row.iter().enumerate() {
+            assert!((c.get(i, j) - w).norm() < 1e-12, "({i}, {j})");
+        }
+    }
+    // An all-empty row in the middle and an empty product.
+    let z = Csr::from_triplets((3, 5), &[0, 2], &[4, 0], &[ZERO, ZERO]).unwrap();
+    assert_eq!(matmul_csr(&z, &b).unwrap().shape(), (3, n));
+}
+
+#[test]
+fn inner_dimension_mismatch() {
+    let e = matmul_dense(&Dense::zeros(2, 3), &Dense::zeros(2, 3)).unwrap_err();
+    assert!(matches!(e, Error::Shape { .. }));
+}
