@@ -111,8 +111,9 @@ impl<'a> Operand<'a> {
     /// A of `m` rows and `p` columns from its compressed rows (`indptr`, `indices`, `values`
     /// as a Csr holds them: row i's entries at positions `indptr[i]..indptr[i + 1]`, columns
     /// below `p`), every other entry zero, laid out in `buf` as [`padded`](Self::padded) lays
-    /// out its copy: a small sparse A whose product takes the register kernel. `None` as for
-    /// [`padded`](Self::padded).
+    /// out its copy: a small sparse A whose product takes the register kernel. The zeros are
+    /// multiplied as stored ones are (0·∞ is NaN), which is the sparse product's arithmetic
+    /// only when every entry is stored. `None` as for [`padded`](Self::padded).
     ///
     /// # Panics
     /// If `indptr` has fewer than `m + 1` entries or a position is out of range of `indices`

@@ -227,10 +227,11 @@ pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64]) {
 
 /// Csr·Dense → Dense. O(nnz(a)·n). A column-major `b` gives a column-major result, column by
 /// column; a row-major `b` (more than one column) a row-major one, each result row a sum of
-/// contiguous rows of `b` (scipy's order). A small `a` (at most 12 rows and 64 columns) with
-/// at least half its entries stored, times a column-major `b` of several columns, is copied
-/// into a zero-filled padded buffer and multiplied as a small Dense·Dense (each result column
-/// in registers): 10 × 10 fully stored 7 137 → 5 255 instructions a call.
+/// contiguous rows of `b` (scipy's order). A small `a` (at most 12 rows and 64 columns) that
+/// stores every entry, times a column-major `b` of several columns, is copied into a padded
+/// buffer and multiplied as a small Dense·Dense (each result column in registers): 10 × 10
+/// 7 137 → 5 255 instructions a call. (Only a fully stored `a`: a structural zero copied as
+/// 0 would turn an infinity of `b` into NaN where the sparse product adds nothing.)
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) on mismatched inner dimensions.
@@ -240,14 +241,11 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     let n = b.shape().1;
     let k = a.shape().1;
     let workers = engine::workers(Family::CsrRows, a.nnz().max(m).saturating_mul(n));
-    // At most 12 rows and 64 columns, at least half of them stored (a fully stored small
-    // operator, say), and more than one column of b: a's entries into a zeroed padded copy
-    // and each result column in registers, as a small Dense·Dense (`simd::gemm`).
-    if workers == 1
-        && n > 1
-        && b.layout() == Layout::ColMajor
-        && a.nnz().saturating_mul(2) >= m.saturating_mul(k)
-    {
+    // At most 12 rows and 64 columns, every entry stored, and more than one column of b: a's
+    // entries into a padded copy and each result column in registers, as a small Dense·Dense
+    // (`simd::gemm`). Every entry stored, so no zero is multiplied that the sparse product
+    // would skip.
+    if workers == 1 && n > 1 && b.layout() == Layout::ColMajor && a.stores_every_entry() {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
         let rows = (a.indptr(), a.indices(), a.data());
         if let Some(ap) = gemm::Operand::from_rows(&mut buf, (m, k), rows) {

@@ -97,28 +97,32 @@ fn dense_products_across_the_small_kernel_limits() {
     }
 }
 
-/// Csr·Dense of small Csr operators with at least half their entries stored (the register
-/// kernel on a zero-filled copy of a) and of sparser ones (the row dots), against the
-/// definition: odd and even row counts, at and past the kernel's 12 rows and 64 inner
-/// entries, one column and several, both layouts of b.
+/// Csr·Dense of small Csr operators that store every entry (the register kernel on a padded
+/// copy of a) and of partly stored ones (the row dots), against the sum over a's stored
+/// entries: odd and even row counts, at and past the kernel's 12 rows and 64 inner entries, one
+/// column and several, both layouts of b. An infinity in b reaches only the rows that store
+/// its row's column: a structural zero adds nothing (no 0·∞ = NaN).
 #[test]
 fn small_csr_dense_products_match_the_definition() {
     let v = |i: usize, j: usize, s: usize| {
         let h = (i * 131 + j * 71 + s * 17) % 97;
         c64::new(h as f64 / 13.0 - 3.0, (h % 11) as f64 - 5.0)
     };
-    // (m, k, n, every): entry (i, j) stored when (i + j) % every == 0.
-    for (m, k, n, every) in [
-        (1, 1, 2, 1),
-        (3, 4, 2, 1),
-        (7, 7, 7, 1),
-        (10, 10, 10, 1),
-        (10, 10, 1, 1),
-        (12, 64, 3, 1),
-        (12, 64, 3, 2),
-        (11, 9, 4, 3),
-        (13, 5, 3, 1),
-        (12, 65, 2, 1),
+    // (m, k, n, every, infinite): entry (i, j) of a stored when (i + j) % every == 0; with
+    // `infinite`, b(1, 0) is +∞.
+    for (m, k, n, every, infinite) in [
+        (1, 1, 2, 1, false),
+        (3, 4, 2, 1, false),
+        (7, 7, 7, 1, false),
+        (10, 10, 10, 1, false),
+        (10, 10, 10, 1, true),
+        (10, 10, 1, 1, false),
+        (12, 64, 3, 1, false),
+        (12, 64, 3, 2, false),
+        (10, 10, 4, 2, true),
+        (11, 9, 4, 3, false),
+        (13, 5, 3, 1, false),
+        (12, 65, 2, 1, false),
     ] {
         let (mut r, mut c, mut x) = (vec![], vec![], vec![]);
         for (i, j) in (0..m).flat_map(|i| (0..k).map(move |j| (i, j))) {
@@ -129,16 +133,24 @@ fn small_csr_dense_products_match_the_definition() {
             }
         }
         let a = Csr::from_triplets((m, k), &r, &c, &x).unwrap();
-        let b = Dense::from_fn(k, n, |i, j| v(i, j, 2));
+        let b = Dense::from_fn(k, n, |i, j| match (i, j) {
+            (1, 0) if infinite => c64::new(f64::INFINITY, 0.0),
+            _ => v(i, j, 2),
+        });
+        let (p, idx, val) = (a.indptr(), a.indices(), a.data());
         for y in [b.clone(), b.clone().into_layout(Layout::RowMajor).unwrap()] {
             let got = matmul_csr_dense(&a, &y).unwrap();
             for (i, j) in (0..m).flat_map(|i| (0..n).map(move |j| (i, j))) {
-                let want: c64 = (0..k).map(|t| a.get(i, t) * b.get(t, j)).sum();
-                let err = (got.get(i, j) - want).norm();
-                assert!(
-                    err <= 1e-12 * k as f64,
-                    "{m}×{k}·{k}×{n}/{every} ({i}, {j}): {err}"
-                );
+                let want: c64 = (p[i]..p[i + 1]).map(|t| val[t] * b.get(idx[t], j)).sum();
+                let (g, case) = (got.get(i, j), format!("{m}×{k}·{k}×{n}/{every} ({i}, {j})"));
+                if want.is_finite() {
+                    assert!(
+                        (g - want).norm() <= 1e-12 * k as f64,
+                        "{case}: {g} against {want}"
+                    );
+                } else {
+                    assert!(!g.is_finite(), "{case}: {g} against {want}");
+                }
             }
         }
     }
