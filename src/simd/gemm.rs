@@ -116,9 +116,8 @@ impl<'a> Operand<'a> {
     /// only when every entry is stored. `None` as for [`padded`](Self::padded).
     ///
     /// # Panics
-    /// If `indptr` has fewer than `m + 1` entries or a position is out of range of `indices`
-    /// or `values` (a Csr's invariants rule both out); a column of `p` or more lands in
-    /// another column's place (memory-safe, a wrong A).
+    /// If `indptr` has fewer than `m + 1` entries, a position is out of range of `indices` or
+    /// `values`, or a column is `p` or more (a Csr's invariants rule all three out).
     pub(crate) fn from_rows(
         buf: &'a mut PadBuf,
         (m, p): (usize, usize),
