@@ -105,9 +105,7 @@ impl<'a> Operand<'a> {
             _borrow: PhantomData,
         })
     }
-}
 
-impl<'a> Operand<'a> {
     /// A of `m` rows and `p` columns from its compressed rows (`indptr`, `indices`, `values`
     /// as a Csr holds them: row i's entries at positions `indptr[i]..indptr[i + 1]`, columns
     /// below `p`), every other entry zero, laid out in `buf` as [`padded`](Self::padded) lays
@@ -143,6 +141,11 @@ impl<'a> Operand<'a> {
             p,
             _borrow: PhantomData,
         })
+    }
+
+    /// A's row count (the result column's length).
+    pub(crate) fn rows(&self) -> usize {
+        self.m
     }
 }
 

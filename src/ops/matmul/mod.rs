@@ -144,26 +144,7 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     if serial && a.layout() == Layout::ColMajor {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
         if let Some(ap) = gemm::Operand::of(a.buffer(), &mut buf, |c| a.buffer_col(c)) {
-            let row_major = b.layout() == Layout::RowMajor;
-            let fill = |_: std::ops::Range<usize>, j0: usize, cols: &mut OutColumns<'_>| {
-                let mut bj = [ZERO; MAX_INNER];
-                for (t, col) in cols.iter_mut().enumerate() {
-                    let j = j0 + t;
-                    if row_major {
-                        for (x, y) in bj[..k].iter_mut().enumerate() {
-                            *y = b.buffer_col(x)[j];
-                        }
-                        gemm::column(&ap, &bj[..k], col);
-                    } else {
-                        gemm::column(&ap, &b.buffer_col(j)[..k], col);
-                    }
-                }
-            };
-            // SAFETY: `gemm::column` writes all m rows of every column handed out (one worker:
-            // whole columns).
-            return Ok(Dense::from(unsafe {
-                alloc::build_mat("matmul", m, n, 1, fill)?
-            }));
+            return register_product(&ap, b);
         }
     }
     if n == 1 && serial {
@@ -193,6 +174,36 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         );
     });
     Ok(out)
+}
+
+/// A·b for a small A held by `ap` (`simd::gemm`; b's rows = A's columns), one result column
+/// at a time in registers, written once into an uninitialised column-major result: the small
+/// products of [`matmul_dense`] and [`matmul_csr_dense`]. A row-major `b`'s column is gathered
+/// first.
+fn register_product(ap: &gemm::Operand<'_>, b: &Dense) -> Result<Dense> {
+    let (k, n) = b.shape();
+    let m = ap.rows();
+    let row_major = b.layout() == Layout::RowMajor;
+    let fill = |_: std::ops::Range<usize>, j0: usize, cols: &mut OutColumns<'_>| {
+        if !row_major {
+            for (t, col) in cols.iter_mut().enumerate() {
+                gemm::column(ap, &b.buffer_col(j0 + t)[..k], col);
+            }
+            return;
+        }
+        let mut bj = [ZERO; MAX_INNER];
+        for (t, col) in cols.iter_mut().enumerate() {
+            for (x, y) in bj[..k].iter_mut().enumerate() {
+                *y = b.buffer_col(x)[j0 + t];
+            }
+            gemm::column(ap, &bj[..k], col);
+        }
+    };
+    // SAFETY: `gemm::column` writes all m rows of every column handed out (one worker: whole
+    // columns).
+    Ok(Dense::from(unsafe {
+        alloc::build_mat("matmul", m, n, 1, fill)?
+    }))
 }
 
 /// `y ← y + a·x` for column-major `a` (`y = a·x` for row-major `a`): the serial matrix–vector
@@ -249,16 +260,7 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
         let rows = (a.indptr(), a.indices(), a.data());
         if let Some(ap) = gemm::Operand::from_rows(&mut buf, (m, k), rows) {
-            let fill = |_: std::ops::Range<usize>, j0: usize, cols: &mut OutColumns<'_>| {
-                for (t, col) in cols.iter_mut().enumerate() {
-                    gemm::column(&ap, &b.col(j0 + t)[..k], col);
-                }
-            };
-            // SAFETY: `gemm::column` writes all m rows of every column handed out (one worker:
-            // whole columns).
-            return Ok(Dense::from(unsafe {
-                alloc::build_mat("matmul", m, n, 1, fill)?
-            }));
+            return register_product(&ap, b);
         }
     }
     if b.layout() == Layout::RowMajor && n > 1 {
