@@ -13,7 +13,7 @@ use crate::storage::{Csr, Dense, alloc};
 const ZERO_PIECE: usize = 1 << 16;
 
 /// Scatters the stored entries into a zeroed column-major matrix (on one thread: one
-/// `memset`, [`csr_to_dense_serial`]; else zeroed in contiguous pieces, streamed or by
+/// zero fill, [`csr_to_dense_serial`]; else zeroed in contiguous pieces, streamed or by
 /// `memset`, and scattered by row blocks in parallel above the engine's Csr threshold).
 /// O(rows·cols + nnz).
 ///
@@ -79,13 +79,14 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
 }
 
 /// Csr → Dense on one thread, into `mat` (reserved for a's shape; for 256 entries or fewer
-/// usually a recycled buffer): one `memset` over the columns, then the scatter; a Csr that
+/// usually a recycled buffer): one zero fill over the columns, then the scatter; a Csr that
 /// stores every entry is its values copied transposed instead (no zero fill, no column
 /// indices read: 10 × 10 0.214 → 0.170 µs a conversion, 100 × 100 10 → 4.3 µs). The
 /// column-block machinery of [`engine::dense_build`] cost more than the work at small sizes
 /// (10 × 10 with 10 per row 0.43–0.44 → 0.29–0.34 µs, 250 × 250 34–38 → 25.5–27 µs), and at
-/// n = 1000 glibc's `memset` (`rep stosb`) zeroes faster than its stores did: against QuTiP
-/// in the side-by-side, 0.83–1.11× → 1.00–1.02× in two runs each.
+/// n = 1000 one zero fill ahead of the scatter is faster than its stores mixed with the
+/// scatter's were: against QuTiP in the side-by-side, 0.83–1.11× → 1.00–1.02× in two runs
+/// each.
 fn csr_to_dense_serial(a: &Csr, mut mat: Mat<c64>) -> Dense {
     let (m, n) = a.shape();
     // SAFETY: `mat` was reserved for m × n (`alloc::reserve_mat`); every entry is zeroed
@@ -101,10 +102,20 @@ fn csr_to_dense_serial(a: &Csr, mut mat: Mat<c64>) -> Dense {
         };
         return Dense::new(mat);
     }
-    // SAFETY: the columns lie in [0, stride·(n − 1) + m) of the allocation (stride ≥ m, n
-    // columns reserved); the padding between them is the buffer's own memory, and all-zero
-    // bytes are the complex number 0.
-    unsafe { std::ptr::write_bytes(base, 0, stride * (n - 1) + m) };
+    // The zero fill: plain AVX stores for a result that stays in cache (100 × 100, 160 KB:
+    // 4.31 → 3.61 µs a conversion; 1000 × 1000, 16 MB: 1.61 → 1.48 ms), glibc's `memset`
+    // for one the engine streams (10⁴ × 10⁴ took 3 times as long with plain stores; its
+    // non-temporal stores were level with `memset`).
+    let len = stride * (n - 1) + m;
+    if engine::streams(m, n, 0) {
+        // SAFETY: the columns lie in [0, len) of the allocation (stride ≥ m, n columns
+        // reserved); the padding between them is the buffer's own memory, and all-zero bytes
+        // are the complex number 0.
+        unsafe { std::ptr::write_bytes(base, 0, len) };
+    } else {
+        // SAFETY: as above: [0, len) is the allocation's, and nothing else refers to it.
+        crate::simd::fill::zeros(unsafe { std::slice::from_raw_parts_mut(base.cast(), len) });
+    }
     // SAFETY: `base` is the m × n matrix of column stride `stride`, written only here.
     unsafe { scatter_rows(a, base, stride, 0..m) };
     Dense::new(mat)

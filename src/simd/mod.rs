@@ -11,6 +11,7 @@ use std::mem::MaybeUninit;
 
 use crate::scalar::c64;
 
+pub(crate) mod fill;
 pub(crate) mod gemm;
 mod mask;
 mod scale;

@@ -9,7 +9,7 @@ use faer::Mat;
 
 use crate::engine;
 use crate::error::{Error, Result};
-use crate::scalar::{ZERO, c64};
+use crate::scalar::c64;
 
 /// Bytes of a dense `rows × cols` complex matrix (`u128`: never overflows).
 pub(crate) fn dense_bytes(shape: (usize, usize)) -> u128 {
@@ -252,8 +252,22 @@ pub(crate) fn zeros_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>> 
         return empty_mat(rows, cols);
     }
     let mut mat = reserve_mat(op, rows, cols)?;
-    // Within the reserved capacity: no reallocation.
-    mat.resize_with(rows, cols, |_, _| ZERO);
+    // SAFETY: `reserve_mat` gives capacity for rows × cols; every entry is zeroed below before
+    // anything reads it, and c64 has no drop glue.
+    unsafe { mat.set_dims(rows, cols) };
+    let stride = usize::try_from(mat.col_stride()).unwrap_or(rows);
+    // The columns and the padding between them, as one span: [0, stride·(cols − 1) + rows)
+    // of the reserved block (stride ≥ rows, cols columns).
+    let len = stride * (cols - 1) + rows;
+    let base = mat.as_ptr_mut();
+    if engine::streams(rows, cols, 0) {
+        // SAFETY: [0, len) lies in the allocation (above), and all-zero bytes are 0.
+        unsafe { std::ptr::write_bytes(base, 0, len) };
+    } else {
+        // Plain AVX stores for a result that stays in cache (`simd::fill`).
+        // SAFETY: [0, len) lies in the allocation, and nothing else refers to it yet.
+        crate::simd::fill::zeros(unsafe { std::slice::from_raw_parts_mut(base.cast(), len) });
+    }
     Ok(mat)
 }
 
@@ -451,6 +465,7 @@ pub(crate) mod pool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scalar::ZERO;
 
     #[test]
     fn a_buffer_error_names_the_matrix_shape() {
@@ -506,6 +521,31 @@ mod tests {
         assert!(try_vec::<u64>("t", (0, 0), usize::MAX / 2, 0).is_err());
         let m = zeros_mat("t", 3, 2).unwrap();
         assert_eq!(m[(2, 1)], ZERO);
+    }
+
+    /// Every entry of a zero matrix is 0 even in a recycled buffer that held other values:
+    /// pooled shapes (≤ 256 entries) and larger ones, padded columns (faer rounds the row
+    /// capacity up), both sides of the zero fill's eight-entry step.
+    #[test]
+    fn zeros_are_zero_in_recycled_buffers() {
+        for (r, c) in [
+            (1, 1),
+            (3, 5),
+            (7, 9),
+            (16, 16),
+            (33, 17),
+            (100, 3),
+            (130, 130),
+        ] {
+            drop(mat_from_fn("t", r, c, |_, _| c64::new(7.0, -7.0)).unwrap());
+            let m = zeros_mat("t", r, c).unwrap();
+            assert_eq!((m.nrows(), m.ncols()), (r, c));
+            for j in 0..c {
+                for i in 0..r {
+                    assert_eq!(m[(i, j)], ZERO, "({i}, {j}) of {r}×{c}");
+                }
+            }
+        }
     }
 
     #[test]
