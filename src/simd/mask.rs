@@ -5,13 +5,13 @@
 use crate::scalar::c64;
 
 /// Bit `t` set when `chunk[t]` is not `±0 ± 0i` (`-0.0` counts as zero, NaN does not), for a
-/// chunk of at most 64 entries.
+/// chunk of at most 64 entries (the kernels call the AVX2 instance from [`mask_columns`]).
 ///
 /// The compiler's vectorisation of the bit-by-bit fold separated the real and imaginary parts
 /// with shuffles per pair of entries; this ORs the parts of four entries in two unpacks,
 /// compares them with zero at once and reorders the four mask bits with a table.
-#[inline(always)]
-pub(crate) fn nonzero_mask(chunk: &[c64]) -> u64 {
+#[cfg(test)]
+fn nonzero_mask(chunk: &[c64]) -> u64 {
     debug_assert!(chunk.len() <= 64);
     #[cfg(target_arch = "x86_64")]
     if super::avx2() {
@@ -55,6 +55,36 @@ pub(crate) fn smallest_part(v: &[c64]) -> Option<f64> {
     (!zero).then_some(least)
 }
 
+/// For each `(chunk, out)`: `*out` = the non-zeros of the chunk (at most 64 entries), bit `t`
+/// set when `chunk[t]` is not `±0 ± 0i` (`-0.0` counts as zero, NaN does not), and `block[t] += 1` for every bit `t` set in it — the masks of one 64-row block's column
+/// segments and the block's row counts, with no branch and no loop over the set bits. The
+/// lanes wrap past `u16::MAX`: the caller passes at most that many chunks between two reads.
+///
+/// AVX2: the counts stay in four vectors over all the chunks, and each mask is added sixteen
+/// lanes a step, each lane's byte of the mask moved in by one shuffle and its bit tested by one
+/// compare (13 instructions a mask). A call per chunk with the counts in memory (Dense → Csr
+/// 100 × 100, 10 % non-zero: 98 instructions a chunk beside the mask's own) and, before it,
+/// one increment per set bit after a `count_ones` (130) cost more.
+#[inline(always)]
+pub(crate) fn mask_columns<'a>(
+    chunks: impl Iterator<Item = (&'a [c64], &'a mut u64)>,
+    block: &mut [u16; 64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::avx2() {
+        // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
+        unsafe { avx::mask_columns(chunks, block) };
+        return;
+    }
+    for (chunk, out) in chunks {
+        let mask = scalar(chunk);
+        *out = mask;
+        for (t, x) in block.iter_mut().enumerate() {
+            *x = x.wrapping_add(((mask >> t) & 1) as u16);
+        }
+    }
+}
+
 /// The mask, one entry at a time.
 fn scalar(chunk: &[c64]) -> u64 {
     chunk
@@ -83,6 +113,7 @@ mod avx {
 
     /// Four entries per step: `re | im` of each (two unpacks and an OR), the sign bits
     /// cleared, one 64-bit compare with zero, one `movemask`, the table.
+    #[inline]
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn nonzero_mask(chunk: &[c64]) -> u64 {
         let n = chunk.len().min(64);
@@ -124,6 +155,44 @@ mod avx {
             mask |= super::scalar(&chunk[k..n]) << k;
         }
         mask
+    }
+
+    /// [`super::mask_columns`]: per 16 rows 16q.., the mask's bytes 2q (rows 16q..16q + 8,
+    /// the lower 128-bit half) and 2q + 1 (the upper half) copied into both bytes of each
+    /// 16-bit lane, the lane's own bit selected and compared with itself (all ones when set),
+    /// and that subtracted from the counts.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn mask_columns<'a>(
+        chunks: impl Iterator<Item = (&'a [c64], &'a mut u64)>,
+        block: &mut [u16; 64],
+    ) {
+        // Lane t of each half tests bit t of its byte.
+        let bits = _mm256_setr_epi16(1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128);
+        let picks: [__m256i; 4] = std::array::from_fn(|q| {
+            let (lo, hi) = (2 * q as i8, 2 * q as i8 + 1);
+            _mm256_setr_epi8(
+                lo, lo, lo, lo, lo, lo, lo, lo, lo, lo, lo, lo, lo, lo, lo, lo, //
+                hi, hi, hi, hi, hi, hi, hi, hi, hi, hi, hi, hi, hi, hi, hi, hi,
+            )
+        });
+        let p = block.as_mut_ptr().cast::<__m256i>();
+        // SAFETY: the 64 lanes are four 32-byte vectors; unaligned loads.
+        let mut counts: [__m256i; 4] =
+            std::array::from_fn(|q| unsafe { _mm256_loadu_si256(p.add(q)) });
+        for (chunk, out) in chunks {
+            let mask = nonzero_mask(chunk);
+            *out = mask;
+            let m = _mm256_set1_epi64x(mask as i64);
+            for (c, pick) in counts.iter_mut().zip(&picks) {
+                let set =
+                    _mm256_cmpeq_epi16(_mm256_and_si256(_mm256_shuffle_epi8(m, *pick), bits), bits);
+                *c = _mm256_sub_epi16(*c, set);
+            }
+        }
+        for (q, c) in counts.iter().enumerate() {
+            // SAFETY: as the loads above; unaligned stores.
+            unsafe { _mm256_storeu_si256(p.add(q), *c) };
+        }
     }
 
     /// [`super::smallest_part`], two values a step in each of two running minima: per value
@@ -182,6 +251,45 @@ mod avx {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Both instances write each chunk's mask and add each set bit to its lane, and only
+    /// those: chunks of every length up to 64 (zeros, signed zeros, NaN, subnormals), counts
+    /// carried over from an earlier call.
+    #[test]
+    fn mask_columns_writes_masks_and_counts_bits() {
+        let parts = [0.0, -0.0, 1.0, f64::NAN, 5e-324, 0.0, -2.5];
+        let values: Vec<c64> = (0..64 * 65)
+            .map(|k| c64::new(parts[(k * 5 + k / 7) % 7], parts[(k * 3 + k / 11) % 7]))
+            .collect();
+        let chunks: Vec<&[c64]> = (0..=64)
+            .map(|len| &values[64 * len..64 * len + len])
+            .collect();
+        for baseline in [false, true] {
+            let mut block = [3u16; 64];
+            let mut want = [3u16; 64];
+            let mut masks = vec![0u64; chunks.len()];
+            let run = |block: &mut [u16; 64], masks: &mut [u64]| {
+                mask_columns(chunks.iter().copied().zip(masks.iter_mut()), block)
+            };
+            if baseline {
+                crate::simd::baseline(|| run(&mut block, &mut masks));
+            } else {
+                run(&mut block, &mut masks);
+            }
+            for (chunk, &mask) in chunks.iter().zip(&masks) {
+                assert_eq!(
+                    mask,
+                    scalar(chunk),
+                    "len {}, baseline {baseline}",
+                    chunk.len()
+                );
+                for (t, w) in want.iter_mut().enumerate() {
+                    *w += u16::from(mask & (1 << t) != 0);
+                }
+            }
+            assert_eq!(block, want, "baseline {baseline}");
+        }
+    }
 
     /// Both instances equal the scalar fold on every length up to 64 and on patterns of zeros,
     /// signed zeros, NaN, infinities and subnormals in either part.

@@ -136,29 +136,26 @@ fn fill_from_masks(
     }
 }
 
-crate::simd::avx2_fn! {
-    /// `masks[j·⌈m/64⌉ + c]` = the non-zeros of rows 64c.. of column j of column-major `a`, one
-    /// bit each, and `counts[i]` += the non-zeros of row i.
-    fn scan_masks(a: &Dense, masks: &mut [u64], counts: &mut [usize]) {
-        let words = a.shape().0.div_ceil(64);
-        for j in 0..a.shape().1 {
-            let col = a.buffer_col(j);
-            for (c, chunk) in col.chunks(64).enumerate() {
-                let mask = crate::simd::nonzero_mask(chunk);
-                masks[j * words + c] = mask;
-                if mask.count_ones() <= 16 {
-                    // Few: one increment per non-zero.
-                    let mut bits = mask;
-                    while bits != 0 {
-                        counts[c * 64 + bits.trailing_zeros() as usize] += 1;
-                        bits &= bits - 1;
-                    }
-                } else {
-                    // Many: one vectorised pass over the chunk.
-                    for (k, v) in counts[c * 64..].iter_mut().zip(chunk) {
-                        *k += usize::from(nonzero_bits(v) != 0);
-                    }
-                }
+/// `masks[j·⌈m/64⌉ + c]` = the non-zeros of rows 64c.. of column j of column-major `a`, one
+/// bit each, and `counts[i]` += the non-zeros of row i.
+///
+/// By blocks of 64 rows, every column of a block before the next block: the block's row counts
+/// stay in 64 `u16` lanes ([`mask_columns`](crate::simd::mask_columns)), flushed into `counts`
+/// every `u16::MAX` columns, so no lane overflows.
+fn scan_masks(a: &Dense, masks: &mut [u64], counts: &mut [usize]) {
+    let (m, n) = a.shape();
+    let words = m.div_ceil(64);
+    let flush = usize::from(u16::MAX);
+    for c in 0..words {
+        let rows = c * 64..(c * 64 + 64).min(m);
+        let mut block = [0u16; 64];
+        for j0 in (0..n).step_by(flush) {
+            let cols = j0..(j0 + flush).min(n);
+            let outs = masks[j0 * words + c..].iter_mut().step_by(words);
+            let chunks = cols.map(|j| &a.buffer_col(j)[rows.clone()]);
+            crate::simd::mask_columns(chunks.zip(outs), &mut block);
+            for (k, x) in counts[rows.clone()].iter_mut().zip(&mut block) {
+                *k += usize::from(std::mem::take(x));
             }
         }
     }

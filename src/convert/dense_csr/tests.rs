@@ -110,6 +110,25 @@ fn mask_walk_matches_across_words() {
     }
 }
 
+/// The mask walk's row counts (16-bit lanes, flushed every `u16::MAX` columns) on rows with
+/// more non-zeros than a lane holds: 70 000 columns, row 0 full, row 1 every third, row 2
+/// none; both instances of the scan.
+#[test]
+fn mask_walk_counts_rows_past_a_lane() {
+    let n = 70_000;
+    let a = Dense::from_fn(3, n, |i, j| match i {
+        0 => c64::new(j as f64 + 1.0, 0.0),
+        1 if j % 3 == 0 => c64::new(0.0, -1.0),
+        _ => c64::new(0.0, 0.0),
+    });
+    let want = reference(&a);
+    same(parts(&by_masks(&a).unwrap()), want.clone());
+    same(
+        parts(&crate::simd::baseline(|| by_masks(&a)).unwrap()),
+        want,
+    );
+}
+
 /// The branch-free walk on every shape up to its limit's neighbourhood: all-zero, full,
 /// sparse patterns ending in zeros (the stores past the last non-zero go to the slack),
 /// signed zeros and a NaN; and `dense_to_csr` on either side of [`BRANCH_FREE`].
