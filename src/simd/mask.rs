@@ -120,23 +120,33 @@ mod avx {
         let p = chunk.as_ptr().cast::<f64>();
         let abs = _mm256_set1_epi64x(i64::MAX);
         let zero = _mm256_setzero_si256();
-        // The non-zeros of the four entries in `a` and `b`, in entry order.
-        let four = |a: __m256d, b: __m256d| {
+        // The four entries in `a` and `b` as 64-bit lanes, all ones where non-zero, in the
+        // order the unpacks leave them: [e0, e2, e1, e3].
+        let lanes = |a: __m256d, b: __m256d| {
             let parts = _mm256_or_pd(_mm256_unpacklo_pd(a, b), _mm256_unpackhi_pd(a, b));
             let bits = _mm256_and_si256(_mm256_castpd_si256(parts), abs);
-            let zeros = _mm256_cmpeq_epi64(bits, zero);
-            ORDER[(!_mm256_movemask_pd(_mm256_castsi256_pd(zeros)) & 0xF) as usize]
+            _mm256_cmpgt_epi64(bits, zero)
+        };
+        // The non-zeros of the four entries in `a` and `b`, in entry order.
+        let four = |a: __m256d, b: __m256d| {
+            ORDER[_mm256_movemask_pd(_mm256_castsi256_pd(lanes(a, b))) as usize]
+        };
+        // Eight entries: the two lane sets packed to 32 bits ([e0, e2, e4, e6, e1, e3, e5,
+        // e7]), put in entry order by one permutation, one `movemask` (no table).
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        let eight = |v: [__m256d; 4]| {
+            let packed = _mm256_packs_epi32(lanes(v[0], v[1]), lanes(v[2], v[3]));
+            let ordered = _mm256_permutevar8x32_epi32(packed, order);
+            _mm256_movemask_ps(_mm256_castsi256_ps(ordered)) as u8
         };
         let mut mask = 0u64;
         let mut k = 0;
-        // Eight entries a step: two four-entry tests with one loop test and one placement in
-        // the mask between them (unrolled over a chunk: ~2.9 instructions an entry against
-        // ~4; Dense → Csr 100 × 100 scan 67.4 k → 57.8 k a call).
+        // Eight entries a step, unrolled over a chunk: ~2.4 instructions an entry (two
+        // four-entry tests with a table each: ~2.9; one at a time: ~4).
         while k + 8 <= n {
             // SAFETY: entries k..k + 8 exist (doubles 2k..2k + 16); unaligned loads.
-            let [v0, v1, v2, v3] =
-                std::array::from_fn(|q| unsafe { _mm256_loadu_pd(p.add(2 * k + 4 * q)) });
-            mask |= u64::from(four(v0, v1) | four(v2, v3) << 4) << k;
+            let v = std::array::from_fn(|q| unsafe { _mm256_loadu_pd(p.add(2 * k + 4 * q)) });
+            mask |= u64::from(eight(v)) << k;
             k += 8;
         }
         while k + 4 <= n {
