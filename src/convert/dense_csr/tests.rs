@@ -177,3 +177,45 @@ fn empty_shapes_convert() {
         assert_eq!((c.shape(), c.nnz(), c.indptr().len()), ((m, n), 0, m + 1));
     }
 }
+
+/// Columns taller than a 64-entry block: non-zeros on both sides of block boundaries and in the
+/// tail past the last full block, columns full enough that the next one goes by runs and empty
+/// ones that bring the block test back, NaN and signed zeros; serial and parallel, and the
+/// limit while blocks are skipped.
+#[test]
+fn collect_columns_by_blocks_matches_a_row_major_walk() {
+    let (m, n) = (300, 41);
+    let edges = [
+        0, 1, 63, 64, 65, 127, 128, 191, 192, 255, 256, 257, 298, 299,
+    ];
+    let a = Dense::from_fn(m, n, |i, j| {
+        let v = c64::new((i + 1) as f64, j as f64);
+        match j % 5 {
+            // Boundaries and the tail (rows 256..300).
+            0 if edges.contains(&i) => v,
+            // Full: the next column goes by runs.
+            1 => v,
+            // Sparse again after a full column, then empty (the block test comes back).
+            2 if i % 97 == 5 => v,
+            3 => c64::new(0.0, 0.0),
+            // Scattered, with zeros of either sign (not stored) and a NaN (stored).
+            4 => match (i * 7919 + j * 104_729) % 50 {
+                0 => c64::new(f64::NAN, 1.0),
+                1 => c64::new(-0.0, 0.0),
+                2 => c64::new(0.0, -0.0),
+                3 => v,
+                _ => c64::new(0.0, 0.0),
+            },
+            _ => c64::new(0.0, 0.0),
+        }
+    });
+    let want = reference(&a);
+    for workers in [1, 3] {
+        let got = via_columns(&a, workers, usize::MAX).expect("no limit");
+        same(parts(&got), want.clone());
+    }
+    // The limit while the block test runs (the first column is sparse).
+    let first = edges.len();
+    assert!(collect_columns(&a, 0..1, first - 1).is_none());
+    assert_eq!(collect_columns(&a, 0..1, first).unwrap().rows, edges);
+}
