@@ -168,20 +168,21 @@ pub(crate) fn dense_flip(op: &str, a: &Dense, flip: simd::Flip) -> Result<Dense>
 
 /// A copy of `a`'s buffer in the same layout: one `memcpy` per buffer column, or where the
 /// engine streams a pass of that size (`engine::streams`), the identity map with its
-/// non-temporal stores.
+/// non-temporal stores (on one thread on Intel CPUs, `memcpy` still: `engine::copy_by_memcpy`).
 ///
 /// glibc's `memcpy` (`rep movsb` for a column of 2 KiB or more on the development VM) beat the
 /// `dense_map` loop it replaced for `transpose` at n = 1000 (0.98–1.00 against 1.08–1.30 ms
 /// per call, one thread, same run) and tied it at n = 10 and 100.
 pub(crate) fn dense_copy(op: &str, a: &Dense) -> Result<Dense> {
     let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
-    if engine::streams(m, n, 1) {
+    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
+    if engine::streams(m, n, 1) && !(workers == 1 && engine::copy_by_memcpy()) {
         // A result too large for the cache: the map's non-temporal stores. In the side-by-side
-        // at n = 10⁴ (1.6 GB, memory reused by malloc) glibc's `memcpy` took 399–440 ms, as in
-        // QuTiP and numpy, against 113 ms for the conjugating map that streams.
+        // at n = 10⁴ (1.6 GB, memory reused by malloc) glibc's `memcpy` took 399–440 ms on the
+        // AMD VM, as in QuTiP and numpy, against 113 ms for the conjugating map that streams;
+        // on the Intel VM it took 137–141 ms against the map's 181–349 ms.
         return dense_map(op, a, |x| x);
     }
-    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
     if workers == 1 && m > 0 && n > 0 {
         // One thread: one `memcpy` of the whole buffer when both have the same column stride
         // (they do, being reserved alike), padding included: at 10 × 10 one call instead of
