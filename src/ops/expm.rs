@@ -256,28 +256,22 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     let q = lincomb(n, 0.0, &[(1.0, &v), (-1.0, &u)]);
     let _avx = engine::AvxGuard::for_size(n);
     let mut r = q.partial_piv_lu().solve(&p);
-    if !(0..n).all(|j| {
-        r.col_as_slice(j)
-            .iter()
-            .all(|x| x.re.is_finite() && x.im.is_finite())
-    }) {
+    if !all_finite(&r) {
         return Err(Error::Numerical {
             op: "expm".into(),
             reason: "the Padé denominator is singular".into(),
         });
     }
-    let finite = |r: &Mat<c64>| (0..n).all(|j| r.col_as_slice(j).iter().all(|x| x.is_finite()));
     for _ in 0..s {
         r = mul(&r, &r);
         // An overflow stays: every later square of an infinite entry is infinite or NaN. So
         // the squarings stop at the first one (O(n²) a check beside the O(n³) product): with
         // ‖a‖₁ = 10³⁰⁰, s is 995 and the result overflows after about ten of them.
-        if !finite(&r) {
+        if !all_finite(&r) {
             break;
         }
     }
-    let finite = finite(&r);
-    if !finite {
+    if !all_finite(&r) {
         return Err(Error::Numerical {
             op: "expm".into(),
             reason: format!(
@@ -287,6 +281,11 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
         });
     }
     Ok(Dense::new(r))
+}
+
+/// Whether every entry of `m` has finite real and imaginary parts.
+fn all_finite(m: &Mat<c64>) -> bool {
+    (0..m.ncols()).all(|j| m.col_as_slice(j).iter().all(|x| x.is_finite()))
 }
 
 /// Csr `exp(a)` through the dense algorithm, keeping the nonzero entries.

@@ -96,30 +96,23 @@ crate::simd::avx2_fn! {
         // block test is kept while they leave at least half of a column's blocks empty (it
         // cost 9–15 % at 1 % density, where most blocks hold a non-zero).
         let mut last = 0usize;
+        // The limit is checked once a column: past it by at most one column (m entries).
         for j in cols {
             let col = a.buffer_col(j);
             let before = out.rows.len();
             if last.saturating_mul(2) >= m / BLOCK {
                 collect_runs(col, 0, &mut out);
-                if out.rows.len() > limit {
-                    return None;
-                }
-                last = out.rows.len() - before;
-                out.colptr.push(out.rows.len());
-                continue;
-            }
-            let (blocks, tail) = col.as_chunks::<BLOCK>();
-            for (b, block) in blocks.iter().enumerate() {
-                // A block of zeros (most of a sparse column) costs one vertical OR over its
-                // 64 entries and one test; a block with a non-zero goes by runs.
-                if block.iter().fold(0u64, |acc, v| acc | nonzero_bits(v)) != 0 {
-                    collect_runs(block, b * BLOCK, &mut out);
-                    if out.rows.len() > limit {
-                        return None;
+            } else {
+                let (blocks, tail) = col.as_chunks::<BLOCK>();
+                for (b, block) in blocks.iter().enumerate() {
+                    // A block of zeros (most of a sparse column) costs one vertical OR over
+                    // its 64 entries and one test; a block with a non-zero goes by runs.
+                    if any_nonzero(block) {
+                        collect_runs(block, b * BLOCK, &mut out);
                     }
                 }
+                collect_runs(tail, col.len() - tail.len(), &mut out);
             }
-            collect_runs(tail, col.len() - tail.len(), &mut out);
             if out.rows.len() > limit {
                 return None;
             }
@@ -143,7 +136,7 @@ const BLOCK: usize = 64;
 fn collect_runs(entries: &[c64], first: usize, out: &mut Columns) {
     const RUN: usize = 8;
     for (r, run) in entries.chunks(RUN).enumerate() {
-        if run.iter().fold(0u64, |acc, v| acc | nonzero_bits(v)) == 0 {
+        if !any_nonzero(run) {
             continue;
         }
         let mut mask = run
@@ -159,4 +152,11 @@ fn collect_runs(entries: &[c64], first: usize, out: &mut Columns) {
             mask &= mask - 1;
         }
     }
+}
+
+/// Whether an entry is not `±0 ± 0i`: the bits of every entry ORed together (vectorised), one
+/// test at the end.
+#[inline(always)]
+fn any_nonzero(entries: &[c64]) -> bool {
+    entries.iter().fold(0u64, |acc, v| acc | nonzero_bits(v)) != 0
 }
