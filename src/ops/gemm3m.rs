@@ -95,9 +95,9 @@ fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, 
     };
     // Under `Accum::Replace` faer writes every entry of the destination and reads none (its
     // documentation; k > 0 here), so the unfilled products are written before they are read.
-    matmul(t1.as_mut(), Accum::Replace, pa.re(), pb.re(), 1.0, par);
-    matmul(t2.as_mut(), Accum::Replace, pa.im(), pb.im(), 1.0, par);
-    matmul(t3.as_mut(), Accum::Replace, pa.sum(), pb.sum(), 1.0, par);
+    real_product(t1.as_mut(), pa.re(), pb.re(), par);
+    real_product(t2.as_mut(), pa.im(), pb.im(), par);
+    real_product(t3.as_mut(), pa.sum(), pb.sum(), par);
     let (Some(x), Some(y), Some(z)) = (
         t1.as_ref().try_as_col_major(),
         t2.as_ref().try_as_col_major(),
@@ -135,6 +135,57 @@ fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, 
         }
     }
     true
+}
+
+/// The most rows of `a` one call of faer's real product is given by [`real_product`].
+const PIECE_ROWS: usize = 192;
+
+/// Pieces of fewer rows than this are not worth a thread of their own: [`real_product`] then
+/// leaves the parallel product to faer.
+const MIN_PIECE_ROWS: usize = 32;
+
+/// `dst ← a·b` for real matrices, written in full (faer's product under `Accum::Replace`), in
+/// pieces of at most [`PIECE_ROWS`] rows of `a` and `dst`: one after another on one thread,
+/// spread over the threads (each piece a one-thread product) on several.
+///
+/// Why pieces: faer's real product (`private-gemm-x86`) runs square shapes between about 440
+/// and 511 on one thread through its unblocked path, which on a CPU with 2 MiB of L2 per core
+/// (the Intel development VM) drops from 85 to 63 GFLOP/s there; and its parallel product
+/// gained 1.3–1.6× from a second thread where pieces gain 2.0×. One thread, square, medians of
+/// 11 (ms): n = 500 4.42–4.69 → 2.53–2.66, n = 1000 21.4–21.9 → 21.0–22.1, n = 2000
+/// 183–198 → 173–184; two threads: n = 500 1.68–1.86 → 1.88–2.01, n = 1000 13.6–15.0 →
+/// 10.6–10.7, n = 2000 116–124 → 95–103 (docs/benchmarks.md). Splitting rows leaves every
+/// entry's sum over k to faer: at 500, 1000, 300 × 700 and 2000 × 600 every entry came
+/// out bit for bit the unsplit product's.
+fn real_product(mut dst: MatMut<'_, f64>, a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) {
+    let m = a.nrows();
+    let threads = par.degree();
+    let pieces = m.div_ceil(PIECE_ROWS).next_multiple_of(threads.max(1));
+    // Rows per piece: a multiple of 8 (whole vectors of the microkernel's rows).
+    let rows = m.div_ceil(pieces.max(1)).next_multiple_of(8).max(8);
+    if threads > 1 {
+        if m / threads < MIN_PIECE_ROWS {
+            matmul(dst, Accum::Replace, a, b, 1.0, par);
+            return;
+        }
+        dst.par_row_chunks_mut(rows)
+            .zip(a.par_row_chunks(rows))
+            .for_each(|(d, a)| matmul(d, Accum::Replace, a, b, 1.0, Par::Seq));
+        return;
+    }
+    let mut i = 0;
+    while i < m {
+        let r = rows.min(m - i);
+        matmul(
+            dst.rb_mut().subrows_mut(i, r),
+            Accum::Replace,
+            a.subrows(i, r),
+            b,
+            1.0,
+            Par::Seq,
+        );
+        i += r;
+    }
 }
 
 /// A `rows × cols` real matrix whose entries are not yet written (its storage reserved
@@ -314,6 +365,33 @@ mod tests {
                             "({i}, {j}) of {m}×{k}×{n}: {err}"
                         );
                     }
+                }
+            }
+        }
+    }
+
+    /// The pieces of `real_product` cover every row once: against faer's unsplit product on
+    /// row counts around the piece size (one piece, a short last piece, pieces rounded to 8
+    /// rows, too few rows per thread), row-major left operands, serially and on 2 and 3
+    /// threads. Every entry is written (the destination starts as NaN).
+    #[test]
+    fn real_product_pieces_cover_every_row() {
+        let real = |rows: usize, cols: usize, seed: usize| {
+            Mat::<f64>::from_fn(rows, cols, |i, j| {
+                ((i * 29 + j * 13 + seed) % 19) as f64 - 9.0
+            })
+        };
+        for m in [1, 31, 63, 64, 191, 192, 193, 200, 385, 500] {
+            let (k, n) = (37, 45);
+            let (a, at, b) = (real(m, k, 1), real(k, m, 1), real(k, n, 2));
+            for x in [a.as_ref(), at.as_ref().transpose()] {
+                let mut want = Mat::<f64>::zeros(m, n);
+                matmul(want.as_mut(), Accum::Replace, x, b.as_ref(), 1.0, Par::Seq);
+                for par in [Par::Seq, Par::rayon(2), Par::rayon(3)] {
+                    let mut got = Mat::<f64>::from_fn(m, n, |_, _| f64::NAN);
+                    real_product(got.as_mut(), x, b.as_ref(), par);
+                    // Small integers: every product and sum is exact, whatever the order.
+                    assert!(got == want, "m = {m}, {par:?}");
                 }
             }
         }
