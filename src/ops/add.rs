@@ -113,10 +113,10 @@ pub fn sub(a: &Data, b: &Data, out: Out) -> Result<Data> {
 pub fn add_dense(a: &Dense, b: &Dense, scale: c64) -> Result<Dense> {
     same_shape("add", a.shape(), b.shape())?;
     if scale == ONE {
-        super::dense_zip("add", a, b, |x, y| x + y)
+        super::dense_sum("add", a, b, false)
     } else if scale == MINUS_ONE {
         // `sub`: x − y, exact for infinite parts (see `MINUS_ONE`).
-        super::dense_zip("add", a, b, |x, y| x - y)
+        super::dense_sum("add", a, b, true)
     } else if a.layout() == b.layout() && !crate::engine::streams(a.shape().0, a.shape().1, 2) {
         // (A result too large for the cache goes through `dense_zip`'s non-temporal stores;
         // its `x + scale * y` is `add_scaled_into`'s arithmetic, bit for bit.)

@@ -166,6 +166,56 @@ pub(crate) fn dense_flip(op: &str, a: &Dense, flip: simd::Flip) -> Result<Dense>
     Ok(Dense::with_layout(mat, a.layout()))
 }
 
+/// `a + b` (or `a − b` if `sub`) of operands of one shape: [`dense_zip`], except for operands
+/// of one layout on one thread without streaming stores, where one call of
+/// [`simd::sum_cols`] writes every column (no column slices handed out, one vector add per
+/// two entries), as [`dense_flip`] does for one operand.
+pub(crate) fn dense_sum(op: &str, a: &Dense, b: &Dense, sub: bool) -> Result<Dense> {
+    let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
+    let (x, y) = (a.buffer(), b.buffer());
+    let serial = m > 0
+        && n > 0
+        && a.layout() == b.layout()
+        && (m, n) == (y.nrows(), y.ncols())
+        && x.row_stride() == 1
+        && y.row_stride() == 1
+        && engine::workers(Family::Elementwise, m.saturating_mul(n)) == 1
+        && !engine::streams(m, n, 2);
+    let (Some(xs), Some(ys)) = (
+        usize::try_from(x.col_stride()).ok().filter(|_| serial),
+        usize::try_from(y.col_stride()).ok(),
+    ) else {
+        return dense_sum_zip(op, a, b, sub);
+    };
+    let mut mat = alloc::reserve_mat(op, m, n)?;
+    let ds = usize::try_from(mat.col_stride()).unwrap_or(m);
+    // SAFETY: `x` and `y` are m × n buffers with unit row stride and column strides `xs`,
+    // `ys` (checked above), and `mat` has room for m × n at column stride `ds` (an owned
+    // Mat's stride is its row capacity, reserved for m rows); the fresh buffer overlaps
+    // neither input. Every entry is written before the dimensions are set, and c64 has no
+    // drop glue.
+    unsafe {
+        simd::sum_cols(
+            (x.as_ptr(), xs),
+            (y.as_ptr(), ys),
+            (mat.as_ptr_mut(), ds),
+            (m, n),
+            sub,
+        );
+        mat.set_dims(m, n);
+    }
+    Ok(Dense::with_layout(mat, a.layout()))
+}
+
+/// [`dense_sum`]'s general path.
+fn dense_sum_zip(op: &str, a: &Dense, b: &Dense, sub: bool) -> Result<Dense> {
+    if sub {
+        dense_zip(op, a, b, |x, y| x - y)
+    } else {
+        dense_zip(op, a, b, |x, y| x + y)
+    }
+}
+
 /// A copy of `a`'s buffer in the same layout: one `memcpy` per buffer column, or where the
 /// engine streams a pass of that size (`engine::streams`), the identity map with its
 /// non-temporal stores (on one thread on Intel CPUs, `memcpy` still: `engine::copy_by_memcpy`).

@@ -18,7 +18,7 @@ mod scale;
 pub(crate) mod stream;
 
 pub(crate) use mask::{mask_columns, nonzero_bits, smallest_part};
-pub(crate) use scale::{Flip, add_scaled_into, flip_cols, scale_into};
+pub(crate) use scale::{Flip, add_scaled_into, flip_cols, scale_into, sum_cols};
 #[cfg(target_arch = "x86_64")]
 pub(crate) use scale::{add_scaled_run, kron_block};
 
