@@ -182,6 +182,38 @@ pub(crate) fn column(a: &Operand<'_>, b: &[c64], c: &mut [MaybeUninit<c64>]) {
     unreachable!("an Operand is only made on x86-64 with AVX2")
 }
 
+/// [`column`] for `n` columns of B in one call (the kernel chosen once, no slices made per
+/// column): column j of the result from column j of B.
+///
+/// # Safety
+/// For every j < n, A's column count of entries are readable at `b + j·bs` and A's row count
+/// of entries writable at `c + j·cs`; the result's columns overlap neither one another, A,
+/// nor B.
+pub(crate) unsafe fn columns(
+    a: &Operand<'_>,
+    (b, bs): (*const c64, usize),
+    (c, cs): (*mut c64, usize),
+    n: usize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let kernel = match a.m.div_ceil(2) {
+            1 => avx::columns::<1>,
+            2 => avx::columns::<2>,
+            3 => avx::columns::<3>,
+            4 => avx::columns::<4>,
+            5 => avx::columns::<5>,
+            _ => avx::columns::<6>,
+        };
+        // SAFETY: an `Operand` exists only on a CPU with AVX2 and FMA, with 2H = m rounded up
+        // to even readable entries in each of its p columns (as for `column`); B's and the
+        // result's columns as this function's contract.
+        unsafe { kernel(a, (b, bs), (c.cast(), cs), n) }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("an Operand is only made on x86-64 with AVX2")
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx {
     use std::arch::x86_64::*;
@@ -197,7 +229,31 @@ mod avx {
     /// # Safety
     /// The CPU has AVX2 and FMA; 2H entries are readable from `a + k·stride` for every
     /// `k < b.len()`; `c.len()` is `2H` or `2H − 1`.
+    /// [`column`] over `n` columns (`super::columns`).
+    ///
+    /// # Safety
+    /// As [`super::columns`], `H` being A's row count halved and rounded up.
     #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn columns<const H: usize>(
+        a: &super::Operand<'_>,
+        (b, bs): (*const c64, usize),
+        (c, cs): (*mut MaybeUninit<c64>, usize),
+        n: usize,
+    ) {
+        for j in 0..n {
+            // SAFETY: column j of B has A's column count p of readable entries at b + j·bs,
+            // and column j of the result m writable ones at c + j·cs, not overlapping B (the
+            // caller's contract); A's columns as `column` needs them (an `Operand`).
+            unsafe {
+                let bj = std::slice::from_raw_parts(b.add(j * bs), a.p);
+                let cj = std::slice::from_raw_parts_mut(c.add(j * cs), a.m);
+                column::<H>(a.ptr, a.stride, bj, cj);
+            }
+        }
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    #[inline]
     pub(super) unsafe fn column<const H: usize>(
         a: *const c64,
         stride: usize,

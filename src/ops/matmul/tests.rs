@@ -73,6 +73,7 @@ fn dense_products_across_the_small_kernel_limits() {
         (12, 64, 5),
         (12, 65, 2),
         (13, 4, 3),
+        (3, 2, 0),
     ] {
         let a = Dense::from_fn(m, k, |i, j| v(i, j, 1));
         let b = Dense::from_fn(k, n, |i, j| v(i, j, 2));
@@ -83,6 +84,7 @@ fn dense_products_across_the_small_kernel_limits() {
         ];
         for (x, y) in layouts {
             let c = matmul_dense(&x, &y).unwrap();
+            assert_eq!(c.shape(), (m, n));
             for i in 0..m {
                 for j in 0..n {
                     let want: c64 = (0..k).map(|t| a.get(i, t) * b.get(t, j)).sum();
