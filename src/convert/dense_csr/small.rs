@@ -27,6 +27,9 @@ crate::simd::avx2_fn! {
                     .sum::<usize>()
             })
             .sum();
+        if nnz == m * n {
+            return full(a);
+        }
         // One row of slack: a row's stores past the last non-zero land there.
         let room = nnz + n;
         let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, (m, n), m + 1, room)?;
@@ -71,6 +74,36 @@ crate::simd::avx2_fn! {
         // from the increasing walk over j < n.
         Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
     }
+}
+
+/// Dense → Csr of a small column-major matrix with no zero entry: the pattern is known (row
+/// i holds columns 0..n) and the values are the buffer read row by row (one blocked transpose,
+/// `storage::transpose_values`), so nothing is tested per entry. A 10 × 10 full conversion:
+/// 2 774 → 2 378 instructions, 0.238–0.254 → 0.195–0.197 µs a call. (Writing the indices by
+/// raw pointers instead of `extend`, and counting the non-zeros from the AVX2 masks, were
+/// measured too: level, and 0.23 µs.)
+fn full(a: &Dense) -> Result<Csr> {
+    const OP: &str = "to Csr";
+    let (m, n) = a.shape();
+    // m·n ≤ BRANCH_FREE: no product or length below overflows.
+    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, (m, n), m + 1, m * n)?;
+    indptr.extend((0..=m).map(|i| i * n));
+    for _ in 0..m {
+        indices.extend(0..n);
+    }
+    let buf = a.buffer();
+    let cs = usize::try_from(buf.col_stride()).unwrap_or(m);
+    // SAFETY: read row by row, the buffer (unit row stride: an owned column-major Mat, whose
+    // column stride cs ≥ m is its row capacity) holds a(j, i) at i·cs + j for i < n, j < m;
+    // `data` has capacity m·n, slot j·n + i for a(j, i) (stride n ≥ n); distinct buffers.
+    unsafe {
+        crate::storage::transpose_values((buf.as_ptr(), cs), (n, m), (data.as_mut_ptr(), n), |x| x);
+        // Every slot j·n + i, j < m, i < n, was written: all m·n of them.
+        data.set_len(m * n);
+    }
+    // SAFETY: m + 1 pointers stepping by n from 0 to m·n = nnz; every row holds columns 0..n
+    // in order; its values are row i of `a` (all non-zero, as counted).
+    Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
 }
 
 /// Serial Dense → Csr of column-major `a` through a bit mask of its non-zeros: one pass over

@@ -159,6 +159,46 @@ fn branch_free_walk_matches_a_row_major_walk() {
     }
 }
 
+/// Small matrices with no zero entry take the known pattern (`small::full`): every shape up
+/// to the branch-free limit's neighbourhood, row counts with and without padding in the
+/// buffer, NaN, infinities and parts that are zero on one side only; a single zero entry
+/// sends the matrix back to the walk, which must give the same entries less that one.
+#[test]
+fn full_small_matrices_take_the_known_pattern() {
+    for (m, n) in [
+        (1, 1),
+        (1, 128),
+        (128, 1),
+        (7, 3),
+        (10, 10),
+        (11, 11),
+        (3, 42),
+    ] {
+        let a = Dense::from_fn(m, n, |i, j| match (i * 7 + j * 3) % 5 {
+            0 => c64::new(f64::NAN, 0.0),
+            1 => c64::new(-0.0, f64::NEG_INFINITY),
+            2 => c64::new(i as f64 + 1.0, -(j as f64)),
+            3 => c64::new(1e-310, -0.0),
+            _ => c64::new(-2.5, 0.5),
+        });
+        let want = reference(&a);
+        assert_eq!(want.1.len(), m * n, "{m}×{n} is full");
+        let c = dense_to_csr(&a).unwrap();
+        assert!(c.stores_every_entry());
+        same(parts(&c), want);
+        // One zero entry: back to the walk.
+        let b = Dense::from_fn(m, n, |i, j| {
+            if (i, j) == (m / 2, n / 2) {
+                c64::new(0.0, -0.0)
+            } else {
+                a.get(i, j)
+            }
+        });
+        same(parts(&dense_to_csr(&b).unwrap()), reference(&b));
+        assert_eq!(dense_to_csr(&b).unwrap().nnz(), m * n - 1);
+    }
+}
+
 #[test]
 fn collect_columns_gives_up_past_its_limit() {
     let a = patterned(400);
