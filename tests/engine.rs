@@ -476,6 +476,8 @@ fn thread_setting_and_environment() {
     let _g = SETTING.lock().unwrap();
     polymat::set_threads(3);
     assert_eq!(polymat::threads(), 3);
+    // faer's decompositions follow the same count.
+    assert_eq!(faer::get_global_parallelism(), faer::Par::rayon(3));
     // SAFETY (edition 2024 marks set_var unsafe): the lock keeps this file's other tests out,
     // and nothing else in this test binary reads the environment concurrently.
     unsafe { std::env::set_var(polymat::THREADS_ENV, "5") };
@@ -485,6 +487,7 @@ fn thread_setting_and_environment() {
         5,
         "the variable is read when no explicit setting exists"
     );
+    assert_eq!(faer::get_global_parallelism(), faer::Par::rayon(5));
     unsafe { std::env::set_var(polymat::THREADS_ENV, "not a number") };
     polymat::set_threads(0);
     assert_eq!(polymat::threads(), rayon::current_num_threads().max(1));
@@ -494,7 +497,9 @@ fn thread_setting_and_environment() {
     unsafe { std::env::remove_var(polymat::THREADS_ENV) };
     polymat::set_threads(1);
     assert_eq!(polymat::threads(), 1);
+    assert_eq!(faer::get_global_parallelism(), faer::Par::Seq);
     polymat::set_threads(0);
+    assert_eq!(faer::get_global_parallelism(), faer::Par::rayon(0));
 }
 
 /// `POLYMAT_THRESHOLDS` names a calibration file read on first use (checked in a child process,
