@@ -63,6 +63,7 @@ pub fn trace_dense(a: &Dense) -> Result<c64> {
 /// # Panics
 /// If `rows` passes the diagonal (a bug in the caller).
 fn diagonal_sum(b: faer::MatRef<'_, c64>, rows: std::ops::Range<usize>) -> c64 {
+    #[cfg(target_arch = "x86_64")]
     const AHEAD: usize = 16;
     assert!(
         rows.end <= b.nrows().min(b.ncols()),
@@ -76,6 +77,7 @@ fn diagonal_sum(b: faer::MatRef<'_, c64>, rows: std::ops::Range<usize>) -> c64 {
     };
     // Entries a page or more apart (n ≥ 256): each load also misses the TLB, so the loads
     // AHEAD entries on are prefetched (their page walks start early).
+    #[cfg(target_arch = "x86_64")]
     let far = step.unsigned_abs() >= 256;
     let mut sums = [ZERO; 4];
     let mut i = rows.start;
