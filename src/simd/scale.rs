@@ -503,6 +503,34 @@ mod avx {
 mod tests {
     use super::*;
 
+    /// Runs `kernel`, which writes an m × n block of columns at stride `ds` through the pointer
+    /// it is given, into a buffer of markers (on the portable path if `baseline`), then hands
+    /// every slot of the block to `check` (row, column, value) and asserts that no slot outside
+    /// it was written.
+    fn check_columns(
+        (m, n, ds): (usize, usize, usize),
+        baseline: bool,
+        kernel: impl Fn(*mut c64),
+        check: impl Fn(usize, usize, c64),
+    ) {
+        let marker = c64::new(7.0, 7.0);
+        let mut dst = vec![marker; ds * n + 1];
+        let dp = dst.as_mut_ptr();
+        if baseline {
+            crate::simd::baseline(|| kernel(dp));
+        } else {
+            kernel(dp);
+        }
+        for (k, d) in dst.iter().enumerate() {
+            let (j, i) = (k / ds, k % ds);
+            if j < n && i < m {
+                check(i, j, *d);
+            } else {
+                assert_eq!(*d, marker, "slot {k} outside the columns");
+            }
+        }
+    }
+
     /// Both instances add or subtract every entry of every column to the bit of the scalar
     /// operators (signed zeros, infinities, subnormals; NaN as NaN) at three different strides with
     /// padding, odd and even column lengths, and write nothing outside the columns.
@@ -523,40 +551,27 @@ mod tests {
                 .map(|k| c64::new(special[(k * 5 + 2) % 7], special[(k + 4) % 7]))
                 .collect();
             for (sub, baseline) in [(false, false), (false, true), (true, false), (true, true)] {
-                let marker = c64::new(7.0, 7.0);
-                let mut dst = vec![marker; ds * n + 1];
-                let dp = dst.as_mut_ptr();
                 // SAFETY: column j reads x[j·xs..j·xs + m] and y[j·ys..j·ys + m] and writes
-                // dst[j·ds..j·ds + m], all within the vectors (m ≤ every stride); `dst` is a
-                // vector of its own.
-                let run = || unsafe {
-                    sum_cols((x.as_ptr(), xs), (y.as_ptr(), ys), (dp, ds), (m, n), sub)
+                // m slots from j·ds of the checker's buffer (ds·n + 1 long), all within their
+                // vectors (m ≤ every stride); the buffer is a vector of its own.
+                let kernel = |dp| unsafe {
+                    sum_cols((x.as_ptr(), xs), (y.as_ptr(), ys), (dp, ds), (m, n), sub);
                 };
-                if baseline {
-                    crate::simd::baseline(run);
-                } else {
-                    run();
-                }
-                for (k, d) in dst.iter().enumerate() {
-                    let (j, i) = (k / ds, k % ds);
-                    if j < n && i < m {
-                        let (a, b) = (x[i + j * xs], y[i + j * ys]);
-                        let want = if sub { a - b } else { a + b };
-                        // A NaN result's sign and payload are not specified (the compiler may
-                        // commute an add): NaN where the scalar gives NaN, else the same bits.
-                        let same = |g: f64, w: f64| {
-                            if w.is_nan() {
-                                g.is_nan()
-                            } else {
-                                g.to_bits() == w.to_bits()
-                            }
-                        };
-                        assert!(same(d.re, want.re), "({i}, {j}) of {m}×{n}: {d} for {want}");
-                        assert!(same(d.im, want.im), "({i}, {j}) of {m}×{n}: {d} for {want}");
-                    } else {
-                        assert_eq!(*d, marker, "slot {k} outside the columns");
-                    }
-                }
+                check_columns((m, n, ds), baseline, kernel, |i, j, d| {
+                    let (a, b) = (x[i + j * xs], y[i + j * ys]);
+                    let want = if sub { a - b } else { a + b };
+                    // A NaN result's sign and payload are not specified (the compiler may
+                    // commute an add): NaN where the scalar gives NaN, else the same bits.
+                    let same = |g: f64, w: f64| {
+                        if w.is_nan() {
+                            g.is_nan()
+                        } else {
+                            g.to_bits() == w.to_bits()
+                        }
+                    };
+                    assert!(same(d.re, want.re), "({i}, {j}) of {m}×{n}: {d} for {want}");
+                    assert!(same(d.im, want.im), "({i}, {j}) of {m}×{n}: {d} for {want}");
+                });
             }
         }
     }
@@ -584,28 +599,16 @@ mod tests {
                 (Flip::Both, false),
                 (Flip::Both, true),
             ] {
-                let marker = c64::new(7.0, 7.0);
-                let mut dst = vec![marker; ds * n + 1];
-                let dp = dst.as_mut_ptr();
-                // SAFETY: column j reads src[j·ss..j·ss + m] and writes dst[j·ds..j·ds + m],
-                // both within the vectors (m ≤ ss, m ≤ ds); they do not overlap.
-                let run = || unsafe { flip_cols(src.as_ptr(), ss, dp, ds, (m, n), flip) };
-                if baseline {
-                    crate::simd::baseline(run);
-                } else {
-                    run();
-                }
-                for (k, d) in dst.iter().enumerate() {
-                    let (j, i) = (k / ds, k % ds);
-                    if j < n && i < m {
-                        let x = src[i + j * ss];
-                        let re = if flip == Flip::Both { -x.re } else { x.re };
-                        assert_eq!(d.re.to_bits(), re.to_bits(), "({i}, {j}) of {m}×{n}");
-                        assert_eq!(d.im.to_bits(), (-x.im).to_bits(), "({i}, {j}) of {m}×{n}");
-                    } else {
-                        assert_eq!(*d, marker, "slot {k} outside the columns");
-                    }
-                }
+                // SAFETY: column j reads src[j·ss..j·ss + m] and writes m slots from j·ds of
+                // the checker's buffer (ds·n + 1 long), both within their vectors (m ≤ ss,
+                // m ≤ ds); they do not overlap.
+                let kernel = |dp| unsafe { flip_cols(src.as_ptr(), ss, dp, ds, (m, n), flip) };
+                check_columns((m, n, ds), baseline, kernel, |i, j, d| {
+                    let x = src[i + j * ss];
+                    let re = if flip == Flip::Both { -x.re } else { x.re };
+                    assert_eq!(d.re.to_bits(), re.to_bits(), "({i}, {j}) of {m}×{n}");
+                    assert_eq!(d.im.to_bits(), (-x.im).to_bits(), "({i}, {j}) of {m}×{n}");
+                });
             }
         }
     }
