@@ -11,14 +11,16 @@ use std::mem::MaybeUninit;
 
 use crate::scalar::c64;
 
+mod columns;
 pub(crate) mod fill;
 pub(crate) mod gemm;
 mod mask;
 mod scale;
 pub(crate) mod stream;
 
+pub(crate) use columns::{Flip, flip_cols, sum_cols};
 pub(crate) use mask::{mask_columns, nonzero_bits, smallest_part};
-pub(crate) use scale::{Flip, add_scaled_into, flip_cols, scale_into, sum_cols};
+pub(crate) use scale::{add_scaled_into, scale_into};
 #[cfg(target_arch = "x86_64")]
 pub(crate) use scale::{add_scaled_run, kron_block};
 
