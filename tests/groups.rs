@@ -2,8 +2,8 @@
 //! in the group, built-in kinds keep their groups.
 
 use polymat::{
-    Batch, Conversion, Csr, Data, DefaultScope, Dense, Error, Group, Kind, Out, Storage, c64,
-    registry,
+    Batch, Conversion, Csr, Data, DefaultScope, Dense, Error, Group, Kind, Out, Specialisation,
+    Storage, c64, registry,
 };
 
 fn c(re: f64) -> c64 {
@@ -120,4 +120,83 @@ fn sticky_groups_keep_auto_results() {
     // Values are right.
     let back: Dense = polymat::add(&r, &s, Out::Auto).unwrap().to_type().unwrap();
     assert_eq!(back.to_string(), "[[2, 2], [3, 5]]");
+}
+
+/// Two user kinds in one sticky group, the second with its own `add`: a stand-in for GpuDense
+/// and GpuCsr in the GPU group.
+#[derive(Debug, Clone)]
+struct PairDense(Dense);
+
+#[derive(Debug, Clone)]
+struct PairSparse(Csr);
+
+impl Storage for PairDense {
+    fn shape(&self) -> (usize, usize) {
+        self.0.shape()
+    }
+}
+
+impl Storage for PairSparse {
+    fn shape(&self) -> (usize, usize) {
+        self.0.shape()
+    }
+}
+
+/// `sub` is one generic kernel (it calls `add` with −1). Under a sticky group its `Out::Auto`
+/// cell must let `add` choose: `add` has a PairSparse kernel, so PairSparse − PairSparse stays
+/// PairSparse, not the group's first kind (on an H200 this sent GpuCsr − GpuCsr to GpuDense).
+#[test]
+fn a_generic_kernel_keeps_a_result_already_in_its_sticky_group() {
+    let pair = Group::new_sticky("pair-memory").unwrap();
+    let mut b = Batch::new();
+    b.register_type::<PairDense>("PairDense", &[])
+        .register_type::<PairSparse>("PairSparse", &[])
+        .add_conversion(Conversion::new(|r: &PairDense| Ok(r.0.clone()), 2.0))
+        .add_conversion(Conversion::new(|d: &Dense| Ok(PairDense(d.clone())), 1.0))
+        .add_conversion(Conversion::new(|r: &PairSparse| Ok(r.0.clone()), 2.0))
+        .add_conversion(Conversion::new(|c: &Csr| Ok(PairSparse(c.clone())), 1.0))
+        .add_to_group::<PairDense>(pair)
+        .add_to_group::<PairSparse>(pair);
+    registry().commit(b).unwrap();
+    polymat::ops::ADD
+        .add_specialisation(Specialisation::binary(
+            "add_pair_sparse",
+            |a: &PairSparse, b: &PairSparse, s: &c64| {
+                let (a, b): (Data, Data) = (a.0.clone().into(), b.0.clone().into());
+                Ok(PairSparse(
+                    polymat::add_scaled(&a, &b, *s, Out::Csr)?.to_type()?,
+                ))
+            },
+        ))
+        .unwrap();
+    let (dense_kind, sparse_kind) = (
+        registry().kind_of::<PairDense>().unwrap(),
+        registry().kind_of::<PairSparse>().unwrap(),
+    );
+    assert_eq!(registry().kinds_in(pair), vec![dense_kind, sparse_kind]);
+
+    let x = Data::new(PairSparse(
+        Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[c(1.0), c(-2.0)]).unwrap(),
+    ))
+    .unwrap();
+    let d = polymat::sub(&x, &x, Out::Auto).unwrap();
+    assert_eq!(
+        d.kind(),
+        sparse_kind,
+        "{}",
+        polymat::ops::SUB
+            .explain(&[sparse_kind; 2], Out::Auto)
+            .unwrap()
+    );
+    assert!(polymat::iszero(&d, 0.0).unwrap());
+    // A result that leaves the group is still moved back into it: Csr + PairDense has no
+    // kernel of the group (it runs on Dense), and comes back as the group's cheapest kind.
+    let y = Data::new(PairDense(Dense::identity(2))).unwrap();
+    let s: Data = Csr::identity(2).into();
+    assert_eq!(polymat::sub(&y, &s, Out::Auto).unwrap().kind(), dense_kind);
+    // An explicit output is still what the generic kernel is asked for.
+    assert_eq!(
+        polymat::sub(&x, &x, Out::Dense).unwrap().kind(),
+        Kind::DENSE
+    );
 }

@@ -166,6 +166,11 @@ fn auto<P, R>(
         if let Some(mut e) = found {
             if e.spec.output.is_none() {
                 e.keep = snap.kinds_in(g).into_boxed_slice();
+                // The generic kernel makes its own choice (`Out::Auto`): asked for the group's
+                // first kind, it would send a result that is already in the group (GpuCsr from
+                // `sub`'s call of `add` on GpuCsr) to that kind (GpuDense). The fixup above
+                // still moves a result that left the group back into it.
+                e.ctx = Ctx::new(None, e.ctx.native);
             }
             return Some(e);
         }
