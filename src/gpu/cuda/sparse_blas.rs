@@ -14,7 +14,7 @@ use super::csr::{GpuCsr, index32};
 use super::device::{Device, device, gpu_err};
 use crate::error::{Error, Result};
 use crate::scalar::{ONE, ZERO};
-use crate::shape::inner_shapes;
+use crate::shape::matmul_shapes;
 
 /// A cuSPARSE handle bound to polymat's stream.
 struct Handle(sp::cusparseHandle_t);
@@ -107,7 +107,7 @@ impl GpuCsr {
     /// `a·b` for a dense `b` (cuSPARSE SpMV when `b` is one column, SpMM otherwise).
     pub(crate) fn matmul_dense(&self, b: &GpuDense) -> Result<GpuDense> {
         const OP: &str = "matmul";
-        inner_shapes(OP, self.shape(), b.shape())?;
+        matmul_shapes(OP, self.shape(), b.shape())?;
         let dev = device()?;
         let (m, k, n) = (self.rows, self.cols, b.cols);
         if m * n == 0 {
