@@ -220,11 +220,16 @@ pub(crate) fn order_eigen(
     order.truncate(options.count.unwrap_or(n));
     let vectors = vectors
         .map(|u| {
-            Dense::from_fn_for("eigs", n, order.len(), |i, c| {
-                let col = u.col(order[c]);
-                let norm = col.norm_l2();
-                if norm > 0.0 { col[i] / norm } else { col[i] }
-            })
+            // One norm per kept column (computing it per entry made this O(n³): 255 of the
+            // 266 ms of a 256 × 256 Hermitian `eigs` with vectors).
+            let norms: Vec<f64> = order
+                .iter()
+                .map(|&c| {
+                    let norm = u.col(c).norm_l2();
+                    if norm > 0.0 { norm } else { 1.0 }
+                })
+                .collect();
+            Dense::from_fn_for("eigs", n, order.len(), |i, c| u[(i, order[c])] / norms[c])
         })
         .transpose()?;
     Ok(Eigen {
