@@ -14,6 +14,16 @@
 //! A family that never reaches 1.1× keeps a threshold past the largest size measured, so it
 //! stays serial there.
 //!
+//! `--policy` checks the thresholds in force instead of measuring new ones: the parallel side
+//! then runs under the engine's own policy (serial below a family's threshold, then one worker
+//! per half-threshold of work, up to T), not forced onto all T threads, and each family ends
+//! with its slowest ratio. A ratio under 1 there is a size the policy makes slower than serial.
+//!
+//! ```sh
+//! cargo run --release --example engine_calibrate -- 16 --policy                 # defaults
+//! POLYMAT_THRESHOLDS=cal.txt cargo run --release --example engine_calibrate -- 16 --policy
+//! ```
+//!
 //! Each cell is the median of 9 repetitions, each long enough to last ≥ 2 ms; the ratio is
 //! serial time / parallel time (> 1: parallel is faster).
 
@@ -83,6 +93,7 @@ fn main() {
         .iter()
         .position(|a| a == "--write")
         .and_then(|i| args.get(i + 1).cloned());
+    let policy = args.iter().any(|a| a == "--policy");
     let mut found = polymat::engine::Thresholds::default();
     let cases: Vec<Case> = vec![
         (
@@ -146,10 +157,19 @@ fn main() {
             }),
         ),
     ];
-    // Take the parallel path at every size, so the crossover can be seen.
-    polymat::engine::set_force_parallel(true);
+    // Take the parallel path at every size, so the crossover can be seen (unless the policy in
+    // force is what is checked).
+    polymat::engine::set_force_parallel(!policy);
     println!(
-        "threads: 1 vs {parallel}; rayon pool: {}",
+        "threads: 1 vs {parallel}{}; rayon pool: {}",
+        if policy {
+            format!(
+                " under the policy in force ({:?})",
+                polymat::engine::Thresholds::current()
+            )
+        } else {
+            String::new()
+        },
         rayon::current_num_threads()
     );
     for (name, what, make) in &cases {
@@ -163,6 +183,7 @@ fn main() {
         );
         let mut crossover = None;
         let mut largest = 0;
+        let mut slowest = (f64::INFINITY, 0);
         let top = if *name == "MATMUL" { 26 } else { 23 };
         for e in 10..=top {
             let (work, f) = make(1 << e);
@@ -172,6 +193,9 @@ fn main() {
             let par = time(&*f);
             let ratio = serial / par;
             largest = work;
+            if ratio < slowest.0 {
+                slowest = (ratio, work);
+            }
             if ratio >= 1.1 {
                 crossover.get_or_insert(work);
             } else {
@@ -184,6 +208,13 @@ fn main() {
             );
         }
         polymat::set_threads(0);
+        if policy {
+            println!(
+                "=> {name}: slowest ratio under the policy {:.2} at work {}",
+                slowest.0, slowest.1
+            );
+            continue;
+        }
         let threshold = match crossover {
             Some(w) => {
                 println!("=> {name}: parallel ≥ 1.1× from work {w} on");
@@ -204,7 +235,7 @@ fn main() {
         *slot = threshold.max(1);
     }
     polymat::engine::set_force_parallel(false);
-    if let Some(path) = write {
+    if let Some(path) = write.filter(|_| !policy) {
         let text = format!(
             "# polymat engine thresholds: engine_calibrate, 1 vs {parallel} threads\n{found}"
         );
