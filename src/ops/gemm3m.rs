@@ -25,6 +25,7 @@ use faer::reborrow::ReborrowMut;
 use faer::{Accum, ContiguousFwd, Mat, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
+use crate::engine::Family;
 use crate::scalar::c64;
 
 /// Products of at least this many complex multiply-adds (m·k·n) use the 3M method: from
@@ -85,7 +86,16 @@ fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, 
     let Some(out) = out.try_as_col_major_mut() else {
         return false;
     };
-    let (Some(pa), Some(pb)) = (Parts::split(a, par), Parts::split(b, par)) else {
+    // The split and combine passes are O(mk + kn + mn): each takes the threads only where the
+    // engine's element-wise policy would (a parallel region costs a hand-off, ~15–40 µs).
+    let pass_par = |entries: usize| match par {
+        Par::Rayon(_) if crate::engine::workers(Family::Elementwise, entries) > 1 => par,
+        _ => Par::Seq,
+    };
+    let (Some(pa), Some(pb)) = (
+        Parts::split(a, pass_par(m * k)),
+        Parts::split(b, pass_par(k * n)),
+    ) else {
         return false;
     };
     let (Some(mut t1), Some(mut t2), Some(mut t3)) =
@@ -95,9 +105,14 @@ fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, 
     };
     // Under `Accum::Replace` faer writes every entry of the destination and reads none (its
     // documentation; k > 0 here), so the unfilled products are written before they are read.
-    real_product(t1.as_mut(), pa.re(), pb.re(), par);
-    real_product(t2.as_mut(), pa.im(), pb.im(), par);
-    real_product(t3.as_mut(), pa.sum(), pb.sum(), par);
+    real_products(
+        [
+            (t1.as_mut(), pa.re(), pb.re()),
+            (t2.as_mut(), pa.im(), pb.im()),
+            (t3.as_mut(), pa.sum(), pb.sum()),
+        ],
+        par,
+    );
     let (Some(x), Some(y), Some(z)) = (
         t1.as_ref().try_as_col_major(),
         t2.as_ref().try_as_col_major(),
@@ -123,7 +138,7 @@ fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, 
             }
         }
     };
-    match par {
+    match pass_par(m * n) {
         Par::Seq => combine(out, x, y, z),
         Par::Rayon(t) => {
             let t = t.get();
@@ -137,16 +152,17 @@ fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, 
     true
 }
 
-/// The most rows of `a` one call of faer's real product is given by [`real_product`].
+/// The most rows of `a` one call of faer's real product is given by [`real_products`].
 const PIECE_ROWS: usize = 192;
 
-/// Pieces of fewer rows than this are not worth a thread of their own: [`real_product`] then
+/// Pieces of fewer rows than this are not worth a thread of their own: [`real_products`] then
 /// leaves the parallel product to faer.
 const MIN_PIECE_ROWS: usize = 32;
 
-/// `dst ← a·b` for real matrices, written in full (faer's product under `Accum::Replace`), in
-/// pieces of at most [`PIECE_ROWS`] rows of `a` and `dst`: one after another on one thread,
-/// spread over the threads (each piece a one-thread product) on several.
+/// `dst ← a·b` for each of the three real products, written in full (faer's product under
+/// `Accum::Replace`), in pieces of at most [`PIECE_ROWS`] rows of `a` and `dst`: one after
+/// another on one thread; on several, the pieces of all three products in one parallel region,
+/// each piece a one-thread product.
 ///
 /// Why pieces: faer's real product (`private-gemm-x86`) runs square shapes between about 440
 /// and 511 on one thread through its unblocked path, which on a CPU with 2 MiB of L2 per core
@@ -157,47 +173,136 @@ const MIN_PIECE_ROWS: usize = 32;
 /// 10.6–10.7, n = 2000 116–124 → 95–103 (docs/benchmarks.md). Splitting rows leaves every
 /// entry's sum over k to faer: at 500, 1000, 300 × 700 and 2000 × 600 every entry came
 /// out bit for bit the unsplit product's.
-fn real_product(mut dst: MatMut<'_, f64>, a: MatRef<'_, f64>, b: MatRef<'_, f64>, par: Par) {
-    let m = a.nrows();
+///
+/// Why one region: each parallel region is a hand-off to the pool. With a region per product
+/// (and per split and combine pass), a 128 × 128 product on two threads took 0.43 ms against
+/// 0.19 ms on one, 33 context switches a call on the development VM.
+fn real_products(products: [(MatMut<'_, f64>, MatRef<'_, f64>, MatRef<'_, f64>); 3], par: Par) {
+    let m = products[0].1.nrows();
     let threads = par.degree();
     let pieces = m.div_ceil(PIECE_ROWS).next_multiple_of(threads.max(1));
     // Rows per piece: a multiple of 8 (whole vectors of the microkernel's rows).
     let rows = m.div_ceil(pieces.max(1)).next_multiple_of(8).max(8);
     if threads > 1 {
         if m / threads < MIN_PIECE_ROWS {
-            matmul(dst, Accum::Replace, a, b, 1.0, par);
+            for (dst, a, b) in products {
+                matmul(dst, Accum::Replace, a, b, 1.0, par);
+            }
             return;
         }
-        dst.par_row_chunks_mut(rows)
-            .zip(a.par_row_chunks(rows))
-            .for_each(|(d, a)| matmul(d, Accum::Replace, a, b, 1.0, Par::Seq));
+        let [(d1, a1, b1), (d2, a2, b2), (d3, a3, b3)] = products;
+        let piece = |d: MatMut<'_, f64>, a: MatRef<'_, f64>, b: MatRef<'_, f64>| {
+            matmul(d, Accum::Replace, a, b, 1.0, Par::Seq)
+        };
+        d1.par_row_chunks_mut(rows)
+            .zip(a1.par_row_chunks(rows))
+            .map(|(d, a)| (d, a, b1))
+            .chain(
+                d2.par_row_chunks_mut(rows)
+                    .zip(a2.par_row_chunks(rows))
+                    .map(|(d, a)| (d, a, b2)),
+            )
+            .chain(
+                d3.par_row_chunks_mut(rows)
+                    .zip(a3.par_row_chunks(rows))
+                    .map(|(d, a)| (d, a, b3)),
+            )
+            .for_each(|(d, a, b)| piece(d, a, b));
         return;
     }
-    let mut i = 0;
-    while i < m {
-        let r = rows.min(m - i);
-        matmul(
-            dst.rb_mut().subrows_mut(i, r),
-            Accum::Replace,
-            a.subrows(i, r),
-            b,
-            1.0,
-            Par::Seq,
-        );
-        i += r;
+    for (mut dst, a, b) in products {
+        let mut i = 0;
+        while i < m {
+            let r = rows.min(m - i);
+            matmul(
+                dst.rb_mut().subrows_mut(i, r),
+                Accum::Replace,
+                a.subrows(i, r),
+                b,
+                1.0,
+                Par::Seq,
+            );
+            i += r;
+        }
     }
 }
 
 /// A `rows × cols` real matrix whose entries are not yet written (its storage reserved
-/// fallibly, nothing filled); `None` if the allocator refuses. Every caller writes all of it
-/// before reading any of it.
-fn unfilled(rows: usize, cols: usize) -> Option<Mat<f64>> {
+/// fallibly, nothing filled, or a spare of the same shape this thread used before); `None` if
+/// the allocator refuses. Every caller writes all of it before reading any of it.
+fn unfilled(rows: usize, cols: usize) -> Option<Spare> {
+    let reused = SPARES
+        .try_with(|s| {
+            let mut s = s.try_borrow_mut().ok()?;
+            let i = s
+                .iter()
+                .position(|m| m.nrows() == rows && m.ncols() == cols)?;
+            Some(s.swap_remove(i))
+        })
+        .ok()
+        .flatten();
+    if let Some(mat) = reused {
+        return Some(Spare(mat));
+    }
     let mut mat = Mat::<f64>::new();
     mat.try_reserve(rows, cols).ok()?;
     // SAFETY: the capacity covers rows × cols (reserved just above); the entries are written
     // before they are read (see the callers), and f64 has no drop glue.
     unsafe { mat.set_dims(rows, cols) };
-    Some(mat)
+    Some(Spare(mat))
+}
+
+/// The most bytes of scratch one thread keeps for its next products (see [`Spare`]).
+const SPARE_BYTES: usize = 64 << 20;
+
+thread_local! {
+    /// Scratch matrices of this thread's last products, oldest first, at most [`SPARE_BYTES`].
+    static SPARES: std::cell::RefCell<Vec<Mat<f64>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A scratch matrix of the 3M method; dropped, it goes back to its thread's spares (the oldest
+/// ones leave when they would pass [`SPARE_BYTES`]).
+///
+/// Why: the nine scratch matrices of a product were allocated and freed by every call, and
+/// glibc's malloc hands such sizes back to the kernel (its trim and mmap thresholds), so each
+/// call faulted its scratch in again. One thread, Dense·Dense, `profile_op` (ms per call):
+/// n = 128 0.445 → 0.17, n = 500 14.2 → 9.3, n = 1000 102 → 83 (docs/benchmarks.md). A
+/// process whose malloc keeps freed memory (the side-by-side server sets glibc's tunables that
+/// way) saw no difference.
+struct Spare(Mat<f64>);
+
+impl std::ops::Deref for Spare {
+    type Target = Mat<f64>;
+    fn deref(&self) -> &Mat<f64> {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Spare {
+    fn deref_mut(&mut self) -> &mut Mat<f64> {
+        &mut self.0
+    }
+}
+
+impl Drop for Spare {
+    fn drop(&mut self) {
+        let mat = std::mem::replace(&mut self.0, Mat::new());
+        let bytes = |m: &Mat<f64>| m.nrows() * m.ncols() * size_of::<f64>();
+        let size = bytes(&mat);
+        if size == 0 || size > SPARE_BYTES {
+            return;
+        }
+        // During thread teardown, or re-entered: the matrix is simply freed.
+        let _ = SPARES.try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                let mut total = s.iter().map(bytes).sum::<usize>() + size;
+                while total > SPARE_BYTES && !s.is_empty() {
+                    total -= bytes(&s.remove(0));
+                }
+                s.push(mat);
+            }
+        });
+    }
 }
 
 /// A column of a column-major matrix as slots to write (the scratch and the result are
@@ -213,9 +318,9 @@ fn slots<'a, T>(col: faer::col::ColMut<'a, T, usize, ContiguousFwd>) -> &'a mut 
 /// The real part, imaginary part and their sum of a complex matrix, stored in the
 /// orientation in which the source's columns (or rows, then `transposed`) are contiguous.
 struct Parts {
-    re: Mat<f64>,
-    im: Mat<f64>,
-    sum: Mat<f64>,
+    re: Spare,
+    im: Spare,
+    sum: Spare,
     transposed: bool,
 }
 
@@ -283,7 +388,7 @@ impl Parts {
         })
     }
 
-    fn orient<'a>(&self, m: &'a Mat<f64>) -> MatRef<'a, f64> {
+    fn orient<'a>(&self, m: &'a Spare) -> MatRef<'a, f64> {
         if self.transposed {
             m.as_ref().transpose()
         } else {
@@ -370,10 +475,50 @@ mod tests {
         }
     }
 
-    /// The pieces of `real_product` cover every row once: against faer's unsplit product on
-    /// row counts around the piece size (one piece, a short last piece, pieces rounded to 8
-    /// rows, too few rows per thread), row-major left operands, serially and on 2 and 3
-    /// threads. Every entry is written (the destination starts as NaN).
+    /// Products of one shape in a row take the previous call's scratch, which holds its
+    /// values: each result must still be the complex product of its own inputs.
+    #[test]
+    fn spare_scratch_is_reused_and_rewritten() {
+        let (m, k, n) = (40, 33, 36);
+        for seed in 0..4 {
+            let (a, b) = (sample(m, k, 2 * seed + 1), sample(k, n, 2 * seed + 2));
+            let want = complex_product(a.as_ref(), b.as_ref());
+            let mut got = Mat::<c64>::from_fn(m, n, |_, _| c64::new(f64::NAN, 0.0));
+            assert!(three_products(
+                got.as_mut(),
+                a.as_ref(),
+                b.as_ref(),
+                Par::Seq
+            ));
+            let err = (0..n)
+                .flat_map(|j| (0..m).map(move |i| (i, j)))
+                .map(|(i, j)| (got[(i, j)] - want[(i, j)]).norm())
+                .fold(0.0, f64::max);
+            assert!(err <= 1e-12, "call {seed}: {err}");
+        }
+        let held = |s: &Vec<Mat<f64>>| s.iter().map(|m| m.nrows() * m.ncols() * 8).sum::<usize>();
+        SPARES.with(|s| {
+            let s = s.borrow();
+            // The nine scratch matrices of the last call (parts of a and b, three products).
+            assert_eq!(s.len(), 9);
+            assert!(held(&s) <= SPARE_BYTES);
+        });
+        // Past the cap the oldest leave: four 24 MiB matrices keep two.
+        for _ in 0..4 {
+            drop(Spare(Mat::<f64>::zeros(1024, 3 * 1024)));
+        }
+        SPARES.with(|s| {
+            let s = s.borrow();
+            assert!(held(&s) <= SPARE_BYTES, "{}", held(&s));
+            assert_eq!(s.iter().filter(|m| m.ncols() == 3 * 1024).count(), 2);
+        });
+    }
+
+    /// The pieces of `real_products` cover every row of each of the three products once:
+    /// against faer's unsplit product on row counts around the piece size (one piece, a short
+    /// last piece, pieces rounded to 8 rows, too few rows per thread), row-major left operands,
+    /// serially and on 2 and 3 threads, three different products at once (so no piece lands in
+    /// another product's destination). Every entry is written (the destinations start as NaN).
     #[test]
     fn real_product_pieces_cover_every_row() {
         let real = |rows: usize, cols: usize, seed: usize| {
@@ -383,15 +528,49 @@ mod tests {
         };
         for m in [1, 31, 63, 64, 191, 192, 193, 200, 385, 500] {
             let (k, n) = (37, 45);
-            let (a, at, b) = (real(m, k, 1), real(k, m, 1), real(k, n, 2));
-            for x in [a.as_ref(), at.as_ref().transpose()] {
-                let mut want = Mat::<f64>::zeros(m, n);
-                matmul(want.as_mut(), Accum::Replace, x, b.as_ref(), 1.0, Par::Seq);
+            let lefts: Vec<(Mat<f64>, Mat<f64>)> = (0..3)
+                .map(|s| (real(m, k, 2 * s + 1), real(k, m, 2 * s + 1)))
+                .collect();
+            let rights: Vec<Mat<f64>> = (0..3).map(|s| real(k, n, 2 * s + 2)).collect();
+            for transposed in [false, true] {
+                let x = |s: usize| {
+                    if transposed {
+                        lefts[s].1.as_ref().transpose()
+                    } else {
+                        lefts[s].0.as_ref()
+                    }
+                };
+                let want: Vec<Mat<f64>> = (0..3)
+                    .map(|s| {
+                        let mut w = Mat::<f64>::zeros(m, n);
+                        matmul(
+                            w.as_mut(),
+                            Accum::Replace,
+                            x(s),
+                            rights[s].as_ref(),
+                            1.0,
+                            Par::Seq,
+                        );
+                        w
+                    })
+                    .collect();
                 for par in [Par::Seq, Par::rayon(2), Par::rayon(3)] {
-                    let mut got = Mat::<f64>::from_fn(m, n, |_, _| f64::NAN);
-                    real_product(got.as_mut(), x, b.as_ref(), par);
+                    let mut got: Vec<Mat<f64>> = (0..3)
+                        .map(|_| Mat::from_fn(m, n, |_, _| f64::NAN))
+                        .collect();
+                    let [g1, g2, g3] = &mut got[..] else {
+                        unreachable!()
+                    };
+                    real_products(
+                        [
+                            (g1.as_mut(), x(0), rights[0].as_ref()),
+                            (g2.as_mut(), x(1), rights[1].as_ref()),
+                            (g3.as_mut(), x(2), rights[2].as_ref()),
+                        ],
+                        par,
+                    );
                     // Small integers: every product and sum is exact, whatever the order.
-                    assert!(got == want, "m = {m}, {par:?}");
+                    assert!(got == want, "m = {m}, transposed {transposed}, {par:?}");
                 }
             }
         }
