@@ -29,9 +29,13 @@ pub const CSR_ROWS: usize = 1 << 19;
 /// Reductions (expectation values, traces, Frobenius norms): entries read. 1.12–2.5× from
 /// 524 280.
 pub const REDUCTION: usize = 1 << 19;
-/// `faer` dense products: complex multiply-adds. 1.54–1.97× from 2 097 152 (128³); below
-/// it `Par::rayon` was up to 2.8× slower.
-pub const MATMUL: usize = 1 << 21;
+/// `faer` dense products: complex multiply-adds. From 8 388 608 (about 203³). Measured
+/// 1.54–1.97× from 128³ before the 3M product (`ops::gemm3m`) split its real products in
+/// pieces; with the pieces, two threads at 128³ took 0.43 ms against 0.19 on one (a parallel
+/// region per pass), and with one region 0.26 ms; 200³ 0.63 against 0.66, 256³ 0.98
+/// against 1.34 ms (1.37×), 500³ 1.78× (development VM, `profile_op`). On a 16-core Xeon,
+/// `engine_calibrate 16 --policy` at the old value found 128³ on two workers 0.65× serial.
+pub const MATMUL: usize = 1 << 23;
 
 /// Environment variable naming a calibration file, read on the first parallel decision when
 /// [`set_thresholds`] has not been called (format: [`Thresholds::parse`]).
