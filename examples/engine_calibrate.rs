@@ -235,6 +235,9 @@ fn main() {
         *slot = threshold.max(1);
     }
     polymat::engine::set_force_parallel(false);
+    // Each value is where `parallel` threads first beat one: the engine gives a kernel that
+    // many workers at its threshold.
+    found.measured_threads = parallel.max(2);
     if let Some(path) = write.filter(|_| !policy) {
         let text = format!(
             "# polymat engine thresholds: engine_calibrate, 1 vs {parallel} threads\n{found}"

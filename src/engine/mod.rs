@@ -165,13 +165,17 @@ pub fn set_force_parallel(on: bool) {
 }
 
 /// How many workers a kernel of `family` doing `work` units should use: 1 below the family's
-/// threshold, then one more worker for every half-threshold of work, up to [`threads`].
+/// threshold, then T workers, and one more for every T-th of the threshold of further work,
+/// up to [`threads`], where T is the thread count the thresholds were measured with
+/// ([`Thresholds::measured_threads`]: 2 for the defaults, the `--write` run's count for a
+/// calibration file).
 ///
-/// The thresholds were measured as the size from which *two* threads beat one, so a worker
-/// needs about half a threshold of work to pay for its hand-off. Capping the workers by the
-/// size keeps a many-core machine from spreading a just-parallel size over every core (on a
-/// 16-core host, a 128×128 product on 16 threads ran 12× slower than serial; it is serial now,
-/// and 256×256 gets 4 workers).
+/// A threshold is the size from which T threads beat one, so a worker needs about a T-th of
+/// it to pay for its hand-off. Capping the workers by the size keeps a many-core machine from
+/// spreading a just-parallel size over every core (on a 16-core host, a 128×128 product on 16
+/// threads ran 12× slower than serial; it is serial now, and 256×256 gets 4 workers), and
+/// reading T keeps a 16-thread calibration from putting two workers where only sixteen pay
+/// (Csr·ket with 8 190 entries: 0.50× serial on two workers, 1.41× on sixteen).
 #[inline]
 pub(crate) fn workers(family: Family, work: usize) -> usize {
     if FORCE_PARALLEL.load(Ordering::Relaxed) {
@@ -183,16 +187,18 @@ pub(crate) fn workers(family: Family, work: usize) -> usize {
         // (every small kernel passes here).
         return 1;
     }
-    workers_for(threshold, work, threads())
+    workers_for(threshold, thresholds::measured_threads(), work, threads())
 }
 
-/// [`workers`] for a given threshold and thread count.
+/// [`workers`] for a threshold measured with `measured` threads (where that many first beat
+/// one), the work, and the threads available: below the threshold 1; from it `measured`
+/// workers, one more for each `threshold / measured` of work, at most `threads`.
 #[inline]
-fn workers_for(threshold: usize, work: usize, threads: usize) -> usize {
+fn workers_for(threshold: usize, measured: usize, work: usize, threads: usize) -> usize {
     if work < threshold || threads <= 1 {
         return 1;
     }
-    (work / (threshold / 2).max(1)).clamp(2, threads)
+    (work / (threshold / measured.max(2)).max(1)).clamp(2, threads)
 }
 
 /// Runs a faer product doing `work` multiply-adds: `f` gets the parallelism (`Par::Seq` below
@@ -420,15 +426,22 @@ mod tests {
     fn workers_grow_with_the_work() {
         use super::workers_for;
         let t = 1 << 16;
-        assert_eq!(workers_for(t, t - 1, 16), 1);
-        assert_eq!(workers_for(t, t, 1), 1);
+        assert_eq!(workers_for(t, 2, t - 1, 16), 1);
+        assert_eq!(workers_for(t, 2, t, 1), 1);
         // Two threads: the measured threshold switches to both, as before.
-        assert_eq!(workers_for(t, t, 2), 2);
-        assert_eq!(workers_for(t, 100 * t, 2), 2);
-        // Many threads: one worker per half-threshold of work.
-        assert_eq!(workers_for(t, t, 16), 2);
-        assert_eq!(workers_for(t, 3 * t, 16), 6);
-        assert_eq!(workers_for(t, 100 * t, 16), 16);
-        assert_eq!(workers_for(1, usize::MAX, 16), 16);
+        assert_eq!(workers_for(t, 2, t, 2), 2);
+        assert_eq!(workers_for(t, 2, 100 * t, 2), 2);
+        // Many threads, thresholds measured with two: one worker per half-threshold of work.
+        assert_eq!(workers_for(t, 2, t, 16), 2);
+        assert_eq!(workers_for(t, 2, 3 * t, 16), 6);
+        assert_eq!(workers_for(t, 2, 100 * t, 16), 16);
+        assert_eq!(workers_for(1, 2, usize::MAX, 16), 16);
+        // Thresholds measured with 16 (where 16 first beat one): all 16 from the threshold,
+        // where two workers alone ran 0.50x serial on a 16-core Xeon (Csr·ket, 8 190 entries).
+        assert_eq!(workers_for(t, 16, t, 16), 16);
+        assert_eq!(workers_for(t, 16, t, 8), 8);
+        assert_eq!(workers_for(t, 16, t - 1, 16), 1);
+        // A count below 2 in a file counts as 2.
+        assert_eq!(workers_for(t, 1, t, 16), 2);
     }
 }

@@ -10,7 +10,8 @@
 //! entries, far below [`CSR_ROWS`]), so the thresholds in force are [`Thresholds::current`]:
 //! these constants, unless a calibration file named by [`THRESHOLDS_ENV`] or a call to
 //! [`set_thresholds`] says otherwise. `engine_calibrate --write FILE` measures the machine it
-//! runs on and writes such a file.
+//! runs on and writes such a file, with the thread count T it compared against one thread
+//! (`THREADS`): a kernel at its threshold then gets T workers (see `engine::workers`).
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
@@ -36,6 +37,8 @@ pub const REDUCTION: usize = 1 << 19;
 /// against 1.34 ms (1.37×), 500³ 1.78× (development VM, `profile_op`). On a 16-core Xeon,
 /// `engine_calibrate 16 --policy` at the old value found 128³ on two workers 0.65× serial.
 pub const MATMUL: usize = 1 << 23;
+/// The thread count the constants above were measured with (1 vs 2 threads).
+pub const MEASURED_THREADS: usize = 2;
 
 /// Environment variable naming a calibration file, read on the first parallel decision when
 /// [`set_thresholds`] has not been called (format: [`Thresholds::parse`]).
@@ -66,6 +69,10 @@ pub struct Thresholds {
     pub reduction: usize,
     /// See [`MATMUL`].
     pub matmul: usize,
+    /// The thread count T the values were measured with (each is where T threads first beat
+    /// one): at a family's threshold the engine uses T workers, then one more per T-th of the
+    /// threshold of further work. See [`MEASURED_THREADS`]; at least 2 in effect.
+    pub measured_threads: usize,
 }
 
 impl Default for Thresholds {
@@ -77,49 +84,56 @@ impl Default for Thresholds {
             csr_rows: CSR_ROWS,
             reduction: REDUCTION,
             matmul: MATMUL,
+            measured_threads: MEASURED_THREADS,
         }
     }
 }
 
-const NAMES: [&str; 5] = [
+const NAMES: [&str; 6] = [
     "ELEMENTWISE",
     "TRANSPOSE",
     "CSR_ROWS",
     "REDUCTION",
     "MATMUL",
+    "THREADS",
 ];
 
 impl Thresholds {
-    fn as_array(self) -> [usize; 5] {
+    fn as_array(self) -> [usize; 6] {
         [
             self.elementwise,
             self.transpose,
             self.csr_rows,
             self.reduction,
             self.matmul,
+            self.measured_threads,
         ]
     }
 
-    fn from_array(v: [usize; 5]) -> Thresholds {
+    fn from_array(v: [usize; 6]) -> Thresholds {
         Thresholds {
             elementwise: v[0],
             transpose: v[1],
             csr_rows: v[2],
             reduction: v[3],
             matmul: v[4],
+            measured_threads: v[5],
         }
     }
 
     /// Reads a calibration file's text: one `NAME = value` per line (`ELEMENTWISE`,
-    /// `TRANSPOSE`, `CSR_ROWS`, `REDUCTION`, `MATMUL`, any case), `#` comments and blank
-    /// lines ignored; a family not named keeps its default.
+    /// `TRANSPOSE`, `CSR_ROWS`, `REDUCTION`, `MATMUL`, and `THREADS` for
+    /// [`measured_threads`](Thresholds::measured_threads); any case), `#` comments and blank
+    /// lines ignored; a name not given keeps its default. `THREADS` applies to every value, the
+    /// defaults included: a file that sets it should name every family (`engine_calibrate
+    /// --write` does).
     ///
     /// # Errors
     /// [`Error::Format`] naming the line for an unknown name, a missing `=`, a value that is
     /// not a positive integer, or a name given twice.
     pub fn parse(text: &str) -> Result<Thresholds> {
         let mut v = Thresholds::default().as_array();
-        let mut seen = [false; 5];
+        let mut seen = [false; 6];
         for (i, raw) in text.lines().enumerate() {
             let bad = |reason: String| Error::Format {
                 format: "thresholds",
@@ -196,7 +210,7 @@ impl std::fmt::Display for Thresholds {
 }
 
 /// The thresholds in force, one per family (in `NAMES` order).
-static VALUES: [AtomicUsize; 5] = [const { AtomicUsize::new(0) }; 5];
+static VALUES: [AtomicUsize; 6] = [const { AtomicUsize::new(0) }; 6];
 /// 0: not decided (the first read consults the environment); 1: decided.
 static STATE: AtomicU8 = AtomicU8::new(0);
 
@@ -239,6 +253,12 @@ fn decide() {
     }
 }
 
+/// The thread count the thresholds in force were measured with (at least 2).
+#[inline]
+pub(crate) fn measured_threads() -> usize {
+    value(5).max(2)
+}
+
 /// The threshold in force for `family`.
 #[inline]
 pub(crate) fn of(family: Family) -> usize {
@@ -264,6 +284,10 @@ mod tests {
         assert_eq!(t.csr_rows, 8192);
         assert_eq!(t.matmul, 1 << 25);
         assert_eq!(t.elementwise, ELEMENTWISE);
+        assert_eq!(t.measured_threads, MEASURED_THREADS);
+        assert_eq!(Thresholds::parse(&t.to_string()).unwrap(), t);
+        let t = Thresholds::parse("THREADS = 16\nCSR_ROWS = 8190").unwrap();
+        assert_eq!((t.measured_threads, t.csr_rows), (16, 8190));
         assert_eq!(Thresholds::parse(&t.to_string()).unwrap(), t);
     }
 
