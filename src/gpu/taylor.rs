@@ -18,8 +18,14 @@ use crate::error::Result;
 pub(crate) trait Powers: Sized {
     /// `self · other`.
     fn mul(&self, other: &Self) -> Result<Self>;
+    /// `self · other + acc`, in `acc`'s storage where the type can (the GPU: Zgemm with β = 1),
+    /// so the sum is not a pass of its own.
+    fn mul_add(&self, other: &Self, acc: Self) -> Result<Self>;
     /// `c₀·I + Σ cᵢ·xᵢ` over one or more terms (five at most here), all of the same shape.
     fn comb(c0: f64, terms: &[(f64, &Self)]) -> Result<Self>;
+    /// One combination per row of `coefs` of the same four terms, `row[0]·I + Σₜ row[t + 1]·xₜ`
+    /// (at most five rows), where the type can in one pass that reads each term once.
+    fn combs(xs: [&Self; 4], coefs: &[[f64; 5]]) -> Result<Vec<Self>>;
 }
 
 /// θ for each degree (1, 2, 4, 8, 12, 18): the largest 1-norm for which the approximation's relative backward error
@@ -131,45 +137,27 @@ const B12: [[f64; 4]; 4] = [
 ];
 
 /// T₁₂ in 4 products: A⁶ = B₂ + B₃², T₁₂ = B₀ + (B₁ + A⁶)·A⁶.
+///
+/// As in [`t18`], the four Bᵢ come from one pass ([`Powers::combs`]; A³ stands in as a fourth
+/// term with coefficient 0, read from the same addresses as the third) and the sums with a
+/// product are accumulated by the product.
 fn t12<M: Powers>(a: &M) -> Result<M> {
     let a2 = a.mul(a)?;
     let a3 = a2.mul(a)?;
-    let b = |i: usize| {
-        M::comb(
-            B12[i][0],
-            &[(B12[i][1], a), (B12[i][2], &a2), (B12[i][3], &a3)],
-        )
+    let rows = B12.map(|[c0, c1, c2, c3]| [c0, c1, c2, c3, 0.0]);
+    let mut b = M::combs([a, &a2, &a3, &a3], &rows)?.into_iter();
+    let (Some(b0), Some(b1), Some(b2), Some(b3)) = (b.next(), b.next(), b.next(), b.next()) else {
+        return Err(incomplete());
     };
-    let b3 = b(3)?;
-    let sq = b3.mul(&b3)?;
-    let a6 = M::comb(
-        B12[2][0],
-        &[
-            (B12[2][1], a),
-            (B12[2][2], &a2),
-            (B12[2][3], &a3),
-            (1.0, &sq),
-        ],
-    )?;
-    let left = M::comb(
-        B12[1][0],
-        &[
-            (B12[1][1], a),
-            (B12[1][2], &a2),
-            (B12[1][3], &a3),
-            (1.0, &a6),
-        ],
-    )?;
-    let prod = left.mul(&a6)?;
-    M::comb(
-        B12[0][0],
-        &[
-            (B12[0][1], a),
-            (B12[0][2], &a2),
-            (B12[0][3], &a3),
-            (1.0, &prod),
-        ],
-    )
+    let a6 = b3.mul_add(&b3, b2)?;
+    let left = M::comb(0.0, &[(1.0, &b1), (1.0, &a6)])?;
+    left.mul_add(&a6, b0)
+}
+
+/// The error of a [`Powers::combs`] that returned fewer matrices than rows (a broken
+/// implementation, not an input).
+fn incomplete() -> crate::error::Error {
+    crate::error::Error::argument("expm", "the Taylor combinations came back incomplete")
 }
 
 /// The coefficients of T₁₈: row i gives Bᵢ over (I, A, A², A³, A⁶) (the paper's eq. (12)).
@@ -212,28 +200,25 @@ const B18: [[f64; 5]; 5] = [
 ];
 
 /// T₁₈ in 5 products: A⁹ = B₀·B₄ + B₃, T₁₈ = B₁ + (B₂ + A⁹)·A⁹.
+///
+/// The five Bᵢ come from one pass over A, A², A³, A⁶ ([`Powers::combs`]), and both sums with a
+/// product are accumulated by the product ([`Powers::mul_add`]). Against a combination per Bᵢ
+/// with the product added as a fifth term (34 passes over an n × n matrix, with the norms),
+/// this moves 16; on an H200 at n = 8192 the evaluation took 457 ms against 5 × 87.8 ms of
+/// products.
 fn t18<M: Powers>(a: &M) -> Result<M> {
     let a2 = a.mul(a)?;
     let a3 = a2.mul(a)?;
     let a6 = a3.mul(&a3)?;
-    let b = |i: usize, extra: Option<&M>| {
-        let c = &B18[i];
-        let mut terms = vec![(c[1], a), (c[2], &a2), (c[3], &a3)];
-        if c[4] != 0.0 {
-            terms.push((c[4], &a6));
-        }
-        if let Some(x) = extra {
-            terms.push((1.0, x));
-        }
-        M::comb(c[0], &terms)
+    let mut b = M::combs([a, &a2, &a3, &a6], &B18)?.into_iter();
+    let (Some(b0), Some(b1), Some(b2), Some(b3), Some(b4)) =
+        (b.next(), b.next(), b.next(), b.next(), b.next())
+    else {
+        return Err(incomplete());
     };
-    let b0 = b(0, None)?;
-    let b4 = b(4, None)?;
-    let p = b0.mul(&b4)?;
-    let a9 = b(3, Some(&p))?;
-    let left = b(2, Some(&a9))?;
-    let q = left.mul(&a9)?;
-    b(1, Some(&q))
+    let a9 = b0.mul_add(&b4, b3)?;
+    let left = M::comb(0.0, &[(1.0, &b2), (1.0, &a9)])?;
+    left.mul_add(&a9, b1)
 }
 
 #[cfg(test)]
@@ -290,6 +275,22 @@ mod tests {
                 }
             }
             Ok(M { n, v })
+        }
+        fn mul_add(&self, o: &M, acc: M) -> Result<M> {
+            let p = self.mul(o)?;
+            M::comb(0.0, &[(1.0, &p), (1.0, &acc)])
+        }
+        fn combs(xs: [&M; 4], coefs: &[[f64; 5]]) -> Result<Vec<M>> {
+            assert!((1..=5).contains(&coefs.len()), "{} rows", coefs.len());
+            coefs
+                .iter()
+                .map(|c| {
+                    M::comb(
+                        c[0],
+                        &[(c[1], xs[0]), (c[2], xs[1]), (c[3], xs[2]), (c[4], xs[3])],
+                    )
+                })
+                .collect()
         }
         fn comb(c0: f64, terms: &[(f64, &M)]) -> Result<M> {
             assert!((1..=5).contains(&terms.len()), "{} terms", terms.len());

@@ -35,6 +35,14 @@ int main(){
   for(size_t i=0;i<nn;i++)for(size_t j=0;j<nn;j++){size_t k=i+j*nn; C w=2.0*at(x1,k)+3.0*at(x2,k)+4.0*at(x3,k)-1.5*at(x4,k)+(i==j?0.5:0.0); chk(std::abs(at(L,k)-w)<1e-14,"lincomb");}
   LAUNCH(1,3, pm_lincomb(x1.data(),nullptr,nullptr,nullptr,L.data(),0.5,2,3,4,5,nn));
   for(size_t i=0;i<nn;i++)for(size_t j=0;j<nn;j++){size_t k=i+j*nn; C w=2.0*at(x1,k)+(i==j?0.5:0.0); chk(std::abs(at(L,k)-w)<1e-14,"lincomb null");}
+  // lincombs: five outputs (the third left out) of four terms, n = 5 (diagonal at k % 6 == 0)
+  { size_t q=5; auto y1=randm(q*q),y2=randm(q*q),y3=randm(q*q),y4=randm(q*q);
+    std::vector<std::vector<cplx>> O(5, std::vector<cplx>(q*q, cplx{9,9})); Lincombs cf;
+    for(int t=0;t<25;t++) cf.c[t]=0.25*t-3.0;
+    LAUNCH(2,3, pm_lincombs(y1.data(),y2.data(),y3.data(),y4.data(),O[0].data(),O[1].data(),nullptr,O[3].data(),O[4].data(),cf,q));
+    for(int r=0;r<5;r++) for(size_t i=0;i<q;i++)for(size_t j=0;j<q;j++){ size_t k=i+j*q; const double* w=cf.c+5*r;
+      C want=w[1]*at(y1,k)+w[2]*at(y2,k)+w[3]*at(y3,k)+w[4]*at(y4,k)+(i==j?w[0]:0.0);
+      if(r==2) chk(at(O[r],k)==C(9,9),"lincombs null output untouched"); else chk(std::abs(at(O[r],k)-want)<1e-13,"lincombs"); } }
   // add_strided: diag offset -1 of 3x4: start r0 + c0*rows = 1, stride 4, count 2
   std::vector<cplx> D(12,{0,0}); std::vector<cplx> vals={{2,1},{3,0}};
   LAUNCH(1,2, pm_add_strided(D.data(),vals.data(),0,0,1,4,2));

@@ -40,6 +40,32 @@ fn with_blas(
     call(*dev.blas.handle()).result().map_err(gpu_err(op))
 }
 
+/// The shape of `op(a)·op(b)`, checking the inner dimensions.
+fn gemm_shape(
+    op: &'static str,
+    a: &GpuDense,
+    ta: blas::cublasOperation_t,
+    b: &GpuDense,
+    tb: blas::cublasOperation_t,
+) -> Result<(usize, usize)> {
+    let dims = |x: &GpuDense, t| {
+        if t == CUBLAS_OP_N {
+            x.shape()
+        } else {
+            (x.cols, x.rows)
+        }
+    };
+    let ((m, k), (k2, n)) = (dims(a, ta), dims(b, tb));
+    if k != k2 {
+        return Err(Error::shape(
+            op,
+            &[a.shape(), b.shape()],
+            "the inner dimensions must agree",
+        ));
+    }
+    Ok((m, n))
+}
+
 type Ptr = *const blas::cuDoubleComplex;
 type PtrMut = *mut blas::cuDoubleComplex;
 
@@ -56,39 +82,50 @@ impl GpuDense {
         beta: c64,
         c: Option<&GpuDense>,
     ) -> Result<GpuDense> {
-        let dims = |x: &GpuDense, t| {
-            if t == CUBLAS_OP_N {
-                x.shape()
-            } else {
-                (x.cols, x.rows)
+        let (m, n) = gemm_shape(op, a, ta, b, tb)?;
+        match c {
+            Some(c) => GpuDense::gemm_into(op, a, ta, b, tb, alpha, Some(beta), c.try_clone()?),
+            None => {
+                let out = GpuDense::uninit(device()?, m, n)?;
+                GpuDense::gemm_into(op, a, ta, b, tb, alpha, None, out)
             }
-        };
-        let (m, k) = dims(a, ta);
-        let (k2, n) = dims(b, tb);
-        if k != k2 || c.is_some_and(|c| c.shape() != (m, n)) {
+        }
+    }
+
+    /// `alpha·op(a)·op(b) + beta·out` in `out`'s own buffer (`beta` `None`: `out` is not read,
+    /// only written).
+    #[allow(clippy::too_many_arguments)]
+    fn gemm_into(
+        op: &'static str,
+        a: &GpuDense,
+        ta: blas::cublasOperation_t,
+        b: &GpuDense,
+        tb: blas::cublasOperation_t,
+        alpha: c64,
+        beta: Option<c64>,
+        mut out: GpuDense,
+    ) -> Result<GpuDense> {
+        let (m, n) = gemm_shape(op, a, ta, b, tb)?;
+        if out.shape() != (m, n) {
             return Err(Error::shape(
                 op,
-                &[a.shape(), b.shape()],
-                "the inner dimensions must agree",
+                &[a.shape(), b.shape(), out.shape()],
+                "the accumulated matrix must have the product's shape",
             ));
         }
+        let k = if ta == CUBLAS_OP_N { a.cols } else { a.rows };
         let dev = device()?;
-        let mut out = match c {
-            Some(c) => c.try_clone()?,
-            None => GpuDense::uninit(dev, m, n)?,
-        };
         if m * n == 0 {
             return Ok(out);
         }
-        let beta = if c.is_some() { beta } else { ZERO };
         if k == 0 {
             // cuBLAS does not scale C when k = 0 with beta = 0 on every version: zero it here.
-            return if c.is_some() {
-                out.scale(beta)
-            } else {
-                GpuDense::zeros(m, n)
+            return match beta {
+                Some(beta) => out.scale(beta),
+                None => GpuDense::zeros(m, n),
             };
         }
+        let beta = beta.unwrap_or(ZERO);
         let (mi, ni, ki) = (int(op, m)?, int(op, n)?, int(op, k)?);
         let (lda, ldb, ldc) = (ld(op, a.rows)?, ld(op, b.rows)?, ld(op, m)?);
         let (alpha, beta) = (cplx(alpha), cplx(beta));
@@ -119,6 +156,20 @@ impl GpuDense {
         })?;
         drop((_ga, _gb, _gc));
         Ok(out)
+    }
+
+    /// `self·b + acc`, accumulated in `acc`'s own buffer (Zgemm with β = 1; nothing copied).
+    pub(crate) fn mul_add(&self, b: &GpuDense, acc: GpuDense) -> Result<GpuDense> {
+        GpuDense::gemm_into(
+            "matmul",
+            self,
+            CUBLAS_OP_N,
+            b,
+            CUBLAS_OP_N,
+            ONE,
+            Some(ONE),
+            acc,
+        )
     }
 
     /// `a·b` (cuBLAS Zgemm).

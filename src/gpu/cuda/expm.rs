@@ -72,6 +72,14 @@ impl Powers for GpuDense {
         self.matmul(other)
     }
 
+    fn mul_add(&self, other: &GpuDense, acc: GpuDense) -> Result<GpuDense> {
+        GpuDense::mul_add(self, other, acc)
+    }
+
+    fn combs(xs: [&GpuDense; 4], coefs: &[[f64; 5]]) -> Result<Vec<GpuDense>> {
+        GpuDense::lincombs(xs, coefs)
+    }
+
     fn comb(c0: f64, terms: &[(f64, &GpuDense)]) -> Result<GpuDense> {
         let Some(((c1, x1), rest)) = terms.split_first() else {
             return Err(Error::argument(

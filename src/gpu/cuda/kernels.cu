@@ -136,6 +136,40 @@ extern "C" __global__ void pm_lincomb(const cplx* x1, const cplx* x2, const cplx
     }
 }
 
+// Coefficients of pm_lincombs: row r is c[5r] (the identity's) then c[5r + 1 + t] (term t's).
+struct Lincombs {
+    double c[25];
+};
+
+// Whether entry k of a column-major n x n matrix is on the diagonal (k = j*(n+1)): a 32-bit
+// remainder while n*n fits (every matrix up to 65535 x 65535), the 64-bit one past that.
+__device__ __forceinline__ bool on_diagonal(unsigned long long k, unsigned long long n) {
+    if (n < 65536ULL) return (unsigned)k % (unsigned)(n + 1) == 0u;
+    return k % (n + 1) == 0;
+}
+
+// Up to five combinations of the same four n x n terms in one pass (the B_r of the degree-18
+// Taylor evaluation): out_r = c[5r]*I + sum_t c[5r+1+t]*x_t for every non-null out_r. Each
+// term is read once, whatever the number of outputs.
+extern "C" __global__ void pm_lincombs(const cplx* x1, const cplx* x2, const cplx* x3,
+                                       const cplx* x4, cplx* o1, cplx* o2, cplx* o3, cplx* o4,
+                                       cplx* o5, Lincombs c, unsigned long long n) {
+    cplx* outs[5] = {o1, o2, o3, o4, o5};
+    GRID_STRIDE(k, n * n) {
+        cplx x[4] = {x1[k], x2[k], x3[k], x4[k]};
+        bool diag = on_diagonal(k, n);
+        for (int r = 0; r < 5; r++) {
+            if (!outs[r]) continue;
+            const double* w = c.c + 5 * r;
+            cplx v;
+            v.re = w[1] * x[0].re + w[2] * x[1].re + w[3] * x[2].re + w[4] * x[3].re;
+            v.im = w[1] * x[0].im + w[2] * x[1].im + w[3] * x[2].im + w[4] * x[3].im;
+            if (diag) v.re += w[0];
+            outs[r][k] = v;
+        }
+    }
+}
+
 // Block-level sum of (re, im) over the threads of one block, written to out[0] by thread 0
 // (the one-block reductions: strided sums, superoperator expectations).
 __device__ void block_sum_into(double re, double im, cplx* out) {

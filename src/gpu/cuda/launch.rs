@@ -1,7 +1,9 @@
 //! The NVRTC kernels of `kernels.cu`: one launch helper, the element-wise kernels and the
 //! reductions.
 
-use cudarc::driver::{CudaFunction, CudaSlice, LaunchArgs, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    CudaFunction, CudaSlice, DeviceRepr, LaunchArgs, LaunchConfig, PushKernelArg,
+};
 
 use super::device::{device, gpu_err};
 use super::{Elem, GpuDense, as_pairs};
@@ -85,6 +87,16 @@ pub(super) fn map_slice(
     unsafe { launch(op, b, grid(n)) }?;
     Ok(out)
 }
+
+/// The coefficients of `pm_lincombs`, passed by value (its `struct Lincombs`).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Lincombs {
+    c: [f64; 25],
+}
+
+// SAFETY: a plain `#[repr(C)]` array of doubles, the layout of the kernel's `struct Lincombs`.
+unsafe impl DeviceRepr for Lincombs {}
 
 impl GpuDense {
     /// `f(a)` entry by entry into a new matrix; `extra` are the kernel's scalar parameters.
@@ -295,6 +307,48 @@ impl GpuDense {
         // SAFETY: every operand is n×n (checked above) and so is the output.
         unsafe { launch("expm", l, grid(n * n)) }?;
         Ok(out)
+    }
+
+    /// Up to five combinations of the same four n×n terms in one pass (`pm_lincombs`): row r
+    /// of `coefs` gives `coefs[r][0]·I + Σₜ coefs[r][t + 1]·xs[t]`.
+    pub(super) fn lincombs(xs: [&GpuDense; 4], coefs: &[[f64; 5]]) -> Result<Vec<GpuDense>> {
+        let dev = device()?;
+        let n = xs[0].rows;
+        if coefs.is_empty() || coefs.len() > 5 || xs.iter().any(|m| m.shape() != (n, n)) {
+            return Err(Error::shape(
+                "expm",
+                &[xs[0].shape()],
+                "one to five combinations of four square Taylor terms of one size",
+            ));
+        }
+        let mut outs = coefs
+            .iter()
+            .map(|_| GpuDense::uninit(dev, n, n))
+            .collect::<Result<Vec<_>>>()?;
+        if n == 0 {
+            return Ok(outs);
+        }
+        let mut c = Lincombs { c: [0.0; 25] };
+        for (r, row) in coefs.iter().enumerate() {
+            c.c[5 * r..5 * r + 5].copy_from_slice(row);
+        }
+        let (null, nn) = (0u64, n as u64);
+        let mut l = dev.stream.launch_builder(&dev.f.lincombs);
+        for x in &xs {
+            l.arg(&x.buf);
+        }
+        let mut rest = outs.iter_mut();
+        for _ in 0..5 {
+            match rest.next() {
+                Some(o) => l.arg(&mut o.buf),
+                None => l.arg(&null),
+            };
+        }
+        l.arg(&c).arg(&nn);
+        // SAFETY: the four terms and every output are n×n (checked above, the outputs made
+        // so); unused outputs are null, which the kernel skips.
+        unsafe { launch("expm", l, grid(n * n)) }?;
+        Ok(outs)
     }
 
     // ----- reductions -----
