@@ -270,6 +270,23 @@ test_device!(powers_and_exponential, |dev| {
         let got = polymat::expm(&dev.put(&h), Out::Auto).unwrap();
         dev.check(&got, &want, &format!("expm (scale {scale})"));
     }
+    // Every Taylor degree the GPU picks from the 1-norm (T1, T2, T4, T8, T12, T18 just under
+    // their thresholds, then T18 with squarings), at n = 10 and n = 33.
+    for n in [10, 33] {
+        for (k, norm) in [1e-16, 2e-8, 3e-4, 0.045, 0.28, 1.0, 7.0]
+            .into_iter()
+            .enumerate()
+        {
+            let r = rand(n, n, 40 + k as u64);
+            let one_norm = (0..n)
+                .map(|j| (0..n).map(|i| r[i][j].norm()).sum::<f64>())
+                .fold(0.0, f64::max);
+            let h = map(&r, |z| z * (norm / one_norm));
+            let want = taylor_expm(&h);
+            let got = polymat::expm(&dev.put(&h), Out::Auto).unwrap();
+            dev.check(&got, &want, &format!("expm n = {n}, ‖h‖₁ = {norm}"));
+        }
+    }
     // exp(iθσx) in closed form.
     let t = 0.7f64;
     let sx = vec![vec![C(0.0, 0.0), C(0.0, t)], vec![C(0.0, t), C(0.0, 0.0)]];
