@@ -132,6 +132,7 @@ fn default_dense_limit() -> usize {
 
 pub(crate) mod memory;
 pub(crate) mod pages;
+pub(crate) mod scratch;
 mod stream;
 pub mod thresholds;
 

@@ -12,6 +12,7 @@ use super::via_dense;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
+use crate::engine::scratch::{self, Spare};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
@@ -118,14 +119,15 @@ fn coefficients(m: usize) -> &'static [f64] {
 /// `matmul_dense` uses at these sizes (faer's gemm is sized for large matrices: at 10 × 10 its
 /// products were a fifth of `expm`'s instructions). `None` for larger matrices or a CPU
 /// without AVX2 and FMA.
-fn mul_small(a: &Mat<c64>, b: &Mat<c64>) -> Option<Mat<c64>> {
+fn mul_small(a: &Mat<c64>, b: &Mat<c64>) -> Option<Spare<c64>> {
     let n = a.nrows();
     if n > gemm::MAX_ROWS {
         return None;
     }
     let mut buf = [MaybeUninit::uninit(); gemm::MAX_ROWS * gemm::MAX_INNER];
     let ap = gemm::Operand::of(a.as_ref(), &mut buf, |k| a.col_as_slice(k))?;
-    let mut out = Mat::<c64>::zeros(n, n);
+    // Every column is written whole below.
+    let mut out = scratch::unfilled::<c64>(n, n)?;
     for j in 0..n {
         let col = out.col_as_slice_mut(j);
         // SAFETY: `MaybeUninit<c64>` has the layout of `c64`, and `column` stores only
@@ -137,10 +139,11 @@ fn mul_small(a: &Mat<c64>, b: &Mat<c64>) -> Option<Mat<c64>> {
 }
 
 /// `c₀·I + Σ cₖ·Mₖ`.
-fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Mat<c64> {
-    let mut out = Mat::<c64>::zeros(n, n);
+fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Result<Spare<c64>> {
+    let mut out = scratch::unfilled::<c64>(n, n).ok_or_else(|| refused(n))?;
     for j in 0..n {
         let col = out.col_as_slice_mut(j);
+        col.fill(c64::new(0.0, 0.0));
         for &(c, m) in terms {
             for (o, x) in col.iter_mut().zip(m.col_as_slice(j)) {
                 *o += c * x;
@@ -148,21 +151,29 @@ fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Mat<c64> {
         }
         col[j] += identity;
     }
-    out
+    Ok(out)
+}
+
+/// The error for an `n × n` intermediate the allocator refused.
+fn refused(n: usize) -> Error {
+    Error::TooLarge {
+        op: "expm".to_owned(),
+        shape: (n, n),
+        bytes: (n as u128) * (n as u128) * 16,
+        limit: None,
+        reason: "an intermediate matrix could not be allocated".to_owned(),
+    }
 }
 
 /// `a·b` for square matrices of the same size, straight into a new buffer.
-fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Mat<c64> {
+fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Result<Spare<c64>> {
     if let Some(out) = mul_small(a, b) {
-        return out;
+        return Ok(out);
     }
     let n = a.nrows();
-    // Not zero-filled: both products below write every entry (see `matmul_dense`).
-    let mut out = Mat::<c64>::with_capacity(n, n);
-    // SAFETY: the capacity covers n × n; `gemm_3m` writes all of `out` when it returns true
-    // and nothing otherwise, and faer's product under `Accum::Replace` writes every entry
-    // without reading any, so nothing is read before it is written; c64 has no drop glue.
-    unsafe { out.set_dims(n, n) };
+    // Not filled: `gemm_3m` writes all of `out` when it returns true and nothing otherwise,
+    // and faer's product under `Accum::Replace` writes every entry without reading any.
+    let mut out = scratch::unfilled::<c64>(n, n).ok_or_else(|| refused(n))?;
     let work = n.saturating_mul(n).saturating_mul(n);
     engine::product(work, |par| {
         // Large products: three real ones where the values allow (`gemm3m`).
@@ -180,7 +191,7 @@ fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Mat<c64> {
             par,
         );
     });
-    out
+    Ok(out)
 }
 
 /// Dense `exp(a)`: degree 3–13 Padé with scaling and squaring. O(n³ (6 + s)) for s squarings.
@@ -212,48 +223,52 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
         None => (13, (norm / THETA[4].1).log2().ceil().max(0.0) as i32),
     };
     let scale = 0.5f64.powi(s);
+    // The intermediates are the thread's spare matrices (`engine::scratch`): at n = 100 they
+    // are a dozen 160 KB blocks that glibc returned to the kernel after every call.
     let a: Mat<c64> = Mat::from_fn(n, n, |i, j| a.get(i, j) * scale);
     let b = coefficients(m);
-    let a2 = mul(&a, &a);
+    let a2 = mul(&a, &a)?;
     let (u_inner, v) = if m == 13 {
-        let a4 = mul(&a2, &a2);
-        let a6 = mul(&a4, &a2);
-        let w1 = lincomb(n, 0.0, &[(b[13], &a6), (b[11], &a4), (b[9], &a2)]);
+        let a4 = mul(&a2, &a2)?;
+        let a6 = mul(&a4, &a2)?;
+        let w1 = lincomb(n, 0.0, &[(b[13], &a6), (b[11], &a4), (b[9], &a2)])?;
+        let a6w1 = mul(&a6, &w1)?;
         let w = lincomb(
             n,
             b[1],
-            &[(1.0, &mul(&a6, &w1)), (b[7], &a6), (b[5], &a4), (b[3], &a2)],
-        );
-        let z1 = lincomb(n, 0.0, &[(b[12], &a6), (b[10], &a4), (b[8], &a2)]);
+            &[(1.0, &a6w1), (b[7], &a6), (b[5], &a4), (b[3], &a2)],
+        )?;
+        let z1 = lincomb(n, 0.0, &[(b[12], &a6), (b[10], &a4), (b[8], &a2)])?;
+        let a6z1 = mul(&a6, &z1)?;
         let v = lincomb(
             n,
             b[0],
-            &[(1.0, &mul(&a6, &z1)), (b[6], &a6), (b[4], &a4), (b[2], &a2)],
-        );
+            &[(1.0, &a6z1), (b[6], &a6), (b[4], &a4), (b[2], &a2)],
+        )?;
         (w, v)
     } else {
         // Powers A², A⁴, ... up to A^(m-1).
         let mut powers = vec![a2];
         while powers.len() < (m - 1) / 2 {
-            let next = mul(&powers[powers.len() - 1], &powers[0]);
+            let next = mul(&powers[powers.len() - 1], &powers[0])?;
             powers.push(next);
         }
         let odd: Vec<(f64, &Mat<c64>)> = powers
             .iter()
             .enumerate()
-            .map(|(k, p)| (b[2 * k + 3], p))
+            .map(|(k, p)| (b[2 * k + 3], &**p))
             .collect();
         let even: Vec<(f64, &Mat<c64>)> = powers
             .iter()
             .enumerate()
-            .map(|(k, p)| (b[2 * k + 2], p))
+            .map(|(k, p)| (b[2 * k + 2], &**p))
             .collect();
-        (lincomb(n, b[1], &odd), lincomb(n, b[0], &even))
+        (lincomb(n, b[1], &odd)?, lincomb(n, b[0], &even)?)
     };
-    let u = mul(&a, &u_inner);
-    let p = lincomb(n, 0.0, &[(1.0, &v), (1.0, &u)]);
-    let q = lincomb(n, 0.0, &[(1.0, &v), (-1.0, &u)]);
-    let mut r = lu_solve(q, p)?;
+    let u = mul(&a, &u_inner)?;
+    let p = lincomb(n, 0.0, &[(1.0, &v), (1.0, &u)])?;
+    let mut q = lincomb(n, 0.0, &[(1.0, &v), (-1.0, &u)])?;
+    let mut r = lu_solve(&mut q, p)?;
     if !all_finite(&r) {
         return Err(Error::Numerical {
             op: "expm".into(),
@@ -261,7 +276,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
         });
     }
     for _ in 0..s {
-        r = mul(&r, &r);
+        r = mul(&r, &r)?;
         // An overflow stays: every later square of an infinite entry is infinite or NaN. So
         // the squarings stop at the first one (O(n²) a check beside the O(n³) product): with
         // ‖a‖₁ = 10³⁰⁰, s is 995 and the result overflows after about ten of them.
@@ -278,7 +293,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
             ),
         });
     }
-    Ok(Dense::new(r))
+    Ok(Dense::new(r.into_inner()))
 }
 
 /// `q⁻¹·p` by faer's LU with partial pivoting, factored in place and solved with the same
@@ -290,7 +305,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
 ///
 /// # Errors
 /// [`Error::TooLarge`] if faer's scratch cannot be allocated.
-fn lu_solve(mut q: Mat<c64>, mut p: Mat<c64>) -> Result<Mat<c64>> {
+fn lu_solve<P: std::ops::DerefMut<Target = Mat<c64>>>(q: &mut Mat<c64>, mut p: P) -> Result<P> {
     use faer::dyn_stack::{MemBuffer, MemStack};
     use faer::linalg::lu::partial_pivoting::{factor, solve};
     let n = q.nrows();
@@ -363,7 +378,11 @@ mod tests {
                 q
             };
             let p = Mat::<c64>::from_fn(n, 3, |i, j| c64::new(i as f64 - j as f64, 1.0));
-            let x = lu_solve(q.clone(), p.clone()).unwrap();
+            // Through a spare matrix (what `expm_dense` passes), holding stale values first.
+            let mut spare = scratch::unfilled::<c64>(n, 3).unwrap();
+            spare.fill(c64::new(f64::NAN, 0.0));
+            spare.copy_from(&p);
+            let x = lu_solve(&mut q.clone(), spare).unwrap();
             let mut back = Mat::<c64>::zeros(n, 3);
             faer_matmul(
                 back.as_mut(),

@@ -22,10 +22,11 @@ use std::mem::MaybeUninit;
 
 use faer::linalg::matmul::matmul;
 use faer::reborrow::ReborrowMut;
-use faer::{Accum, ContiguousFwd, Mat, MatMut, MatRef, Par};
+use faer::{Accum, ContiguousFwd, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use crate::engine::Family;
+use crate::engine::scratch::{Spare, unfilled};
 use crate::scalar::c64;
 
 /// Products of at least this many complex multiply-adds (m·k·n) use the 3M method: from
@@ -227,84 +228,6 @@ fn real_products(products: [(MatMut<'_, f64>, MatRef<'_, f64>, MatRef<'_, f64>);
     }
 }
 
-/// A `rows × cols` real matrix whose entries are not yet written (its storage reserved
-/// fallibly, nothing filled, or a spare of the same shape this thread used before); `None` if
-/// the allocator refuses. Every caller writes all of it before reading any of it.
-fn unfilled(rows: usize, cols: usize) -> Option<Spare> {
-    let reused = SPARES
-        .try_with(|s| {
-            let mut s = s.try_borrow_mut().ok()?;
-            let i = s
-                .iter()
-                .position(|m| m.nrows() == rows && m.ncols() == cols)?;
-            Some(s.swap_remove(i))
-        })
-        .ok()
-        .flatten();
-    if let Some(mat) = reused {
-        return Some(Spare(mat));
-    }
-    let mut mat = Mat::<f64>::new();
-    mat.try_reserve(rows, cols).ok()?;
-    // SAFETY: the capacity covers rows × cols (reserved just above); the entries are written
-    // before they are read (see the callers), and f64 has no drop glue.
-    unsafe { mat.set_dims(rows, cols) };
-    Some(Spare(mat))
-}
-
-/// The most bytes of scratch one thread keeps for its next products (see [`Spare`]).
-const SPARE_BYTES: usize = 64 << 20;
-
-thread_local! {
-    /// Scratch matrices of this thread's last products, oldest first, at most [`SPARE_BYTES`].
-    static SPARES: std::cell::RefCell<Vec<Mat<f64>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
-
-/// A scratch matrix of the 3M method; dropped, it goes back to its thread's spares (the oldest
-/// ones leave when they would pass [`SPARE_BYTES`]).
-///
-/// Why: the nine scratch matrices of a product were allocated and freed by every call, and
-/// glibc's malloc hands such sizes back to the kernel (its trim and mmap thresholds), so each
-/// call faulted its scratch in again. One thread, Dense·Dense, `profile_op` (ms per call):
-/// n = 128 0.445 → 0.17, n = 500 14.2 → 9.3, n = 1000 102 → 83 (docs/benchmarks.md). A
-/// process whose malloc keeps freed memory (the side-by-side server sets glibc's tunables that
-/// way) saw no difference.
-struct Spare(Mat<f64>);
-
-impl std::ops::Deref for Spare {
-    type Target = Mat<f64>;
-    fn deref(&self) -> &Mat<f64> {
-        &self.0
-    }
-}
-
-impl std::ops::DerefMut for Spare {
-    fn deref_mut(&mut self) -> &mut Mat<f64> {
-        &mut self.0
-    }
-}
-
-impl Drop for Spare {
-    fn drop(&mut self) {
-        let mat = std::mem::replace(&mut self.0, Mat::new());
-        let bytes = |m: &Mat<f64>| m.nrows() * m.ncols() * size_of::<f64>();
-        let size = bytes(&mat);
-        if size == 0 || size > SPARE_BYTES {
-            return;
-        }
-        // During thread teardown, or re-entered: the matrix is simply freed.
-        let _ = SPARES.try_with(|s| {
-            if let Ok(mut s) = s.try_borrow_mut() {
-                let mut total = s.iter().map(bytes).sum::<usize>() + size;
-                while total > SPARE_BYTES && !s.is_empty() {
-                    total -= bytes(&s.remove(0));
-                }
-                s.push(mat);
-            }
-        });
-    }
-}
-
 /// A column of a column-major matrix as slots to write (the scratch and the result are
 /// written before anything reads them, so they are never viewed as initialised values).
 fn slots<'a, T>(col: faer::col::ColMut<'a, T, usize, ContiguousFwd>) -> &'a mut [MaybeUninit<T>] {
@@ -318,9 +241,9 @@ fn slots<'a, T>(col: faer::col::ColMut<'a, T, usize, ContiguousFwd>) -> &'a mut 
 /// The real part, imaginary part and their sum of a complex matrix, stored in the
 /// orientation in which the source's columns (or rows, then `transposed`) are contiguous.
 struct Parts {
-    re: Spare,
-    im: Spare,
-    sum: Spare,
+    re: Spare<f64>,
+    im: Spare<f64>,
+    sum: Spare<f64>,
     transposed: bool,
 }
 
@@ -388,7 +311,7 @@ impl Parts {
         })
     }
 
-    fn orient<'a>(&self, m: &'a Spare) -> MatRef<'a, f64> {
+    fn orient<'a>(&self, m: &'a Spare<f64>) -> MatRef<'a, f64> {
         if self.transposed {
             m.as_ref().transpose()
         } else {
@@ -412,6 +335,7 @@ impl Parts {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use faer::Mat;
 
     fn complex_product(a: MatRef<'_, c64>, b: MatRef<'_, c64>) -> Mat<c64> {
         let mut c = Mat::<c64>::zeros(a.nrows(), b.ncols());
@@ -496,22 +420,10 @@ mod tests {
                 .fold(0.0, f64::max);
             assert!(err <= 1e-12, "call {seed}: {err}");
         }
-        let held = |s: &Vec<Mat<f64>>| s.iter().map(|m| m.nrows() * m.ncols() * 8).sum::<usize>();
-        SPARES.with(|s| {
-            let s = s.borrow();
-            // The nine scratch matrices of the last call (parts of a and b, three products).
-            assert_eq!(s.len(), 9);
-            assert!(held(&s) <= SPARE_BYTES);
-        });
-        // Past the cap the oldest leave: four 24 MiB matrices keep two.
-        for _ in 0..4 {
-            drop(Spare(Mat::<f64>::zeros(1024, 3 * 1024)));
-        }
-        SPARES.with(|s| {
-            let s = s.borrow();
-            assert!(held(&s) <= SPARE_BYTES, "{}", held(&s));
-            assert_eq!(s.iter().filter(|m| m.ncols() == 3 * 1024).count(), 2);
-        });
+        // The nine scratch matrices of the last call (parts of a and b, three products).
+        let (count, total) = crate::engine::scratch::held::<f64>();
+        assert_eq!(count, 9);
+        assert!(total <= crate::engine::scratch::SPARE_BYTES);
     }
 
     /// The pieces of `real_products` cover every row of each of the three products once:

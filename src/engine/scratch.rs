@@ -1,0 +1,157 @@
+//! Scratch matrices kept per thread between calls.
+//!
+//! Kernels that build n × n intermediates and drop them before they return (the 3M product's
+//! parts and real products, `expm`'s powers and Padé terms) allocated and freed them on every
+//! call. glibc's malloc hands freed blocks of these sizes back to the kernel (its trim and
+//! mmap thresholds), so the next call faulted the same memory in again: 288 page faults a
+//! 128 × 128 Dense·Dense, 0.445 against 0.166 ms (docs/benchmarks.md). [`unfilled`] gives a
+//! matrix of the shape asked for, the thread's spare one if it has one, and the [`Spare`] goes
+//! back to the thread's spares when dropped: at most [`SPARE_BYTES`] per element type and
+//! thread, the oldest leaving first.
+
+use std::cell::RefCell;
+use std::thread::LocalKey;
+
+use faer::Mat;
+
+use crate::scalar::c64;
+
+/// The most bytes of spare matrices one thread keeps, per element type.
+pub(crate) const SPARE_BYTES: usize = 64 << 20;
+
+/// An element type with a spare list per thread.
+pub(crate) trait Pooled: Copy + 'static {
+    /// This thread's spare matrices of this type, oldest first.
+    fn spares() -> &'static LocalKey<RefCell<Vec<Mat<Self>>>>;
+}
+
+thread_local! {
+    static SPARE_F64: RefCell<Vec<Mat<f64>>> = const { RefCell::new(Vec::new()) };
+    static SPARE_C64: RefCell<Vec<Mat<c64>>> = const { RefCell::new(Vec::new()) };
+}
+
+impl Pooled for f64 {
+    fn spares() -> &'static LocalKey<RefCell<Vec<Mat<f64>>>> {
+        &SPARE_F64
+    }
+}
+
+impl Pooled for c64 {
+    fn spares() -> &'static LocalKey<RefCell<Vec<Mat<c64>>>> {
+        &SPARE_C64
+    }
+}
+
+fn bytes<T>(m: &Mat<T>) -> usize {
+    m.nrows() * m.ncols() * size_of::<T>()
+}
+
+/// A `rows × cols` matrix whose entries are not to be read before they are written: this
+/// thread's spare of that shape (holding a previous call's values), else fresh storage
+/// reserved fallibly and not filled. `None` if the allocator refuses.
+pub(crate) fn unfilled<T: Pooled>(rows: usize, cols: usize) -> Option<Spare<T>> {
+    let reused = T::spares()
+        .try_with(|s| {
+            let mut s = s.try_borrow_mut().ok()?;
+            let i = s
+                .iter()
+                .position(|m| m.nrows() == rows && m.ncols() == cols)?;
+            Some(s.swap_remove(i))
+        })
+        .ok()
+        .flatten();
+    if let Some(mat) = reused {
+        return Some(Spare(mat));
+    }
+    let mut mat = Mat::<T>::new();
+    mat.try_reserve(rows, cols).ok()?;
+    // SAFETY: the capacity covers rows × cols (reserved just above). The entries are written
+    // before they are read (the contract of `unfilled`, kept by every caller), and the element
+    // types (f64, c64) have no drop glue and every bit pattern is a valid value of theirs.
+    unsafe { mat.set_dims(rows, cols) };
+    Some(Spare(mat))
+}
+
+/// A matrix from [`unfilled`]; dropped, it goes back to its thread's spares.
+pub(crate) struct Spare<T: Pooled>(Mat<T>);
+
+impl<T: Pooled> Spare<T> {
+    /// The matrix, kept by the caller (a kernel's result): it does not go back to the spares.
+    pub(crate) fn into_inner(mut self) -> Mat<T> {
+        std::mem::replace(&mut self.0, Mat::new())
+    }
+}
+
+impl<T: Pooled> std::ops::Deref for Spare<T> {
+    type Target = Mat<T>;
+    fn deref(&self) -> &Mat<T> {
+        &self.0
+    }
+}
+
+impl<T: Pooled> std::ops::DerefMut for Spare<T> {
+    fn deref_mut(&mut self) -> &mut Mat<T> {
+        &mut self.0
+    }
+}
+
+impl<T: Pooled> Drop for Spare<T> {
+    fn drop(&mut self) {
+        let mat = std::mem::replace(&mut self.0, Mat::new());
+        let size = bytes(&mat);
+        if size == 0 || size > SPARE_BYTES {
+            return;
+        }
+        // During thread teardown, or re-entered: the matrix is simply freed.
+        let _ = T::spares().try_with(|s| {
+            if let Ok(mut s) = s.try_borrow_mut() {
+                let mut total = s.iter().map(bytes).sum::<usize>() + size;
+                while total > SPARE_BYTES && !s.is_empty() {
+                    total -= bytes(&s.remove(0));
+                }
+                s.push(mat);
+            }
+        });
+    }
+}
+
+/// How many spare matrices of `T` this thread holds, and their bytes (tests).
+#[cfg(test)]
+pub(crate) fn held<T: Pooled>() -> (usize, usize) {
+    T::spares().with(|s| {
+        let s = s.borrow();
+        (s.len(), s.iter().map(bytes).sum())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spares_come_back_by_shape_and_stay_under_the_cap() {
+        let m = unfilled::<c64>(30, 20).unwrap();
+        let p = m.as_ptr();
+        drop(m);
+        assert_eq!(held::<c64>(), (1, 30 * 20 * 16));
+        // The same shape takes the spare; another shape does not.
+        let again = unfilled::<c64>(30, 20).unwrap();
+        assert_eq!(again.as_ptr(), p);
+        let other = unfilled::<c64>(20, 30).unwrap();
+        assert_ne!(other.as_ptr(), p);
+        // A kept result leaves the pool for good.
+        let kept = again.into_inner();
+        drop(other);
+        assert_eq!(held::<c64>().0, 1);
+        drop(kept);
+        assert_eq!(held::<c64>().0, 1);
+        // Past the cap the oldest leave: four 24 MiB matrices keep two.
+        for _ in 0..4 {
+            drop(unfilled::<f64>(1024, 3 * 1024).unwrap());
+            drop(Spare(Mat::<f64>::zeros(1024, 3 * 1024)));
+        }
+        let (count, total) = held::<f64>();
+        assert!(total <= SPARE_BYTES, "{total}");
+        assert_eq!(count, 2);
+    }
+}
