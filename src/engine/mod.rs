@@ -132,7 +132,6 @@ fn default_dense_limit() -> usize {
 
 pub(crate) mod memory;
 pub(crate) mod pages;
-pub(crate) mod scratch;
 mod stream;
 pub mod thresholds;
 

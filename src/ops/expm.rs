@@ -12,11 +12,11 @@ use super::via_dense;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
-use crate::engine::scratch::{self, Spare};
 use crate::error::{Error, Result};
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::simd::gemm;
+use crate::storage::scratch::{self, Spare};
 use crate::storage::{Csr, Data, Dense};
 
 /// `exp(a)` for square `a`. Kernels: Dense → Dense, Csr → Csr, Csr → Dense, GpuDense →
@@ -127,7 +127,7 @@ fn mul_small(a: &Mat<c64>, b: &Mat<c64>) -> Option<Spare<c64>> {
     let mut buf = [MaybeUninit::uninit(); gemm::MAX_ROWS * gemm::MAX_INNER];
     let ap = gemm::Operand::of(a.as_ref(), &mut buf, |k| a.col_as_slice(k))?;
     // Every column is written whole below.
-    let mut out = scratch::unfilled::<c64>(n, n)?;
+    let mut out = scratch::unfilled::<c64>("expm", n, n).ok()?;
     for j in 0..n {
         let col = out.col_as_slice_mut(j);
         // SAFETY: `MaybeUninit<c64>` has the layout of `c64`, and `column` stores only
@@ -140,7 +140,7 @@ fn mul_small(a: &Mat<c64>, b: &Mat<c64>) -> Option<Spare<c64>> {
 
 /// `c₀·I + Σ cₖ·Mₖ`.
 fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Result<Spare<c64>> {
-    let mut out = scratch::unfilled::<c64>(n, n).ok_or_else(|| refused(n))?;
+    let mut out = scratch::unfilled::<c64>("expm", n, n)?;
     for j in 0..n {
         let col = out.col_as_slice_mut(j);
         col.fill(c64::new(0.0, 0.0));
@@ -154,17 +154,6 @@ fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Result<Spare<
     Ok(out)
 }
 
-/// The error for an `n × n` intermediate the allocator refused.
-fn refused(n: usize) -> Error {
-    Error::TooLarge {
-        op: "expm".to_owned(),
-        shape: (n, n),
-        bytes: (n as u128) * (n as u128) * 16,
-        limit: None,
-        reason: "an intermediate matrix could not be allocated".to_owned(),
-    }
-}
-
 /// `a·b` for square matrices of the same size, straight into a new buffer.
 fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Result<Spare<c64>> {
     if let Some(out) = mul_small(a, b) {
@@ -173,7 +162,7 @@ fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Result<Spare<c64>> {
     let n = a.nrows();
     // Not filled: `gemm_3m` writes all of `out` when it returns true and nothing otherwise,
     // and faer's product under `Accum::Replace` writes every entry without reading any.
-    let mut out = scratch::unfilled::<c64>(n, n).ok_or_else(|| refused(n))?;
+    let mut out = scratch::unfilled::<c64>("expm", n, n)?;
     let work = n.saturating_mul(n).saturating_mul(n);
     engine::product(work, |par| {
         // Large products: three real ones where the values allow (`gemm3m`).
@@ -223,7 +212,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
         None => (13, (norm / THETA[4].1).log2().ceil().max(0.0) as i32),
     };
     let scale = 0.5f64.powi(s);
-    // The intermediates are the thread's spare matrices (`engine::scratch`): at n = 100 they
+    // The intermediates are the thread's spare matrices (`storage::scratch`): at n = 100 they
     // are a dozen 160 KB blocks that glibc returned to the kernel after every call.
     let a: Mat<c64> = Mat::from_fn(n, n, |i, j| a.get(i, j) * scale);
     let b = coefficients(m);
@@ -379,7 +368,7 @@ mod tests {
             };
             let p = Mat::<c64>::from_fn(n, 3, |i, j| c64::new(i as f64 - j as f64, 1.0));
             // Through a spare matrix (what `expm_dense` passes), holding stale values first.
-            let mut spare = scratch::unfilled::<c64>(n, 3).unwrap();
+            let mut spare = scratch::unfilled::<c64>("t", n, 3).unwrap();
             spare.fill(c64::new(f64::NAN, 0.0));
             spare.copy_from(&p);
             let x = lu_solve(&mut q.clone(), spare).unwrap();

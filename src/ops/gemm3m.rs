@@ -26,8 +26,8 @@ use faer::{Accum, ContiguousFwd, MatMut, MatRef, Par};
 use rayon::prelude::*;
 
 use crate::engine::Family;
-use crate::engine::scratch::{Spare, unfilled};
 use crate::scalar::c64;
+use crate::storage::scratch::{Spare, unfilled};
 
 /// Products of at least this many complex multiply-adds (m·k·n) use the 3M method: from
 /// n = 128 (this value) it was 7–15 % faster on the development VM, at n = 100 level, at n = 64
@@ -99,9 +99,11 @@ fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, 
     ) else {
         return false;
     };
-    let (Some(mut t1), Some(mut t2), Some(mut t3)) =
-        (unfilled(m, n), unfilled(m, n), unfilled(m, n))
-    else {
+    let (Some(mut t1), Some(mut t2), Some(mut t3)) = (
+        unfilled("matmul", m, n).ok(),
+        unfilled("matmul", m, n).ok(),
+        unfilled("matmul", m, n).ok(),
+    ) else {
         return false;
     };
     // Under `Accum::Replace` faer writes every entry of the destination and reads none (its
@@ -258,9 +260,9 @@ impl Parts {
         };
         let (rows, cols) = (v.nrows(), v.ncols());
         let (mut re, mut im, mut sum) = (
-            unfilled(rows, cols)?,
-            unfilled(rows, cols)?,
-            unfilled(rows, cols)?,
+            unfilled("matmul", rows, cols).ok()?,
+            unfilled("matmul", rows, cols).ok()?,
+            unfilled("matmul", rows, cols).ok()?,
         );
         // Writes the block's three parts; whether every part is finite and at most BOUND.
         let block = |v: MatRef<'_, c64, usize, usize, ContiguousFwd>,
@@ -421,9 +423,9 @@ mod tests {
             assert!(err <= 1e-12, "call {seed}: {err}");
         }
         // The nine scratch matrices of the last call (parts of a and b, three products).
-        let (count, total) = crate::engine::scratch::held::<f64>();
+        let (count, total) = crate::storage::scratch::held::<f64>();
         assert_eq!(count, 9);
-        assert!(total <= crate::engine::scratch::SPARE_BYTES);
+        assert!(total <= crate::storage::scratch::SPARE_BYTES);
     }
 
     /// The pieces of `real_products` cover every row of each of the three products once:

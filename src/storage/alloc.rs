@@ -385,7 +385,7 @@ fn alloc_vec<T>(len: usize) -> Option<Vec<T>> {
 /// The error of a refused reservation, out of the callers' hot paths.
 #[cold]
 #[inline(never)]
-fn refused(op: &str, shape: (usize, usize), bytes: u128) -> Error {
+pub(crate) fn refused(op: &str, shape: (usize, usize), bytes: u128) -> Error {
     Error::TooLarge {
         op: op.to_owned(),
         shape,

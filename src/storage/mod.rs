@@ -44,6 +44,7 @@ mod diagonals;
 mod display;
 mod kind;
 mod layout;
+pub(crate) mod scratch;
 
 pub use csr::Csr;
 pub use data::Data;

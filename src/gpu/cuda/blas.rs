@@ -70,26 +70,18 @@ type Ptr = *const blas::cuDoubleComplex;
 type PtrMut = *mut blas::cuDoubleComplex;
 
 impl GpuDense {
-    /// `alpha·op(a)·op(b) + beta·c` into a new matrix (`c` is copied first when given).
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn gemm(
+    /// `alpha·op(a)·op(b)` into a new matrix.
+    fn gemm(
         op: &'static str,
         a: &GpuDense,
         ta: blas::cublasOperation_t,
         b: &GpuDense,
         tb: blas::cublasOperation_t,
         alpha: c64,
-        beta: c64,
-        c: Option<&GpuDense>,
     ) -> Result<GpuDense> {
         let (m, n) = gemm_shape(op, a, ta, b, tb)?;
-        match c {
-            Some(c) => GpuDense::gemm_into(op, a, ta, b, tb, alpha, Some(beta), c.try_clone()?),
-            None => {
-                let out = GpuDense::uninit(device()?, m, n)?;
-                GpuDense::gemm_into(op, a, ta, b, tb, alpha, None, out)
-            }
-        }
+        let out = GpuDense::uninit(device()?, m, n)?;
+        GpuDense::gemm_into(op, a, ta, b, tb, alpha, None, out)
     }
 
     /// `alpha·op(a)·op(b) + beta·out` in `out`'s own buffer (`beta` `None`: `out` is not read,
@@ -174,21 +166,12 @@ impl GpuDense {
 
     /// `a·b` (cuBLAS Zgemm).
     pub(crate) fn matmul(&self, b: &GpuDense) -> Result<GpuDense> {
-        GpuDense::gemm("matmul", self, CUBLAS_OP_N, b, CUBLAS_OP_N, ONE, ONE, None)
+        GpuDense::gemm("matmul", self, CUBLAS_OP_N, b, CUBLAS_OP_N, ONE)
     }
 
     /// `a·b†` (cuBLAS Zgemm with the conjugate-transpose flag).
     pub(crate) fn matmul_dag(&self, b: &GpuDense) -> Result<GpuDense> {
-        GpuDense::gemm(
-            "matmul_dag",
-            self,
-            CUBLAS_OP_N,
-            b,
-            CUBLAS_OP_C,
-            ONE,
-            ONE,
-            None,
-        )
+        GpuDense::gemm("matmul_dag", self, CUBLAS_OP_N, b, CUBLAS_OP_C, ONE)
     }
 
     /// `a + s·b` (cuBLAS Zgeam).
@@ -300,7 +283,7 @@ impl GpuDense {
                 "the operand must be a ket (n×1) or a bra (1×n)",
             ));
         };
-        GpuDense::gemm("project", self, ta, self, tb, ONE, ONE, None)
+        GpuDense::gemm("project", self, ta, self, tb, ONE)
     }
 
     /// `‖A‖_F` (cuBLAS Dznrm2, which scales against overflow).

@@ -8,12 +8,20 @@
 //! matrix of the shape asked for, the thread's spare one if it has one, and the [`Spare`] goes
 //! back to the thread's spares when dropped: at most [`SPARE_BYTES`] per element type and
 //! thread, the oldest leaving first.
+//!
+//! Its twin is [`alloc::pool`](super::alloc::pool), which recycles the buffers of small
+//! *results* (at most 16 × 16) when the caller drops the `Dense`; this module keeps a kernel's
+//! own intermediates of any size up to the cap. A fresh complex scratch is allocated by
+//! [`alloc::unfilled_mat`](super::alloc::unfilled_mat), so it meets the same dense limit,
+//! memory check and huge-page advice as a result.
 
 use std::cell::RefCell;
 use std::thread::LocalKey;
 
 use faer::Mat;
 
+use super::alloc;
+use crate::error::Result;
 use crate::scalar::c64;
 
 /// The most bytes of spare matrices one thread keeps, per element type.
@@ -23,6 +31,11 @@ pub(crate) const SPARE_BYTES: usize = 64 << 20;
 pub(crate) trait Pooled: Copy + 'static {
     /// This thread's spare matrices of this type, oldest first.
     fn spares() -> &'static LocalKey<RefCell<Vec<Mat<Self>>>>;
+    /// A fresh `rows × cols` matrix with its dimensions set and its entries not written.
+    ///
+    /// # Safety
+    /// The caller writes every entry before anything reads one.
+    unsafe fn fresh(op: &str, rows: usize, cols: usize) -> Result<Mat<Self>>;
 }
 
 thread_local! {
@@ -34,11 +47,28 @@ impl Pooled for f64 {
     fn spares() -> &'static LocalKey<RefCell<Vec<Mat<f64>>>> {
         &SPARE_F64
     }
+
+    unsafe fn fresh(op: &str, rows: usize, cols: usize) -> Result<Mat<f64>> {
+        let mut mat = Mat::<f64>::new();
+        mat.try_reserve(rows, cols).map_err(|_| {
+            let bytes = (rows as u128) * (cols as u128) * size_of::<f64>() as u128;
+            alloc::refused(op, (rows, cols), bytes)
+        })?;
+        // SAFETY: the capacity covers rows × cols (reserved just above); every entry is
+        // written before it is read (this function's contract), and f64 has no drop glue.
+        unsafe { mat.set_dims(rows, cols) };
+        Ok(mat)
+    }
 }
 
 impl Pooled for c64 {
     fn spares() -> &'static LocalKey<RefCell<Vec<Mat<c64>>>> {
         &SPARE_C64
+    }
+
+    unsafe fn fresh(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>> {
+        // SAFETY: this function's contract is `unfilled_mat`'s.
+        unsafe { alloc::unfilled_mat(op, rows, cols) }
     }
 }
 
@@ -47,9 +77,13 @@ fn bytes<T>(m: &Mat<T>) -> usize {
 }
 
 /// A `rows × cols` matrix whose entries are not to be read before they are written: this
-/// thread's spare of that shape (holding a previous call's values), else fresh storage
-/// reserved fallibly and not filled. `None` if the allocator refuses.
-pub(crate) fn unfilled<T: Pooled>(rows: usize, cols: usize) -> Option<Spare<T>> {
+/// thread's spare of that shape (holding a previous call's values), else a fresh one
+/// ([`Pooled::fresh`]).
+///
+/// # Errors
+/// [`Error::TooLarge`](crate::Error::TooLarge) naming `op` when a fresh matrix is over the
+/// dense limit or refused.
+pub(crate) fn unfilled<T: Pooled>(op: &str, rows: usize, cols: usize) -> Result<Spare<T>> {
     let reused = T::spares()
         .try_with(|s| {
             let mut s = s.try_borrow_mut().ok()?;
@@ -61,15 +95,11 @@ pub(crate) fn unfilled<T: Pooled>(rows: usize, cols: usize) -> Option<Spare<T>> 
         .ok()
         .flatten();
     if let Some(mat) = reused {
-        return Some(Spare(mat));
+        return Ok(Spare(mat));
     }
-    let mut mat = Mat::<T>::new();
-    mat.try_reserve(rows, cols).ok()?;
-    // SAFETY: the capacity covers rows × cols (reserved just above). The entries are written
-    // before they are read (the contract of `unfilled`, kept by every caller), and the element
-    // types (f64, c64) have no drop glue and every bit pattern is a valid value of theirs.
-    unsafe { mat.set_dims(rows, cols) };
-    Some(Spare(mat))
+    // SAFETY: the entries are written before they are read: the contract of `unfilled`, kept
+    // by every caller (its name says so).
+    Ok(Spare(unsafe { T::fresh(op, rows, cols) }?))
 }
 
 /// A matrix from [`unfilled`]; dropped, it goes back to its thread's spares.
@@ -130,14 +160,14 @@ mod tests {
 
     #[test]
     fn spares_come_back_by_shape_and_stay_under_the_cap() {
-        let m = unfilled::<c64>(30, 20).unwrap();
+        let m = unfilled::<c64>("t", 30, 20).unwrap();
         let p = m.as_ptr();
         drop(m);
         assert_eq!(held::<c64>(), (1, 30 * 20 * 16));
         // The same shape takes the spare; another shape does not.
-        let again = unfilled::<c64>(30, 20).unwrap();
+        let again = unfilled::<c64>("t", 30, 20).unwrap();
         assert_eq!(again.as_ptr(), p);
-        let other = unfilled::<c64>(20, 30).unwrap();
+        let other = unfilled::<c64>("t", 20, 30).unwrap();
         assert_ne!(other.as_ptr(), p);
         // A kept result leaves the pool for good.
         let kept = again.into_inner();
@@ -147,7 +177,7 @@ mod tests {
         assert_eq!(held::<c64>().0, 1);
         // Past the cap the oldest leave: four 24 MiB matrices keep two.
         for _ in 0..4 {
-            drop(unfilled::<f64>(1024, 3 * 1024).unwrap());
+            drop(unfilled::<f64>("t", 1024, 3 * 1024).unwrap());
             drop(Spare(Mat::<f64>::zeros(1024, 3 * 1024)));
         }
         let (count, total) = held::<f64>();
