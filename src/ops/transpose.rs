@@ -175,6 +175,32 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
             scatter_entries(a, &mut cursor[..n], out_idx, out_val, f);
         }
         indptr
+    } else if u32::try_from(nnz).is_ok() {
+        // Fewer than 2³² entries: 32-bit cursors in an array of their own, half the bytes of
+        // `usize` ones (at n = 10⁴ they fit the L1 cache), and the result's row pointers
+        // written from them in the pass that turns counts into starts.
+        let mut cursor: Vec<u32> = alloc::try_vec(OP, (n, m), len, 0)?;
+        for &c in idx {
+            // SAFETY: c < n for a valid Csr, and `cursor` has n + 1 entries.
+            unsafe { *cursor.get_unchecked_mut(c + 1) += 1 };
+        }
+        let mut indptr: Vec<usize> = alloc::try_with_capacity(OP, (n, m), len)?;
+        indptr.push(0);
+        let mut start = 0u32;
+        for j in 0..n {
+            // Column j's count is read before its slot is overwritten with its start.
+            let count = cursor[j + 1];
+            cursor[j] = start;
+            start += count;
+            indptr.push(start as usize);
+        }
+        // SAFETY: cursor[c] is column c's start for every c < n (above); both buffers hold
+        // nnz < 2³² elements.
+        unsafe {
+            let (out_idx, out_val) = (indices.as_mut_ptr(), data.as_mut_ptr());
+            scatter_entries(a, &mut cursor[..n], out_idx, out_val, f);
+        }
+        indptr
     } else {
         // The counting sort's cursors in the result's row pointers (`counting_cursors`).
         // SAFETY: every column index is below n (a valid Csr).
@@ -249,9 +275,9 @@ const BAND: usize = 32;
 ///
 /// # Safety
 /// As [`scatter`].
-unsafe fn scatter_entries(
+unsafe fn scatter_entries<C: Cursor>(
     a: &Csr,
-    cursor: &mut [usize],
+    cursor: &mut [C],
     out_idx: *mut usize,
     out_val: *mut c64,
     f: impl Fn(c64) -> c64,
@@ -286,8 +312,57 @@ fn banded(a: &Csr) -> bool {
             .all(|i| idx[p[i]..p[i + 1]].iter().all(|&c| c.abs_diff(i) <= BAND))
 }
 
-/// [`scatter`] in two passes: first every entry's slot (the cursor walk alone, its stores to a
-/// sequential array), then the stores of the entries to their slots.
+/// A counting sort's cursor: a slot in `0..nnz`, `usize` or, below 2³² entries, `u32`.
+trait Cursor: Copy {
+    /// The slot.
+    fn at(self) -> usize;
+    /// The next slot (never past nnz, so never overflowing).
+    fn next(self) -> Self;
+}
+
+impl Cursor for usize {
+    #[inline(always)]
+    fn at(self) -> usize {
+        self
+    }
+    #[inline(always)]
+    fn next(self) -> Self {
+        self + 1
+    }
+}
+
+impl Cursor for u32 {
+    #[inline(always)]
+    fn at(self) -> usize {
+        self as usize
+    }
+    #[inline(always)]
+    fn next(self) -> Self {
+        self + 1
+    }
+}
+
+/// From [`SPLIT_STORES_FROM`] to this many entries, [`scatter_by_slots`] stores the row
+/// indices in its first pass and the values in its second; outside that range, both in the
+/// second.
+///
+/// Each pass then has one stream of scattered stores, not two, and fewer lines are open at
+/// once: n = 1000 (10 per row) 29 → 24 µs, n = 10⁴ 557–624 → 453–486 µs, n = 3·10⁴ 2.78 →
+/// 2.33 ms; at n = 5·10⁴ the two orders tie, and at n = 10⁵ (10⁶ entries) the split one lost
+/// 13.3 → 14.8–15.7 ms (measured outside the crate, same walks; docs/benchmarks.md).
+const SPLIT_STORES: usize = 1 << 19;
+
+/// Below this many entries (all in the L1 and L2 caches) the split order of
+/// [`SPLIT_STORES`] lost 10–15 % (n = 30 to 300, 10 per row); at n = 420 the two tie.
+const SPLIT_STORES_FROM: usize = 1 << 12;
+
+/// [`scatter`] in two passes, each with its own stream of scattered stores, for scattered
+/// patterns.
+///
+/// From [`SPLIT_STORES_FROM`] to [`SPLIT_STORES`] entries: row by row, each entry's slot
+/// (advancing its column's cursor, recorded in `slots`) with its row index stored there; then
+/// the values, in one flat pass over `slots`. Otherwise: first every entry's slot (the cursor
+/// walk alone, its stores to a sequential array), then both stores of each entry.
 ///
 /// In the one-pass walk each cursor load waits on the scattered stores before it (whose
 /// addresses come from the previous loads); apart, neither pass waits on the other's stores.
@@ -299,9 +374,9 @@ fn banded(a: &Csr) -> bool {
 ///
 /// # Safety
 /// As [`scatter`]; and `slots` is nnz(a) long, nnz(a) < 2³².
-unsafe fn scatter_by_slots(
+unsafe fn scatter_by_slots<C: Cursor>(
     a: &Csr,
-    cursor: &mut [usize],
+    cursor: &mut [C],
     slots: &mut [std::mem::MaybeUninit<u32>],
     out_idx: *mut usize,
     out_val: *mut c64,
@@ -310,13 +385,35 @@ unsafe fn scatter_by_slots(
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
     debug_assert_eq!(slots.len(), idx.len());
     let cur = cursor.as_mut_ptr();
+    if (SPLIT_STORES_FROM..=SPLIT_STORES).contains(&idx.len()) {
+        for i in 0..a.shape().0 {
+            for k in p[i]..p[i + 1] {
+                // SAFETY: k < nnz, the length of `idx` and `slots`; c is below the number of
+                // columns, the length of `cursor` (a valid Csr); the slot is below nnz < 2³²
+                // and inside `out_idx` (the caller's counts, as in `scatter`), taken by one
+                // entry.
+                unsafe {
+                    let c = *idx.get_unchecked(k);
+                    let s = *cur.add(c);
+                    *cur.add(c) = s.next();
+                    slots.get_unchecked_mut(k).write(s.at() as u32);
+                    out_idx.add(s.at()).write(i);
+                }
+            }
+        }
+        for (slot, v) in slots.iter().zip(val) {
+            // SAFETY: every slot was written above, inside `out_val`, one per entry.
+            unsafe { out_val.add(slot.assume_init() as usize).write(f(*v)) };
+        }
+        return;
+    }
     for (slot, &c) in slots.iter_mut().zip(idx) {
         // SAFETY: c is below the number of columns, the length of `cursor` (a valid Csr);
         // the slot is below nnz < 2³² (the caller's counts and bound).
         unsafe {
             let s = *cur.add(c);
-            *cur.add(c) = s + 1;
-            slot.write(s as u32);
+            *cur.add(c) = s.next();
+            slot.write(s.at() as u32);
         }
     }
     for i in 0..a.shape().0 {
@@ -342,9 +439,9 @@ unsafe fn scatter_by_slots(
 /// `cursor` has one slot per column of `a`, and `cursor[c]` is the start of column c's range
 /// in `0..nnz(a)`, the ranges partitioning it as `a`'s column counts do; `out_idx` and
 /// `out_val` are valid for writes of nnz(a) elements.
-unsafe fn scatter(
+unsafe fn scatter<C: Cursor>(
     a: &Csr,
-    cursor: &mut [usize],
+    cursor: &mut [C],
     out_idx: *mut usize,
     out_val: *mut c64,
     f: impl Fn(c64) -> c64,
@@ -361,9 +458,9 @@ unsafe fn scatter(
             unsafe {
                 let c = *idx.get_unchecked(k);
                 let slot = *cursor.add(c);
-                *cursor.add(c) = slot + 1;
-                out_idx.add(slot).write(i);
-                out_val.add(slot).write(f(*val.get_unchecked(k)));
+                *cursor.add(c) = slot.next();
+                out_idx.add(slot.at()).write(i);
+                out_val.add(slot.at()).write(f(*val.get_unchecked(k)));
             }
         }
     }
@@ -508,7 +605,8 @@ mod tests {
     }
 
     /// Both scatters on patterns that pick each of them: a banded matrix (one pass), scattered
-    /// ones with stack and heap slot arrays (two passes); each against the definition.
+    /// ones with stack and heap slot arrays (two passes, the stores together or split, on
+    /// either side of `SPLIT_STORES_FROM` and `SPLIT_STORES`); each against the definition.
     #[test]
     fn both_scatters_match_the_definition() {
         let band = |n: usize| {
@@ -528,6 +626,9 @@ mod tests {
             (false, band(40)),
             (false, scattered(50, 10)),
             (false, scattered(400, 10)),
+            // The split order of the stores, and past its upper bound the joint one again.
+            (false, scattered(1000, 10)),
+            (false, scattered(60_000, 9)),
         ] {
             t.sort_unstable();
             t.dedup();

@@ -118,6 +118,48 @@ unsafe fn fill_avx(out: &mut [MaybeUninit<c64>], g: impl Fn(usize) -> c64) {
     }
 }
 
+/// `*p = j` through a non-temporal store (`movnti`), for a result written in order, one
+/// entry at a time (the column indices of a large Csr·Csr product); a plain write elsewhere
+/// than x86-64. Call [`fence`] after the last of a result's streaming writes.
+///
+/// # Safety
+/// `p` is valid for a write of one `usize` and aligned for it.
+#[inline(always)]
+pub(crate) unsafe fn put_index(p: *mut usize, j: usize) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; `p` is valid and 8-byte aligned (the caller's
+    // contract), and `usize` is 64 bits there.
+    unsafe {
+        std::arch::x86_64::_mm_stream_si64(p.cast::<i64>(), j as i64);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        p.write(j);
+    }
+}
+
+/// `*p = v` through a 16-byte non-temporal store (`movntpd`, VEX-encoded when inlined into
+/// an AVX2 kernel), as [`put_index`]; a plain write elsewhere than x86-64.
+///
+/// # Safety
+/// `p` is valid for a write of one `c64` and on a 16-byte boundary.
+#[inline(always)]
+pub(crate) unsafe fn put_value(p: *mut c64, v: c64) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: SSE2 is part of x86-64; `p` is valid and 16-byte aligned (the caller's
+    // contract); `c64` is `repr(C)` (re, im), the order of the lanes.
+    unsafe {
+        use std::arch::x86_64::{_mm_setr_pd, _mm_stream_pd};
+        _mm_stream_pd(p.cast::<f64>(), _mm_setr_pd(v.re, v.im));
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    // SAFETY: the caller's contract.
+    unsafe {
+        p.write(v);
+    }
+}
+
 /// Orders this thread's non-temporal stores before its later stores, so that a result written
 /// with them is complete for any thread that is handed it afterwards (the hand-off's release
 /// does not order them by itself).

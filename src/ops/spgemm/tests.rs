@@ -208,3 +208,63 @@ fn cancelled_entries_are_not_stored() {
         }
     }
 }
+
+/// A product that reserves more than [`STREAM_EMIT_BYTES`] (written with non-temporal stores)
+/// against the definition row by row, and one whose every entry cancels exactly (small
+/// integers), so that every streamed slot is written and then dropped.
+#[test]
+fn streamed_products_match_the_definition() {
+    let n = 8000;
+    let a = patterned((n, n), 10, 23, spread);
+    let b = patterned((n, n), 10, 24, |i, t| spread(i + 1, t));
+    let flops: usize = a
+        .indices()
+        .iter()
+        .map(|&r| b.indptr()[r + 1] - b.indptr()[r])
+        .sum();
+    assert!(flops * (16 + 8) >= STREAM_EMIT_BYTES, "{flops} products");
+    let c = matmul_csr(&a, &b).unwrap();
+    assert!(c.as_csmat().check_compressed_structure().is_ok());
+    let mut row = vec![ZERO; n];
+    let mut stored = 0;
+    for i in 0..n {
+        for ka in a.indptr()[i]..a.indptr()[i + 1] {
+            let r = a.indices()[ka];
+            for kb in b.indptr()[r]..b.indptr()[r + 1] {
+                row[b.indices()[kb]] += a.data()[ka] * b.data()[kb];
+            }
+        }
+        for (j, v) in row.iter_mut().enumerate() {
+            if *v != ZERO {
+                assert_eq!(c.get(i, j), *v, "({i}, {j})");
+                stored += 1;
+            }
+            *v = ZERO;
+        }
+    }
+    assert_eq!(c.nnz(), stored);
+
+    // [a, a]·[b; −b] = 0: each row's products, then the same negated, on small integers.
+    let twice = |m: &Csr, neg: bool, side: bool| {
+        let (mut r, mut cl, mut v) = (vec![], vec![], vec![]);
+        for i in 0..n {
+            for k in m.indptr()[i]..m.indptr()[i + 1] {
+                let (j, x) = (m.indices()[k], m.data()[k]);
+                if side {
+                    r.extend([i, i]);
+                    cl.extend([j, j + n]);
+                } else {
+                    r.extend([i, i + n]);
+                    cl.extend([j, j]);
+                }
+                v.extend([x, if neg { -x } else { x }]);
+            }
+        }
+        let shape = if side { (n, 2 * n) } else { (2 * n, n) };
+        Csr::from_triplets(shape, &r, &cl, &v).unwrap()
+    };
+    let zero = matmul_csr(&twice(&a, false, true), &twice(&b, true, false)).unwrap();
+    assert_eq!(zero.shape(), (n, n));
+    assert_eq!(zero.nnz(), 0);
+    assert!(zero.indptr().iter().all(|&p| p == 0));
+}
