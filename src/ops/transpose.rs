@@ -137,8 +137,13 @@ pub fn transpose_csr(a: &Csr, conjugate: bool) -> Result<Csr> {
     }
 }
 
-/// Matrices with fewer columns than this keep the counting sort's cursors in a stack array.
+/// Matrices with fewer columns than this keep the counting sort's cursors in a stack array
+/// and copy the result's row pointers from it.
 const STACK_COLUMNS: usize = 64;
+
+/// Matrices with at most this many columns (and fewer than 2³² entries) keep their 32-bit
+/// cursors on the stack (4 KiB): no allocation for n ≤ 1024.
+const STACK_CURSORS: usize = 1024;
 
 /// The counting-sort transpose with `f` applied to each value.
 fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
@@ -177,28 +182,40 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
         indptr
     } else if u32::try_from(nnz).is_ok() {
         // Fewer than 2³² entries: 32-bit cursors in an array of their own, half the bytes of
-        // `usize` ones (at n = 10⁴ they fit the L1 cache), and the result's row pointers
-        // written from them in the pass that turns counts into starts.
-        let mut cursor: Vec<u32> = alloc::try_vec(OP, (n, m), len, 0)?;
+        // `usize` ones (at n = 10⁴ they fit the L1 cache), on the stack up to
+        // `STACK_CURSORS` columns; the result's row pointers are written in the pass that
+        // turns counts into starts.
+        let mut stack = [std::mem::MaybeUninit::<u32>::uninit(); STACK_CURSORS];
+        let mut heap: Vec<u32>;
+        let cursor: &mut [u32] = if n <= STACK_CURSORS {
+            let zeroed = &mut stack[..n];
+            zeroed.fill(std::mem::MaybeUninit::new(0));
+            // SAFETY: all n entries were written just above; `MaybeUninit<u32>` has the
+            // layout of `u32`.
+            unsafe { &mut *(std::ptr::from_mut(zeroed) as *mut [u32]) }
+        } else {
+            heap = alloc::try_vec(OP, (n, m), n, 0)?;
+            &mut heap
+        };
         for &c in idx {
-            // SAFETY: c < n for a valid Csr, and `cursor` has n + 1 entries.
-            unsafe { *cursor.get_unchecked_mut(c + 1) += 1 };
+            // SAFETY: c < n for a valid Csr, and `cursor` has n entries.
+            unsafe { *cursor.get_unchecked_mut(c) += 1 };
         }
         let mut indptr: Vec<usize> = alloc::try_with_capacity(OP, (n, m), len)?;
         indptr.push(0);
         let mut start = 0u32;
-        for j in 0..n {
-            // Column j's count is read before its slot is overwritten with its start.
-            let count = cursor[j + 1];
-            cursor[j] = start;
+        // Each count becomes its column's start; the pointer after it is the next start.
+        indptr.extend(cursor.iter_mut().map(|c| {
+            let count = *c;
+            *c = start;
             start += count;
-            indptr.push(start as usize);
-        }
+            start as usize
+        }));
         // SAFETY: cursor[c] is column c's start for every c < n (above); both buffers hold
         // nnz < 2³² elements.
         unsafe {
             let (out_idx, out_val) = (indices.as_mut_ptr(), data.as_mut_ptr());
-            scatter_entries(a, &mut cursor[..n], out_idx, out_val, f);
+            scatter_entries(a, cursor, out_idx, out_val, f);
         }
         indptr
     } else {
@@ -626,8 +643,10 @@ mod tests {
             (false, band(40)),
             (false, scattered(50, 10)),
             (false, scattered(400, 10)),
-            // The split order of the stores, and past its upper bound the joint one again.
+            // The split order of the stores (cursors on the stack, then on the heap), and past
+            // its upper bound the joint one again.
             (false, scattered(1000, 10)),
+            (false, scattered(3000, 10)),
             (false, scattered(60_000, 9)),
         ] {
             t.sort_unstable();
