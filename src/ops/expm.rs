@@ -126,8 +126,8 @@ fn mul_small(a: &Mat<c64>, b: &Mat<c64>) -> Option<Spare<c64>> {
     }
     let mut buf = [MaybeUninit::uninit(); gemm::MAX_ROWS * gemm::MAX_INNER];
     let ap = gemm::Operand::of(a.as_ref(), &mut buf, |k| a.col_as_slice(k))?;
-    // Every column is written whole below.
-    let mut out = scratch::unfilled::<c64>("expm", n, n).ok()?;
+    // SAFETY: every column is written whole below, before the result is read.
+    let mut out = unsafe { scratch::unfilled::<c64>("expm", n, n) }.ok()?;
     for j in 0..n {
         let col = out.col_as_slice_mut(j);
         // SAFETY: `MaybeUninit<c64>` has the layout of `c64`, and `column` stores only
@@ -140,7 +140,8 @@ fn mul_small(a: &Mat<c64>, b: &Mat<c64>) -> Option<Spare<c64>> {
 
 /// `c₀·I + Σ cₖ·Mₖ`.
 fn lincomb(n: usize, identity: f64, terms: &[(f64, &Mat<c64>)]) -> Result<Spare<c64>> {
-    let mut out = scratch::unfilled::<c64>("expm", n, n)?;
+    // SAFETY: each column is zero-filled below before anything reads or adds to it.
+    let mut out = unsafe { scratch::unfilled::<c64>("expm", n, n) }?;
     for j in 0..n {
         let col = out.col_as_slice_mut(j);
         col.fill(c64::new(0.0, 0.0));
@@ -160,9 +161,10 @@ fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Result<Spare<c64>> {
         return Ok(out);
     }
     let n = a.nrows();
-    // Not filled: `gemm_3m` writes all of `out` when it returns true and nothing otherwise,
-    // and faer's product under `Accum::Replace` writes every entry without reading any.
-    let mut out = scratch::unfilled::<c64>("expm", n, n)?;
+    // SAFETY: not filled: `gemm_3m` writes all of `out` when it returns true and nothing
+    // otherwise, and faer's product under `Accum::Replace` writes every entry without reading
+    // any.
+    let mut out = unsafe { scratch::unfilled::<c64>("expm", n, n) }?;
     let work = n.saturating_mul(n).saturating_mul(n);
     engine::product(work, |par| {
         // Large products: three real ones where the values allow (`gemm3m`).
@@ -368,7 +370,8 @@ mod tests {
             };
             let p = Mat::<c64>::from_fn(n, 3, |i, j| c64::new(i as f64 - j as f64, 1.0));
             // Through a spare matrix (what `expm_dense` passes), holding stale values first.
-            let mut spare = scratch::unfilled::<c64>("t", n, 3).unwrap();
+            // SAFETY: every entry is written (NaN) before it is read.
+            let mut spare = unsafe { scratch::unfilled::<c64>("t", n, 3) }.unwrap();
             spare.fill(c64::new(f64::NAN, 0.0));
             spare.copy_from(&p);
             let x = lu_solve(&mut q.clone(), spare).unwrap();

@@ -99,15 +99,19 @@ fn three_products(out: MatMut<'_, c64>, a: MatRef<'_, c64>, b: MatRef<'_, c64>, 
     ) else {
         return false;
     };
-    let (Some(mut t1), Some(mut t2), Some(mut t3)) = (
-        unfilled("matmul", m, n).ok(),
-        unfilled("matmul", m, n).ok(),
-        unfilled("matmul", m, n).ok(),
-    ) else {
+    // SAFETY: under `Accum::Replace` faer writes every entry of the destination and reads
+    // none (its documentation; k > 0 here), so the three products are written before they
+    // are read.
+    let products = unsafe {
+        (
+            unfilled("matmul", m, n).ok(),
+            unfilled("matmul", m, n).ok(),
+            unfilled("matmul", m, n).ok(),
+        )
+    };
+    let (Some(mut t1), Some(mut t2), Some(mut t3)) = products else {
         return false;
     };
-    // Under `Accum::Replace` faer writes every entry of the destination and reads none (its
-    // documentation; k > 0 here), so the unfilled products are written before they are read.
     real_products(
         [
             (t1.as_mut(), pa.re(), pb.re()),
@@ -259,11 +263,15 @@ impl Parts {
             (None, None) => return None,
         };
         let (rows, cols) = (v.nrows(), v.ncols());
-        let (mut re, mut im, mut sum) = (
-            unfilled("matmul", rows, cols).ok()?,
-            unfilled("matmul", rows, cols).ok()?,
-            unfilled("matmul", rows, cols).ok()?,
-        );
+        // SAFETY: `block` writes every entry of the three parts (each column whole, every
+        // column once, in one call or split among workers) before they are read.
+        let (mut re, mut im, mut sum) = unsafe {
+            (
+                unfilled("matmul", rows, cols).ok()?,
+                unfilled("matmul", rows, cols).ok()?,
+                unfilled("matmul", rows, cols).ok()?,
+            )
+        };
         // Writes the block's three parts; whether every part is finite and at most BOUND.
         let block = |v: MatRef<'_, c64, usize, usize, ContiguousFwd>,
                      mut re: MatMut<'_, f64, usize, usize, ContiguousFwd>,

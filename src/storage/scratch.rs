@@ -80,10 +80,14 @@ fn bytes<T>(m: &Mat<T>) -> usize {
 /// thread's spare of that shape (holding a previous call's values), else a fresh one
 /// ([`Pooled::fresh`]).
 ///
+/// # Safety
+/// The caller writes every entry before anything reads one: a fresh matrix's memory is not
+/// initialised.
+///
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) naming `op` when a fresh matrix is over the
 /// dense limit or refused.
-pub(crate) fn unfilled<T: Pooled>(op: &str, rows: usize, cols: usize) -> Result<Spare<T>> {
+pub(crate) unsafe fn unfilled<T: Pooled>(op: &str, rows: usize, cols: usize) -> Result<Spare<T>> {
     let reused = T::spares()
         .try_with(|s| {
             let mut s = s.try_borrow_mut().ok()?;
@@ -97,8 +101,7 @@ pub(crate) fn unfilled<T: Pooled>(op: &str, rows: usize, cols: usize) -> Result<
     if let Some(mat) = reused {
         return Ok(Spare(mat));
     }
-    // SAFETY: the entries are written before they are read: the contract of `unfilled`, kept
-    // by every caller (its name says so).
+    // SAFETY: the entries are written before they are read (this function's contract).
     Ok(Spare(unsafe { T::fresh(op, rows, cols) }?))
 }
 
@@ -160,14 +163,15 @@ mod tests {
 
     #[test]
     fn spares_come_back_by_shape_and_stay_under_the_cap() {
-        let m = unfilled::<c64>("t", 30, 20).unwrap();
+        // SAFETY (every `unfilled` here): no entry is read; the spares are compared by address.
+        let m = unsafe { unfilled::<c64>("t", 30, 20) }.unwrap();
         let p = m.as_ptr();
         drop(m);
         assert_eq!(held::<c64>(), (1, 30 * 20 * 16));
         // The same shape takes the spare; another shape does not.
-        let again = unfilled::<c64>("t", 30, 20).unwrap();
+        let again = unsafe { unfilled::<c64>("t", 30, 20) }.unwrap();
         assert_eq!(again.as_ptr(), p);
-        let other = unfilled::<c64>("t", 20, 30).unwrap();
+        let other = unsafe { unfilled::<c64>("t", 20, 30) }.unwrap();
         assert_ne!(other.as_ptr(), p);
         // A kept result leaves the pool for good.
         let kept = again.into_inner();
@@ -177,7 +181,7 @@ mod tests {
         assert_eq!(held::<c64>().0, 1);
         // Past the cap the oldest leave: four 24 MiB matrices keep two.
         for _ in 0..4 {
-            drop(unfilled::<f64>("t", 1024, 3 * 1024).unwrap());
+            drop(unsafe { unfilled::<f64>("t", 1024, 3 * 1024) }.unwrap());
             drop(Spare(Mat::<f64>::zeros(1024, 3 * 1024)));
         }
         let (count, total) = held::<f64>();
