@@ -18,17 +18,20 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::scalar::c64;
 
-/// The threshold where the last-level cache's size cannot be read, and its cap where it can:
-/// three quarters of 32 MiB, the first development VM's L3.
-///
-/// The cap: a virtual machine may report its host's whole cache. The Intel Xeon VM's sysfs
-/// gives 480 MiB for its 2 CPUs, so passes up to 360 MB used ordinary stores; with 24 MiB,
-/// `profile_op` (malloc reusing memory), ordinary → non-temporal, per call: `adjoint` Dense
-/// n = 2000 4.54 → 2.66 ms in a loop, 4.87 → 4.10 ms (median) from a flushed cache; `add`
-/// n = 2000 5.55 → 3.91 ms and 6.50 → 4.39 ms; n = 1000 `adjoint` (32 MB moved) 1.65–1.87 →
-/// 1.40 ms flushed and level in a loop (0.63–0.65 ms), `add` 2.37 → 1.95 ms flushed and level
-/// in a loop (docs/benchmarks.md).
+/// The threshold where the last-level cache's size cannot be read: three quarters of 32 MiB,
+/// the first development VM's L3.
 pub const DEFAULT_STREAM_BYTES: usize = 24 << 20;
+
+/// The most the threshold read from the cache's size can be.
+///
+/// A virtual machine may report its host's whole cache: the Intel Xeon VM's sysfs gives
+/// 480 MiB for its 2 CPUs, so passes up to 360 MB used ordinary stores. Measured there in the
+/// side-by-side's server (one thread, calls back to back, malloc reusing memory), ordinary →
+/// non-temporal stores, per call: `adjoint` Dense n = 1000 (32 MB moved) 1.12 → 1.23 ms,
+/// n = 1250 (50 MB) 1.80 → 1.96 ms, n = 1500 (72 MB) 3.00 → 2.70 ms; `add` n = 1000 (48 MB)
+/// 1.67 → 1.70 ms, n = 1500 (108 MB) 4.75 → 3.78 ms, n = 2000 (192 MB) 11.6 → 8.2 ms. They
+/// cross at about 60 MB (docs/benchmarks.md, "Streamed stores").
+const LLC_THRESHOLD_CAP: usize = 64 << 20;
 
 /// Environment variable read once, on first use, when [`set_stream_bytes`] has not been called:
 /// a positive number of bytes replaces the default.
@@ -42,8 +45,8 @@ static STREAM_BYTES: AtomicUsize = AtomicUsize::new(0);
 ///
 /// The default is the environment variable `POLYMAT_STREAM_BYTES` if it holds a positive
 /// integer, else three quarters of the last-level cache of the first CPU (read from
-/// `/sys/devices/system/cpu/cpu0/cache` on Linux) up to [`DEFAULT_STREAM_BYTES`], else
-/// [`DEFAULT_STREAM_BYTES`]. It applies
+/// `/sys/devices/system/cpu/cpu0/cache` on Linux) up to 64 MiB (a virtual machine may report
+/// its host's whole cache), else [`DEFAULT_STREAM_BYTES`]. It applies
 /// to the Dense maps and zips (`adjoint`, `conj`, `neg`, `tidyup`, `mul`, `add`, `sub`,
 /// `multiply`) and the copy behind `transpose`. It changes only how the result is written,
 /// never its value; the setting is process-wide and applies to calls that start after it.
@@ -69,7 +72,7 @@ fn default_stream_bytes() -> usize {
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&b| b > 0)
         .or_else(|| {
-            last_level_cache().map(|c| (c / 4).saturating_mul(3).min(DEFAULT_STREAM_BYTES))
+            last_level_cache().map(|c| (c / 4).saturating_mul(3).min(LLC_THRESHOLD_CAP))
         })
         .unwrap_or(DEFAULT_STREAM_BYTES)
         .max(1)
@@ -190,9 +193,10 @@ mod tests {
     fn the_default_is_capped() {
         if std::env::var(STREAM_BYTES_ENV).is_err() {
             let d = default_stream_bytes();
-            assert!((1..=DEFAULT_STREAM_BYTES).contains(&d), "{d}");
-            if let Some(c) = last_level_cache() {
-                assert_eq!(d, (c / 4 * 3).clamp(1, DEFAULT_STREAM_BYTES));
+            assert!((1..=LLC_THRESHOLD_CAP).contains(&d), "{d}");
+            match last_level_cache() {
+                Some(c) => assert_eq!(d, (c / 4 * 3).clamp(1, LLC_THRESHOLD_CAP)),
+                None => assert_eq!(d, DEFAULT_STREAM_BYTES),
             }
         }
     }
