@@ -3,7 +3,7 @@
 //! full Dense.
 //!
 //! ```sh
-//! cargo build --release --example profile_op
+//! cargo build --profile bench --example profile_op
 //! perf record -g target/release/examples/profile_op mul csr 10000 3
 //! perf report --no-children --percent-limit 2
 //! ```
@@ -13,7 +13,9 @@
 //! tridiag, dense, or csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an
 //! n×1 Dense), or `A,B` for operands of two kinds (`matmul csr,ket 1000`). Prints the mean time
 //! per call; with `COLD_MB=64` in the environment, the median of calls that each start out of
-//! cache.
+//! cache. Calls run with polymat's default thread count; the side-by-side's one-thread cases
+//! compare with `POLYMAT_NUM_THREADS=1`. Build with `--profile bench` for timings: the release
+//! profile keeps polymat's debug assertions and overflow checks on (for the tests).
 
 use std::hint::black_box;
 use std::time::{Duration, Instant};

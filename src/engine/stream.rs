@@ -71,9 +71,7 @@ fn default_stream_bytes() -> usize {
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&b| b > 0)
-        .or_else(|| {
-            last_level_cache().map(|c| (c / 4).saturating_mul(3).min(LLC_THRESHOLD_CAP))
-        })
+        .or_else(|| last_level_cache().map(|c| (c / 4).saturating_mul(3).min(LLC_THRESHOLD_CAP)))
         .unwrap_or(DEFAULT_STREAM_BYTES)
         .max(1)
 }

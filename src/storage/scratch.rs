@@ -163,14 +163,16 @@ mod tests {
 
     #[test]
     fn spares_come_back_by_shape_and_stay_under_the_cap() {
-        // SAFETY (every `unfilled` here): no entry is read; the spares are compared by address.
+        // SAFETY: no entry is read; the spares are compared by address.
         let m = unsafe { unfilled::<c64>("t", 30, 20) }.unwrap();
         let p = m.as_ptr();
         drop(m);
         assert_eq!(held::<c64>(), (1, 30 * 20 * 16));
         // The same shape takes the spare; another shape does not.
+        // SAFETY: as above, no entry is read.
         let again = unsafe { unfilled::<c64>("t", 30, 20) }.unwrap();
         assert_eq!(again.as_ptr(), p);
+        // SAFETY: as above, no entry is read.
         let other = unsafe { unfilled::<c64>("t", 20, 30) }.unwrap();
         assert_ne!(other.as_ptr(), p);
         // A kept result leaves the pool for good.
@@ -181,6 +183,7 @@ mod tests {
         assert_eq!(held::<c64>().0, 1);
         // Past the cap the oldest leave: four 24 MiB matrices keep two.
         for _ in 0..4 {
+            // SAFETY: dropped unread.
             drop(unsafe { unfilled::<f64>("t", 1024, 3 * 1024) }.unwrap());
             drop(Spare(Mat::<f64>::zeros(1024, 3 * 1024)));
         }
