@@ -330,70 +330,68 @@ fn par() -> Par {
     }
 }
 
+/// Input `k` as a faer matrix (checked Dense when the case was built).
+fn mat(ins: &[Input], k: usize) -> &Mat<c64> {
+    ins[k].dense().expect("a Dense input").as_mat()
+}
+
+/// Input `k` as a sprs matrix (checked Csr when the case was built).
+fn csmat(ins: &[Input], k: usize) -> &CsMat<c64> {
+    ins[k].csr().expect("a Csr input").as_csmat()
+}
+
+// The raw faer and sprs cases read the very buffers the polymat case reads, as the anchor's
+// numpy and QuTiP variants share one array: whichever variant runs first leaves the inputs in
+// cache for the next (docs/benchmarks.md, "The order of the variants").
+
 /// The same operation through faer alone (Dense inputs, Dense result).
-fn faer_case(op: &str, s: c64, ins: &[Input]) -> Option<Case> {
-    let mats: Vec<Mat<c64>> = ins
-        .iter()
-        .map(|i| i.dense().map(|d| d.as_mat().clone()))
-        .collect::<Option<_>>()?;
-    let a = mats.first()?.clone();
-    let b = mats.get(1).cloned();
-    Some(match (op, b) {
-        ("add", Some(b)) => case(move || &a + &b),
-        ("matmul", Some(b)) => case(move || {
+fn faer_case(op: &str, s: c64, ins: &Rc<Vec<Input>>) -> Option<Case> {
+    if ins.is_empty() || ins.iter().any(|i| i.dense().is_none()) {
+        return None;
+    }
+    let two = ins.len() > 1;
+    let ins = Rc::clone(ins);
+    Some(match (op, two) {
+        ("add", true) => case(move || mat(&ins, 0) + mat(&ins, 1)),
+        ("matmul", true) => case(move || {
+            let (a, b) = (mat(&ins, 0), mat(&ins, 1));
             let mut c = Mat::<c64>::zeros(a.nrows(), b.ncols());
-            faer_matmul(
-                c.as_mut(),
-                Accum::Replace,
-                &a,
-                &b,
-                c64::new(1.0, 0.0),
-                par(),
-            );
+            faer_matmul(c.as_mut(), Accum::Replace, a, b, c64::new(1.0, 0.0), par());
             c
         }),
-        ("kron", Some(b)) => case(move || {
+        ("kron", true) => case(move || {
+            let (a, b) = (mat(&ins, 0), mat(&ins, 1));
             let mut c = Mat::<c64>::zeros(a.nrows() * b.nrows(), a.ncols() * b.ncols());
             faer::linalg::kron::kron(c.as_mut(), a.as_ref(), b.as_ref());
             c
         }),
-        ("expect", Some(b)) => case(move || {
+        ("expect", true) => case(move || {
+            let (a, b) = (mat(&ins, 0), mat(&ins, 1));
             let mut ab = Mat::<c64>::zeros(a.nrows(), 1);
-            faer_matmul(
-                ab.as_mut(),
-                Accum::Replace,
-                &a,
-                &b,
-                c64::new(1.0, 0.0),
-                par(),
-            );
+            faer_matmul(ab.as_mut(), Accum::Replace, a, b, c64::new(1.0, 0.0), par());
             b.col(0).adjoint() * ab.col(0)
         }),
-        ("inner", Some(b)) => case(move || a.col(0).adjoint() * b.col(0)),
-        ("adjoint", None) => case(move || a.adjoint().to_owned()),
-        ("transpose", None) => case(move || a.transpose().to_owned()),
-        ("mul", None) => case(move || &a * faer::Scale(s)),
-        ("trace", None) => case(move || a.diagonal().column_vector().sum()),
+        ("inner", true) => case(move || mat(&ins, 0).col(0).adjoint() * mat(&ins, 1).col(0)),
+        ("adjoint", false) => case(move || mat(&ins, 0).adjoint().to_owned()),
+        ("transpose", false) => case(move || mat(&ins, 0).transpose().to_owned()),
+        ("mul", false) => case(move || mat(&ins, 0) * faer::Scale(s)),
+        ("trace", false) => case(move || mat(&ins, 0).diagonal().column_vector().sum()),
         _ => return None,
     })
 }
 
 /// The same operation through sprs alone (Csr inputs; Csr·ket uses sprs's CSR × vector).
-fn sprs_case(op: &str, s: c64, ins: &[Input]) -> Option<Case> {
-    let a = ins.first()?.csr()?.as_csmat().clone();
-    let b = ins.get(1).map(|b| (b.csr().cloned(), b.dense().cloned()));
+fn sprs_case(op: &str, s: c64, ins: &Rc<Vec<Input>>) -> Option<Case> {
+    ins.first()?.csr()?;
+    let b = ins.get(1).map(|b| (b.csr().is_some(), b.dense().cloned()));
+    let ins = Rc::clone(ins);
     Some(match (op, b) {
-        ("add", Some((Some(b), _))) => {
-            let b = b.as_csmat().clone();
-            case(move || &a + &b)
-        }
-        ("matmul", Some((Some(b), _))) => {
-            let b = b.as_csmat().clone();
-            case(move || &a * &b)
-        }
+        ("add", Some((true, _))) => case(move || csmat(&ins, 0) + csmat(&ins, 1)),
+        ("matmul", Some((true, _))) => case(move || csmat(&ins, 0) * csmat(&ins, 1)),
         ("matmul", Some((_, Some(b)))) if b.shape().1 == 1 => {
             let x = b.col(0).to_vec();
             case(move || {
+                let a = csmat(&ins, 0);
                 let mut y = vec![c64::new(0.0, 0.0); a.rows()];
                 sprs::prod::mul_acc_mat_vec_csr(a.view(), &x[..], &mut y[..]);
                 Column(y)
@@ -402,19 +400,21 @@ fn sprs_case(op: &str, s: c64, ins: &[Input]) -> Option<Case> {
         ("expect", Some((_, Some(b)))) => {
             let x = b.col(0).to_vec();
             case(move || {
+                let a = csmat(&ins, 0);
                 let mut y = vec![c64::new(0.0, 0.0); a.rows()];
                 sprs::prod::mul_acc_mat_vec_csr(a.view(), &x[..], &mut y[..]);
                 x.iter().zip(&y).map(|(p, q)| p.conj() * q).sum::<c64>()
             })
         }
-        ("kron", Some((Some(b), _))) => {
-            let b = b.as_csmat().clone();
-            case(move || sprs::kronecker_product(a.view(), b.view()))
+        ("kron", Some((true, _))) => {
+            case(move || sprs::kronecker_product(csmat(&ins, 0).view(), csmat(&ins, 1).view()))
         }
-        ("adjoint", None) => case(move || a.map(|x| x.conj()).transpose_into().to_csr()),
-        ("transpose", None) => case(move || a.transpose_view().to_csr()),
-        ("mul", None) => case(move || a.map(|x| s * x)),
-        ("trace", None) => case(move || a.diag().data().iter().sum::<c64>()),
+        ("adjoint", None) => {
+            case(move || csmat(&ins, 0).map(|x| x.conj()).transpose_into().to_csr())
+        }
+        ("transpose", None) => case(move || csmat(&ins, 0).transpose_view().to_csr()),
+        ("mul", None) => case(move || csmat(&ins, 0).map(|x| s * x)),
+        ("trace", None) => case(move || csmat(&ins, 0).diag().data().iter().sum::<c64>()),
         _ => return None,
     })
 }
