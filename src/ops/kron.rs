@@ -143,7 +143,8 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
 /// entries at a time, values and columns in one loop (`simd::scale_run`, inlined into the
 /// walk: 10 × 10 full factors 9.5–9.7 → 6.1–6.2 µs, tridiagonal 1.79–1.84 → 1.31–1.43 µs
 /// against the compiler's vectorisation of the scalar loop), and holds a row of b of 2 to 4
-/// entries in registers across the runs of a block (`simd::kron_block`); its products are the
+/// entries (up to 10 when the result stays in the cache) in registers across the runs of a
+/// block (`simd::kron_block`); its products are the
 /// scalar ones to the bit (NaN as NaN). With the row pointers written in place instead of
 /// pushed and the branch-free [`super::products_nonzero`]: tridiagonal factors, result
 /// 100 × 100 1.27–1.30 → 0.94–0.95 µs, 10⁴ × 10⁴ 115 → 85 µs (rows of 10: +3 % instructions).
@@ -187,6 +188,12 @@ fn kron_csr_fill(
     })
 }
 
+/// Results of at most this many entries (24 bytes each: 3 MiB, about the L2 of one core
+/// with room for the factors) let `simd::kron_block` hold rows of b of 5 to 10 entries in
+/// registers.
+#[cfg(target_arch = "x86_64")]
+const LONG_ROWS_MAX_ENTRIES: usize = 1 << 17;
+
 /// [`kron_csr_fill`] on the AVX2 path.
 ///
 /// # Safety
@@ -201,11 +208,23 @@ unsafe fn kron_csr_fill_v3(
     indptr: &mut [MaybeUninit<usize>],
 ) {
     let nb = b.shape().1;
+    // Rows of b of 5 to 10 entries held in registers pay while the result stays in the cache
+    // (`simd::kron_block`).
+    let long_rows = a.nnz().saturating_mul(b.nnz()) <= LONG_ROWS_MAX_ENTRIES;
     kron_csr_blocks(a, b, indptr, |pos, ra, rv, bi, bv| {
         // SAFETY: this function's features; the block pos..pos + ra.len()·bv.len() is in
         // bounds (see the scalar path), the outputs do not overlap the inputs, and every
         // column ra[x]·nb + c is below the result's column count.
-        unsafe { crate::simd::kron_block(out_val.add(pos), out_idx.add(pos), nb, ra, rv, bi, bv) }
+        unsafe {
+            crate::simd::kron_block(
+                out_val.add(pos),
+                out_idx.add(pos),
+                nb,
+                (ra, rv),
+                (bi, bv),
+                long_rows,
+            )
+        }
     })
 }
 
