@@ -103,11 +103,12 @@ fn csr_to_dense_serial(a: &Csr, mut mat: Mat<c64>) -> Dense {
         return Dense::new(mat);
     }
     // The zero fill: plain AVX stores for a result that stays in cache (100 × 100, 160 KB:
-    // 4.31 → 3.61 µs a conversion; 1000 × 1000, 16 MB: 1.61 → 1.48 ms), glibc's `memset`
-    // for one the engine streams (10⁴ × 10⁴ took 3 times as long with plain stores; its
-    // non-temporal stores were level with `memset`).
+    // 4.31 → 3.61 µs a conversion; 1000 × 1000, 16 MB: 1.61 → 1.48 ms on the AMD VM), glibc's
+    // `memset` for one the engine streams (10⁴ × 10⁴ took 3 times as long with plain stores;
+    // its non-temporal stores were level with `memset`) and, on Intel CPUs, from 4 MiB up
+    // (`engine::fill_by_memset`: 1000 × 1000 769–806 → 613–630 µs).
     let len = stride * (n - 1) + m;
-    if engine::streams(m, n, 0) {
+    if engine::streams(m, n, 0) || engine::fill_by_memset(len) {
         // SAFETY: the columns lie in [0, len) of the allocation (stride ≥ m, n columns
         // reserved); the padding between them is the buffer's own memory, and all-zero bytes
         // are the complex number 0.

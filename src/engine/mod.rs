@@ -138,7 +138,7 @@ pub mod thresholds;
 pub use memory::{PROBE_BYTES, available_memory};
 pub use pages::{HUGE_PAGES_ENV, huge_pages, set_huge_pages};
 pub use stream::{DEFAULT_STREAM_BYTES, STREAM_BYTES_ENV, set_stream_bytes, stream_bytes};
-pub(crate) use stream::{copy_by_memcpy, streams};
+pub(crate) use stream::{copy_by_memcpy, fill_by_memset, streams};
 pub use thresholds::{THRESHOLDS_ENV, Thresholds, set_thresholds};
 
 /// A kind of kernel, for [`workers`].

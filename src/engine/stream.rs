@@ -94,6 +94,28 @@ pub(crate) fn streams(m: usize, n: usize, inputs: usize) -> bool {
 /// pages. On the AMD EPYC VM glibc's `memcpy` took 399–440 ms against the map's 113 ms
 /// (docs/benchmarks.md), so every other CPU keeps the map.
 pub(crate) fn copy_by_memcpy() -> bool {
+    intel()
+}
+
+/// Zero fills of at least this many complex slots (4 MiB, past one core's L2) that do not
+/// stream are left to `memset` on Intel CPUs ([`fill_by_memset`]).
+pub(crate) const MEMSET_FILL_SLOTS: usize = 1 << 18;
+
+/// Whether a one-thread zero fill of `slots` complex entries below the streaming size is left
+/// to the C library's `memset` instead of `simd::fill`'s plain vector stores: on Intel CPUs,
+/// from [`MEMSET_FILL_SLOTS`] up. glibc's `rep stosb` writes whole lines there without
+/// reading them first; each plain store reads its line for ownership. Csr → Dense of 1000 ×
+/// 1000 with 10 per row (a 16 MB fill) took 613–630 against 769–806 µs a call on the Intel
+/// Xeon VM, 1424–1511 against 1502–1699 µs starting out of cache; 1400 × 1400 1211–1251
+/// against 1262–1773 µs; 700 × 700 (7.8 MB) was level hot (308 against 309–320 µs) and
+/// 523–612 against 653–739 µs cold. On the AMD EPYC VM the plain stores were the faster at
+/// 16 MB (1.48 against 1.61 ms), so every other CPU keeps them.
+pub(crate) fn fill_by_memset(slots: usize) -> bool {
+    slots >= MEMSET_FILL_SLOTS && intel()
+}
+
+/// Whether this is an Intel CPU (read once).
+fn intel() -> bool {
     static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *INTEL.get_or_init(cpu_is_intel)
 }
@@ -157,6 +179,17 @@ fn parse_size(text: &str) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Fills below 4 MiB never go to `memset`; from there, exactly on the CPUs whose large
+    /// copies do (Intel), whatever the size.
+    #[test]
+    fn large_fills_go_to_memset_on_intel_only() {
+        assert!(!fill_by_memset(0));
+        assert!(!fill_by_memset(MEMSET_FILL_SLOTS - 1));
+        for slots in [MEMSET_FILL_SLOTS, usize::MAX] {
+            assert_eq!(fill_by_memset(slots), copy_by_memcpy());
+        }
+    }
 
     #[test]
     fn sysfs_sizes_parse() {

@@ -260,7 +260,7 @@ pub(crate) fn zeros_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>> 
     // of the reserved block (stride ≥ rows, cols columns).
     let len = stride * (cols - 1) + rows;
     let base = mat.as_ptr_mut();
-    if engine::streams(rows, cols, 0) {
+    if engine::streams(rows, cols, 0) || engine::fill_by_memset(len) {
         // SAFETY: [0, len) lies in the allocation (above), and all-zero bytes are 0.
         unsafe { std::ptr::write_bytes(base, 0, len) };
     } else {
