@@ -130,9 +130,10 @@ pub(crate) unsafe fn add_scaled_run(acc: *mut c64, s: c64, y: &[c64]) {
 /// broadcasts, two or four multiplies, one or two `addsub`s and the stores, with no per-run
 /// loop. With `long_rows`, rows of 5 to 10 entries do too (one `addsub` per two entries, some
 /// of the columns spilled to the stack): the product of two 10 × 10 factors of 10 entries a
-/// row 5.58 → 4.94 µs, of two 31 × 31 of about 8.5 45 → 37 µs; but of two 100 × 100 (a 22 MB
-/// result, written at the speed of memory) 0.85 → 0.89 ms, so the caller asks for it only
-/// when the result stays in the cache. Other rows take [`scale_run`] per run. A block of a row of a of 2 or 3 entries and a
+/// row 5.58 → 4.94 µs, of two 31 × 31 of about 8.5 45 → 37 µs. The product of two
+/// 100 × 100 (a 22 MB result, written at the speed of memory) was 5 % slower that way (0.89
+/// against 0.85 ms), so the caller asks for it only when the result stays in the cache.
+/// Other rows take [`scale_run`] per run. A block of a row of a of 2 or 3 entries and a
 /// row of b of 2 or 3 (tridiagonal factors) runs an instance unrolled for those lengths, with
 /// neither a loop over the runs nor a test of their length: the fill of two 10 × 10
 /// tridiagonal factors 12 146 → 10 521 instructions (specialised on b's row alone, with a's
