@@ -93,8 +93,8 @@ fn csr_to_dense_serial(a: &Csr, mut mat: Mat<c64>) -> Dense {
     // below before anything reads the matrix, and c64 has no drop glue.
     unsafe { mat.set_dims(m, n) };
     let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
-    let base = mat.as_ptr_mut();
     if a.stores_every_entry() {
+        let base = mat.as_ptr_mut();
         // SAFETY: every entry is stored, so `a`'s values are the m × n matrix row-major (rows
         // 0..n each, sorted); `base` is the m × n matrix of column stride `stride`.
         unsafe {
@@ -102,21 +102,10 @@ fn csr_to_dense_serial(a: &Csr, mut mat: Mat<c64>) -> Dense {
         };
         return Dense::new(mat);
     }
-    // The zero fill: plain AVX stores for a result that stays in cache (100 × 100, 160 KB:
-    // 4.31 → 3.61 µs a conversion; 1000 × 1000, 16 MB: 1.61 → 1.48 ms on the AMD VM), glibc's
-    // `memset` for one the engine streams (10⁴ × 10⁴ took 3 times as long with plain stores;
-    // its non-temporal stores were level with `memset`) and, on Intel CPUs, from 4 MiB up
-    // (`engine::fill_by_memset`: 1000 × 1000 769–806 → 613–630 µs).
-    let len = stride * (n - 1) + m;
-    if engine::streams(m, n, 0) || engine::fill_by_memset(len) {
-        // SAFETY: the columns lie in [0, len) of the allocation (stride ≥ m, n columns
-        // reserved); the padding between them is the buffer's own memory, and all-zero bytes
-        // are the complex number 0.
-        unsafe { std::ptr::write_bytes(base, 0, len) };
-    } else {
-        // SAFETY: as above: [0, len) is the allocation's, and nothing else refers to it.
-        crate::simd::fill::zeros(unsafe { std::slice::from_raw_parts_mut(base.cast(), len) });
-    }
+    // One zero fill over the columns (`alloc::zero_fill` chooses the stores), then the
+    // scatter.
+    alloc::zero_fill(&mut mat);
+    let base = mat.as_ptr_mut();
     // SAFETY: `base` is the m × n matrix of column stride `stride`, written only here.
     unsafe { scatter_rows(a, base, stride, 0..m) };
     Dense::new(mat)
