@@ -128,13 +128,13 @@ fn mul_small(a: &Mat<c64>, b: &Mat<c64>) -> Option<Spare<c64>> {
     let ap = gemm::Operand::of(a.as_ref(), &mut buf, |k| a.col_as_slice(k))?;
     // SAFETY: every column is written whole below, before the result is read.
     let mut out = unsafe { scratch::unfilled::<c64>("expm", n, n) }.ok()?;
-    for j in 0..n {
-        let col = out.col_as_slice_mut(j);
-        // SAFETY: `MaybeUninit<c64>` has the layout of `c64`, and `column` stores only
-        // initialised values through the view (it writes every row), so the slice stays valid.
-        let col = unsafe { &mut *(std::ptr::from_mut(col) as *mut [MaybeUninit<c64>]) };
-        gemm::column(&ap, b.col_as_slice(j), col);
-    }
+    let bs = usize::try_from(b.col_stride()).ok()?;
+    let cs = usize::try_from(out.col_stride()).ok()?;
+    // SAFETY: b is n × n with unit row stride (an owned Mat) and column stride bs, so column
+    // j's n entries (A's column count) lie at j·bs; `out` is n × n at column stride cs ≥ n,
+    // fresh, overlapping neither operand. `columns` writes all n rows of every column (one
+    // call, on the AVX-512 kernel where the CPU has it).
+    unsafe { gemm::columns(&ap, (b.as_ptr(), bs), (out.as_ptr_mut(), cs), n) };
     Some(out)
 }
 
