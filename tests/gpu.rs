@@ -1353,6 +1353,27 @@ fn kind_and_out_names() {
 }
 
 /// Without a usable GPU every entry point returns `Error::NoGpu`, never panics.
+/// Freed buffers stay in the pool for the next results; handing them back leaves the live ones
+/// intact, and the pool serves new results afterwards.
+#[test]
+fn released_pool_memory_leaves_live_buffers_intact() {
+    if skip_without_gpu("released_pool_memory_leaves_live_buffers_intact") {
+        return;
+    }
+    let keep = rand(64, 48, 41);
+    let live = Device::Gpu.put(&keep);
+    for n in [256, 1024] {
+        let big = Device::Gpu.put(&eye(n));
+        drop(big);
+    }
+    gpu::synchronize().unwrap();
+    gpu::release_cached_memory().unwrap();
+    Device::Gpu.check(&live, &keep, "a buffer alive across release_cached_memory");
+    let twice = polymat::add(&live, &live, Out::Auto).unwrap();
+    Device::Gpu.check(&twice, &map(&keep, |x| x + x), "a result after the release");
+    gpu::release_cached_memory().unwrap();
+}
+
 #[test]
 fn no_gpu_is_an_error() {
     if gpu::available() {
@@ -1393,6 +1414,10 @@ fn no_gpu_is_an_error() {
     assert!(is_no_gpu(polymat::expm(&i, Out::GpuDense)));
     assert!(matches!(gpu::device_name(), Err(Error::NoGpu { .. })));
     assert!(matches!(gpu::synchronize(), Err(Error::NoGpu { .. })));
+    assert!(matches!(
+        gpu::release_cached_memory(),
+        Err(Error::NoGpu { .. })
+    ));
     // CPU work is untouched.
     assert_eq!(polymat::add(&i, &i, Out::Auto).unwrap().kind(), Kind::DENSE);
 }

@@ -26,6 +26,10 @@ pub(crate) fn synchronize() -> Result<()> {
     no_gpu()
 }
 
+pub(crate) fn release_cached_memory() -> Result<()> {
+    no_gpu()
+}
+
 pub(crate) fn probe() -> Result<()> {
     no_gpu()
 }

@@ -9,7 +9,9 @@
 //! `eigs` (heevd) and `svd` (gesvd) in cuSOLVER, sparse products (SpMV, SpMM) and transposes
 //! (csr2cscEx2) in cuSPARSE, element-wise work, reductions and GpuCsr's sums, traces,
 //! expectation values and Kronecker products in kernels compiled once per process with NVRTC;
-//! buffers come from the driver's stream-ordered memory pool, so repeated shapes reuse memory.
+//! buffers come from the driver's stream-ordered memory pool, which keeps freed memory (up to a
+//! quarter of the device's) mapped for the next results: [`release_cached_memory`] hands it
+//! back.
 //! Without the feature, or without a usable GPU at run time, every GPU entry point returns
 //! [`Error::NoGpu`](crate::Error::NoGpu) — never a panic: the driver, cuBLAS and NVRTC
 //! libraries are probed before the first call into them, cuSOLVER and cuSPARSE before their
@@ -113,6 +115,26 @@ pub fn device_name() -> Result<String> {
 /// queued work failed.
 pub fn synchronize() -> Result<()> {
     backend::synchronize()
+}
+
+/// Waits for queued GPU work, then hands the device memory that polymat's freed buffers left in
+/// the driver's memory pool back to the driver, for other libraries or processes.
+///
+/// Freed GPU buffers stay mapped in the pool, up to a quarter of the device's memory, so that
+/// the next results of the same sizes need no new mapping (the pool would otherwise give
+/// everything back at each synchronisation, and `expm`, for one, synchronises once per call).
+/// Buffers still held are not touched.
+///
+/// ```
+/// // Without a GPU this is the same `NoGpu` error as every GPU entry point.
+/// assert_eq!(polymat::gpu::release_cached_memory().is_ok(), polymat::gpu::available());
+/// ```
+///
+/// # Errors
+/// [`Error::NoGpu`](crate::Error::NoGpu) without a usable GPU, [`Error::Gpu`](crate::Error::Gpu)
+/// if queued work failed or the driver refused.
+pub fn release_cached_memory() -> Result<()> {
+    backend::release_cached_memory()
 }
 
 /// The CUDA stream every [`GpuDense`] lives on, for raw cudarc or cuBLAS calls on

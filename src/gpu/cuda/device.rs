@@ -89,6 +89,9 @@ fn open() -> std::result::Result<Device, String> {
     let stream = ctx
         .new_stream()
         .map_err(|e| format!("cannot create a stream: {e}"))?;
+    if ctx.has_async_alloc() {
+        keep_freed_memory(&ctx);
+    }
     let blas = CudaBlas::new(stream.clone()).map_err(|e| format!("cuBLAS: {e}"))?;
     let ptx = cudarc::nvrtc::compile_ptx(KERNELS).map_err(|e| format!("NVRTC: {e}"))?;
     let module = ctx
@@ -158,6 +161,51 @@ pub(crate) fn synchronize() -> Result<()> {
 /// The stream every [`GpuDense`](super::GpuDense) lives on, for raw cudarc / cuBLAS interop.
 pub(crate) fn stream() -> Result<Arc<CudaStream>> {
     Ok(device()?.stream.clone())
+}
+
+/// The share of the device's memory that the stream-ordered pool keeps mapped after it is freed:
+/// a quarter.
+const KEPT_SHARE: usize = 4;
+
+/// Lets the device's memory pool keep up to [`KEPT_SHARE`] of the device's memory mapped when
+/// it is freed. The pool's default release threshold is 0: every synchronisation (`expm` waits
+/// for its norm, every download waits) hands all freed memory back to the driver, and the next
+/// allocations of the same sizes map it anew. PyTorch's and CuPy's caching allocators keep
+/// freed memory the same way (without a bound). A failure leaves the default: slower, never
+/// wrong.
+fn keep_freed_memory(ctx: &CudaContext) {
+    use cudarc::driver::result::{device as cu_device, mem_pool};
+    use cudarc::driver::sys::CUmemPool_attribute;
+    let dev = ctx.cu_device();
+    // SAFETY: `dev` is the device `ctx` was opened on; CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+    // takes a pointer to a `cuuint64_t`, which `threshold` is for the duration of the call.
+    let _ = unsafe {
+        cu_device::total_mem(dev).and_then(|total| {
+            let pool = cu_device::get_mem_pool(dev)?;
+            let mut threshold = (total / KEPT_SHARE) as u64;
+            mem_pool::set_attribute(
+                pool,
+                CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&raw mut threshold).cast(),
+            )
+        })
+    };
+}
+
+/// Hands the memory the pool keeps for reuse back to the driver (after waiting for queued
+/// work, whose frees it may include).
+pub(crate) fn release_cached_memory() -> Result<()> {
+    use cudarc::driver::result::{device as cu_device, mem_pool};
+    const OP: &str = "release_cached_memory";
+    let dev = device()?;
+    dev.stream.synchronize().map_err(gpu_err(OP))?;
+    let cu = dev.ctx.cu_device();
+    // SAFETY: `cu` is the device the context was opened on; trimming to 0 bytes releases only
+    // memory no allocation holds.
+    unsafe {
+        let pool = cu_device::get_mem_pool(cu).map_err(gpu_err(OP))?;
+        mem_pool::trim_to(pool, 0).map_err(gpu_err(OP))
+    }
 }
 
 /// Maps a CUDA, cuBLAS or NVRTC error to [`Error::Gpu`] naming `op`.

@@ -19,7 +19,7 @@ use cudarc::driver::CudaSlice;
 
 pub use csr::GpuCsr;
 use device::{Device, device, gpu_err};
-pub(crate) use device::{device_name, probe, stream, synchronize};
+pub(crate) use device::{device_name, probe, release_cached_memory, stream, synchronize};
 pub(crate) use solver::{GpuLu, solver_available};
 pub(crate) use sparse_blas::sparse_available;
 
