@@ -231,15 +231,11 @@ type ColumnsKernel =
 const WIDE_MIN_ROWS: usize = 7;
 
 /// The AVX-512 kernel of [`columns`] for [`WIDE_MIN_ROWS`] ≤ `m` ≤ [`MAX_ROWS`] rows, when the
-/// CPU has AVX-512F (`None` otherwise, and in tests run [`without_avx512`]).
+/// CPU has AVX-512F (`None` otherwise, and in tests run by `simd::without_avx512`).
 #[cfg(target_arch = "x86_64")]
 #[rustversion::since(1.89)]
 fn wide_columns(m: usize) -> Option<ColumnsKernel> {
-    #[cfg(test)]
-    if NO_AVX512.get() {
-        return None;
-    }
-    if m < WIDE_MIN_ROWS || !std::arch::is_x86_feature_detected!("avx512f") {
+    if m < WIDE_MIN_ROWS || !super::avx512() {
         return None;
     }
     // Columns of B a call takes together: at least eight independent sums (2H·J).
@@ -254,22 +250,6 @@ fn wide_columns(m: usize) -> Option<ColumnsKernel> {
 #[rustversion::before(1.89)]
 fn wide_columns(_m: usize) -> Option<ColumnsKernel> {
     None
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Set by [`without_avx512`]: this thread's products take the AVX2 kernel.
-    static NO_AVX512: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Runs `f` with [`columns`] on its AVX2 kernel even where AVX-512 is there (for tests: both
-/// kernels are checked on one machine).
-#[cfg(test)]
-pub(crate) fn without_avx512<R>(f: impl FnOnce() -> R) -> R {
-    NO_AVX512.set(true);
-    let r = f();
-    NO_AVX512.set(false);
-    r
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -512,7 +492,7 @@ mod tests {
         assert!(Operand::direct(row_major.as_ref().transpose()).is_none());
     }
 
-    /// [`columns`] (AVX-512 where the CPU has it, and under [`without_avx512`] the AVX2
+    /// [`columns`] (AVX-512 where the CPU has it, and under `without_avx512` the AVX2
     /// kernel) gives every result column to the bit as [`column`] gives it alone: every row
     /// count, inner sizes up to the limit, column counts that leave a remainder after the
     /// pairs of the AVX-512 kernel, B and the result at strides past their column lengths;
@@ -550,7 +530,7 @@ mod tests {
                             unsafe { columns(&op, (b.as_ptr(), bs), (c.as_mut_ptr(), cs), n) }
                         };
                         if narrow {
-                            without_avx512(run);
+                            crate::simd::without_avx512(run);
                         } else {
                             run();
                         }
@@ -575,7 +555,7 @@ mod tests {
         let cpu = std::arch::is_x86_feature_detected!("avx512f");
         for m in 1..=MAX_ROWS {
             assert_eq!(wide_columns(m).is_some(), cpu && m >= 7, "{m} rows");
-            assert!(without_avx512(|| wide_columns(m)).is_none());
+            assert!(crate::simd::without_avx512(|| wide_columns(m)).is_none());
         }
     }
 }

@@ -6,6 +6,12 @@
 //! [`avx2_fn!`] is the other half: plain loops (elementwise maps, Csr row dots, Kronecker
 //! runs) that the compiler vectorises well once it may use AVX2 and FMA, compiled twice and
 //! chosen at run time. [`stream`] holds the non-temporal stores of large Dense results.
+//!
+//! Two compute-bound kernels have an AVX-512F version as well, used where the CPU has it
+//! ([`avx512`]): the small Dense products ([`gemm::columns`]) and the matrix–vector product
+//! of matrices that fit in L2 ([`gemv_cols`]). Their intrinsics are stable from Rust 1.89; a
+//! build by 1.88 (the MSRV) compiles without them (`rustversion`). Each gives the AVX2
+//! version's results to the bit (the same operations per entry, in the same order).
 
 use std::mem::MaybeUninit;
 
@@ -45,6 +51,38 @@ pub(crate) fn avx2() -> bool {
 thread_local! {
     /// Set by [`baseline`]: this thread runs the baseline instances.
     static BASELINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set by [`without_avx512`]: this thread's kernels stop at AVX2.
+    static NO_AVX512: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Whether the AVX-512F kernels can run: the CPU has AVX-512F (cached by std) and the
+/// compiler had its intrinsics (stable from Rust 1.89; a 1.88 build, the MSRV, has no such
+/// kernels, and this is not compiled). Only where the AVX2 ones can run too.
+#[rustversion::since(1.89)]
+#[inline(always)]
+pub(crate) fn avx512() -> bool {
+    #[cfg(test)]
+    if NO_AVX512.get() {
+        return false;
+    }
+    #[cfg(target_arch = "x86_64")]
+    {
+        avx2() && std::arch::is_x86_feature_detected!("avx512f")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Runs `f` with the kernels that have an AVX-512 version on their AVX2 one, even where
+/// AVX-512 is there (for tests: both versions are checked on one machine).
+#[cfg(test)]
+pub(crate) fn without_avx512<R>(f: impl FnOnce() -> R) -> R {
+    NO_AVX512.set(true);
+    let r = f();
+    NO_AVX512.set(false);
+    r
 }
 
 /// Runs `f` with every AVX2 + FMA kernel and [`avx2_fn!`] function on this thread taking its
@@ -133,6 +171,87 @@ mod avx {
     use std::mem::MaybeUninit;
 
     use crate::scalar::c64;
+
+    /// [`gemv_cols`] with four entries a register: the rows of `rows` in steps of eight
+    /// (two registers a column), the same operations per entry as the AVX2 kernel, so the
+    /// results are the same to the bit. Returns the first row left undone (fewer than eight
+    /// remain), for the AVX2 kernel.
+    #[rustversion::since(1.89)]
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn gemv_cols512(
+        y: &mut [c64],
+        cols: &[&[c64]],
+        x: &[c64],
+        rows: std::ops::Range<usize>,
+    ) -> usize {
+        let end = cols
+            .iter()
+            .fold(rows.end.min(y.len()), |e, c| e.min(c.len()));
+        let start = rows.start.min(end);
+        let stop = start + (end - start) / 8 * 8;
+        let py = y.as_mut_ptr().cast::<f64>();
+        let count = cols.len().min(x.len());
+        let bc = |c: c64| (_mm512_set1_pd(c.re), _mm512_set1_pd(c.im));
+        let one = _mm512_set1_pd(1.0);
+        // `combine` and `mulc` of the AVX2 kernel, four entries wide.
+        let combine = |re: __m512d, im: __m512d| {
+            _mm512_fmaddsub_pd(re, one, _mm512_permute_pd::<0b0101_0101>(im))
+        };
+        let mut j = 0;
+        while j + 4 <= count {
+            let ((r0, i0), (r1, i1)) = (bc(x[j]), bc(x[j + 1]));
+            let ((r2, i2), (r3, i3)) = (bc(x[j + 2]), bc(x[j + 3]));
+            let p0 = cols[j].as_ptr().cast::<f64>();
+            let p1 = cols[j + 1].as_ptr().cast::<f64>();
+            let p2 = cols[j + 2].as_ptr().cast::<f64>();
+            let p3 = cols[j + 3].as_ptr().cast::<f64>();
+            let mut k = start;
+            while k + 8 <= stop {
+                // SAFETY: entries k..k + 8 (doubles 2k..2k + 16) exist in y and in the four
+                // columns (k + 8 ≤ stop ≤ end, the shortest length); y is borrowed exclusively
+                // and the columns are shared borrows, so nothing aliases the stores.
+                unsafe {
+                    let (o, q) = (2 * k, 2 * k + 8);
+                    let (a0, b0) = (_mm512_loadu_pd(p0.add(o)), _mm512_loadu_pd(p0.add(q)));
+                    let mut a = _mm512_fmadd_pd(a0, r0, _mm512_loadu_pd(py.add(o)));
+                    let mut b = _mm512_fmadd_pd(b0, r0, _mm512_loadu_pd(py.add(q)));
+                    let (mut ai, mut bi) = (_mm512_mul_pd(a0, i0), _mm512_mul_pd(b0, i0));
+                    for (p, r, i) in [(p1, r1, i1), (p2, r2, i2), (p3, r3, i3)] {
+                        let (ca, cb) = (_mm512_loadu_pd(p.add(o)), _mm512_loadu_pd(p.add(q)));
+                        a = _mm512_fmadd_pd(ca, r, a);
+                        b = _mm512_fmadd_pd(cb, r, b);
+                        ai = _mm512_fmadd_pd(ca, i, ai);
+                        bi = _mm512_fmadd_pd(cb, i, bi);
+                    }
+                    _mm512_storeu_pd(py.add(o), combine(a, ai));
+                    _mm512_storeu_pd(py.add(q), combine(b, bi));
+                }
+                k += 8;
+            }
+            j += 4;
+        }
+        for t in j..count {
+            let (r, i) = bc(x[t]);
+            let p = cols[t].as_ptr().cast::<f64>();
+            let mut k = start;
+            while k + 4 <= stop {
+                // SAFETY: as above, for one column and entries k..k + 4.
+                unsafe {
+                    let o = 2 * k;
+                    let acc = _mm512_loadu_pd(py.add(o));
+                    let a = _mm512_loadu_pd(p.add(o));
+                    let v = _mm512_fmaddsub_pd(
+                        r,
+                        a,
+                        _mm512_mul_pd(i, _mm512_permute_pd::<0b0101_0101>(a)),
+                    );
+                    _mm512_storeu_pd(py.add(o), _mm512_add_pd(acc, v));
+                }
+                k += 4;
+            }
+        }
+        stop
+    }
 
     /// `v†·w`: `re += v·w` (the pair sums give the real part), `im += v·swap(w)` (even minus
     /// odd lanes give the imaginary part).
@@ -468,6 +587,34 @@ pub(crate) unsafe fn csr_row_dots<const T: usize>(
     }
 }
 
+/// The largest matrix (entries) whose product with a vector takes the AVX-512 kernel: 2 MiB,
+/// what an L2 cache holds. From the cache the wider FMAs pay; from memory they do not. One
+/// thread, µs a call (`profile_op matmul dense,ket`), AVX2 → AVX-512: n = 100: 2.05–2.06 →
+/// 1.76–1.81, 300: 17.4–18.1 → 14.7–15.7, 500: 134.7–135.5 → 136.3–136.9, 700: 268.9–270.1
+/// → 272.6–274.7, 1000: 552.6–553.2 → 555.7–558.2.
+#[cfg(target_arch = "x86_64")]
+const WIDE_GEMV_MAX_ENTRIES: usize = 1 << 17;
+
+/// [`gemv_cols`] on AVX-512 over the rows of `rows` in steps of eight, where it runs; returns
+/// the first row left for the AVX2 kernel (`rows.start` where none were done).
+#[cfg(target_arch = "x86_64")]
+#[rustversion::since(1.89)]
+fn gemv_wide(y: &mut [c64], cols: &[&[c64]], x: &[c64], rows: std::ops::Range<usize>) -> usize {
+    if avx512() {
+        // SAFETY: the CPU has AVX-512F, the feature the kernel is compiled for.
+        unsafe { avx::gemv_cols512(y, cols, x, rows) }
+    } else {
+        rows.start
+    }
+}
+
+/// A build by Rust 1.88 has no AVX-512 kernels: every row goes to the AVX2 one.
+#[cfg(target_arch = "x86_64")]
+#[rustversion::before(1.89)]
+fn gemv_wide(_: &mut [c64], _: &[&[c64]], _: &[c64], rows: std::ops::Range<usize>) -> usize {
+    rows.start
+}
+
 /// `y ← y + Σⱼ xⱼ·a[j]` for columns `a[j]` as long as `y`: a column-major matrix–vector
 /// product. Rows go in blocks of 2 048 (32 KiB of `y`, kept in L1) and columns four per pass
 /// over the block, so `y` is loaded and stored once per four columns and every column streamed
@@ -476,10 +623,19 @@ pub(crate) fn gemv_cols(y: &mut [c64], cols: &[&[c64]], x: &[c64]) {
     const BLOCK: usize = 2048;
     let end = cols.iter().fold(y.len(), |e, c| e.min(c.len()));
     debug_assert_eq!(end, y.len(), "gemv_cols: a column is shorter than y");
+    #[cfg(target_arch = "x86_64")]
+    let wide = cols.len().saturating_mul(end) <= WIDE_GEMV_MAX_ENTRIES;
     for r0 in (0..end).step_by(BLOCK) {
         let rows = r0..(r0 + BLOCK).min(end);
         #[cfg(target_arch = "x86_64")]
         if avx2() {
+            // Rows in steps of eight on AVX-512 where it runs and pays, the rest on AVX2.
+            let first = if wide {
+                gemv_wide(y, cols, x, rows.clone())
+            } else {
+                rows.start
+            };
+            let rows = first..rows.end;
             // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
             unsafe { avx::gemv_cols(y, cols, x, rows) };
             continue;
@@ -548,6 +704,34 @@ mod tests {
                 gemv_cols(&mut y, &refs, &x);
                 for i in 0..m {
                     assert!((y[i] - want[i]).norm() < 1e-9, "m={m} k={k} i={i}");
+                }
+            }
+        }
+    }
+
+    /// The AVX-512 kernel (where the CPU has it) gives what the AVX2 kernel gives, to the bit:
+    /// row counts through its eight-row steps and the AVX2 tails after them, column counts
+    /// through the four-column passes and the single columns, blocks of 2 048 rows; past the
+    /// size limit both take the AVX2 kernel.
+    #[test]
+    fn gemv_cols_is_the_same_on_avx512_and_avx2() {
+        for m in [1, 7, 8, 9, 15, 16, 17, 23, 100, 2047, 2048, 2057] {
+            for k in [1, 3, 4, 5, 8, 9, 13] {
+                let cols: Vec<Vec<c64>> = (0..k)
+                    .map(|j| (0..m + 3).map(|i| val(i, j)).collect())
+                    .collect();
+                let refs: Vec<&[c64]> = cols.iter().map(Vec::as_slice).collect();
+                let x: Vec<c64> = (0..k).map(|j| val(j + 1, 2 * j)).collect();
+                let y0: Vec<c64> = (0..m).map(|i| val(i, 100)).collect();
+                let (mut wide, mut narrow) = (y0.clone(), y0);
+                gemv_cols(&mut wide, &refs, &x);
+                without_avx512(|| gemv_cols(&mut narrow, &refs, &x));
+                for (i, (a, b)) in wide.iter().zip(&narrow).enumerate() {
+                    assert_eq!(
+                        (a.re.to_bits(), a.im.to_bits()),
+                        (b.re.to_bits(), b.im.to_bits()),
+                        "m={m} k={k} i={i}"
+                    );
                 }
             }
         }
