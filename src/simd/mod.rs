@@ -9,9 +9,10 @@
 //!
 //! Two compute-bound kernels have an AVX-512F version as well, used where the CPU has it
 //! ([`avx512`]): the small Dense products ([`gemm::columns`]) and the matrix–vector product
-//! of matrices that fit in L2 ([`gemv_cols`]). Their intrinsics are stable from Rust 1.89; a
-//! build by 1.88 (the MSRV) compiles without them (`rustversion`). Each gives the AVX2
-//! version's results to the bit (the same operations per entry, in the same order).
+//! of matrices that fit in L2 ([`gemv_cols`], one body generic over the register width).
+//! Their intrinsics are stable from Rust 1.89; a build by 1.88 (the MSRV) compiles without
+//! them (`rustversion`). Each gives the AVX2 version's results to the bit (the same operations
+//! per entry, in the same order).
 
 use std::mem::MaybeUninit;
 
@@ -20,11 +21,13 @@ use crate::scalar::c64;
 mod columns;
 pub(crate) mod fill;
 pub(crate) mod gemm;
+mod gemv;
 mod mask;
 mod scale;
 pub(crate) mod stream;
 
 pub(crate) use columns::{Flip, flip_cols, sum_cols};
+pub(crate) use gemv::gemv_cols;
 pub(crate) use mask::{mask_columns, nonzero_bits, smallest_part};
 pub(crate) use scale::{add_scaled_into, scale_into};
 #[cfg(target_arch = "x86_64")]
@@ -172,87 +175,6 @@ mod avx {
 
     use crate::scalar::c64;
 
-    /// [`gemv_cols`] with four entries a register: the rows of `rows` in steps of eight
-    /// (two registers a column), the same operations per entry as the AVX2 kernel, so the
-    /// results are the same to the bit. Returns the first row left undone (fewer than eight
-    /// remain), for the AVX2 kernel.
-    #[rustversion::since(1.89)]
-    #[target_feature(enable = "avx512f")]
-    pub(super) fn gemv_cols512(
-        y: &mut [c64],
-        cols: &[&[c64]],
-        x: &[c64],
-        rows: std::ops::Range<usize>,
-    ) -> usize {
-        let end = cols
-            .iter()
-            .fold(rows.end.min(y.len()), |e, c| e.min(c.len()));
-        let start = rows.start.min(end);
-        let stop = start + (end - start) / 8 * 8;
-        let py = y.as_mut_ptr().cast::<f64>();
-        let count = cols.len().min(x.len());
-        let bc = |c: c64| (_mm512_set1_pd(c.re), _mm512_set1_pd(c.im));
-        let one = _mm512_set1_pd(1.0);
-        // `combine` and `mulc` of the AVX2 kernel, four entries wide.
-        let combine = |re: __m512d, im: __m512d| {
-            _mm512_fmaddsub_pd(re, one, _mm512_permute_pd::<0b0101_0101>(im))
-        };
-        let mut j = 0;
-        while j + 4 <= count {
-            let ((r0, i0), (r1, i1)) = (bc(x[j]), bc(x[j + 1]));
-            let ((r2, i2), (r3, i3)) = (bc(x[j + 2]), bc(x[j + 3]));
-            let p0 = cols[j].as_ptr().cast::<f64>();
-            let p1 = cols[j + 1].as_ptr().cast::<f64>();
-            let p2 = cols[j + 2].as_ptr().cast::<f64>();
-            let p3 = cols[j + 3].as_ptr().cast::<f64>();
-            let mut k = start;
-            while k + 8 <= stop {
-                // SAFETY: entries k..k + 8 (doubles 2k..2k + 16) exist in y and in the four
-                // columns (k + 8 ≤ stop ≤ end, the shortest length); y is borrowed exclusively
-                // and the columns are shared borrows, so nothing aliases the stores.
-                unsafe {
-                    let (o, q) = (2 * k, 2 * k + 8);
-                    let (a0, b0) = (_mm512_loadu_pd(p0.add(o)), _mm512_loadu_pd(p0.add(q)));
-                    let mut a = _mm512_fmadd_pd(a0, r0, _mm512_loadu_pd(py.add(o)));
-                    let mut b = _mm512_fmadd_pd(b0, r0, _mm512_loadu_pd(py.add(q)));
-                    let (mut ai, mut bi) = (_mm512_mul_pd(a0, i0), _mm512_mul_pd(b0, i0));
-                    for (p, r, i) in [(p1, r1, i1), (p2, r2, i2), (p3, r3, i3)] {
-                        let (ca, cb) = (_mm512_loadu_pd(p.add(o)), _mm512_loadu_pd(p.add(q)));
-                        a = _mm512_fmadd_pd(ca, r, a);
-                        b = _mm512_fmadd_pd(cb, r, b);
-                        ai = _mm512_fmadd_pd(ca, i, ai);
-                        bi = _mm512_fmadd_pd(cb, i, bi);
-                    }
-                    _mm512_storeu_pd(py.add(o), combine(a, ai));
-                    _mm512_storeu_pd(py.add(q), combine(b, bi));
-                }
-                k += 8;
-            }
-            j += 4;
-        }
-        for t in j..count {
-            let (r, i) = bc(x[t]);
-            let p = cols[t].as_ptr().cast::<f64>();
-            let mut k = start;
-            while k + 4 <= stop {
-                // SAFETY: as above, for one column and entries k..k + 4.
-                unsafe {
-                    let o = 2 * k;
-                    let acc = _mm512_loadu_pd(py.add(o));
-                    let a = _mm512_loadu_pd(p.add(o));
-                    let v = _mm512_fmaddsub_pd(
-                        r,
-                        a,
-                        _mm512_mul_pd(i, _mm512_permute_pd::<0b0101_0101>(a)),
-                    );
-                    _mm512_storeu_pd(py.add(o), _mm512_add_pd(acc, v));
-                }
-                k += 4;
-            }
-        }
-        stop
-    }
-
     /// `v†·w`: `re += v·w` (the pair sums give the real part), `im += v·swap(w)` (even minus
     /// odd lanes give the imaginary part).
     #[target_feature(enable = "avx2,fma")]
@@ -395,115 +317,6 @@ mod avx {
             }
         }
     }
-
-    /// `c·a` for two complex values in `a`, `c = re + i·im` broadcast.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn mulc(re: __m256d, im: __m256d, a: __m256d) -> __m256d {
-        _mm256_fmaddsub_pd(re, a, _mm256_mul_pd(im, _mm256_permute_pd::<0b0101>(a)))
-    }
-
-    /// `y + Σ a·re` and `Σ a·im` (`a` the columns' entries, `re + i·im` their coefficients)
-    /// combined into `y + Σ a·(re + i·im)`: the real part subtracts the swapped imaginary
-    /// sums' first lane, the imaginary part adds its second.
-    #[inline]
-    #[target_feature(enable = "avx2,fma")]
-    fn combine(re_sums: __m256d, im_sums: __m256d) -> __m256d {
-        _mm256_addsub_pd(re_sums, _mm256_permute_pd::<0b0101>(im_sums))
-    }
-
-    /// `y ← y + Σⱼ xⱼ·a[j]` over the rows `rows`, four columns per pass (their coefficients
-    /// and pointers in registers), `y` read and written once per pass. Two FMAs per entry and
-    /// column: the sums by the coefficients' real parts go on top of `y`, those by their
-    /// imaginary parts apart, and the two are combined once per pass.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn gemv_cols(
-        y: &mut [c64],
-        cols: &[&[c64]],
-        x: &[c64],
-        rows: std::ops::Range<usize>,
-    ) {
-        let end = cols
-            .iter()
-            .fold(rows.end.min(y.len()), |e, c| e.min(c.len()));
-        let start = rows.start.min(end);
-        let py = y.as_mut_ptr().cast::<f64>();
-        let count = cols.len().min(x.len());
-        let bc = |c: c64| (_mm256_set1_pd(c.re), _mm256_set1_pd(c.im));
-        let mut j = 0;
-        while j + 4 <= count {
-            let ((r0, i0), (r1, i1)) = (bc(x[j]), bc(x[j + 1]));
-            let ((r2, i2), (r3, i3)) = (bc(x[j + 2]), bc(x[j + 3]));
-            let p0 = cols[j].as_ptr().cast::<f64>();
-            let p1 = cols[j + 1].as_ptr().cast::<f64>();
-            let p2 = cols[j + 2].as_ptr().cast::<f64>();
-            let p3 = cols[j + 3].as_ptr().cast::<f64>();
-            let mut k = start;
-            while k + 4 <= end {
-                // SAFETY: entries k..k + 4 (doubles 2k..2k + 8) exist in y and in the four
-                // columns (k + 4 ≤ end, the shortest length); y is borrowed exclusively and the
-                // columns are shared borrows, so nothing aliases the stores. Rows k, k + 1
-                // and k + 2, k + 3 are two independent pairs of sums.
-                unsafe {
-                    let (o, q) = (2 * k, 2 * k + 4);
-                    let (a0, b0) = (_mm256_loadu_pd(p0.add(o)), _mm256_loadu_pd(p0.add(q)));
-                    let mut a = _mm256_fmadd_pd(a0, r0, _mm256_loadu_pd(py.add(o)));
-                    let mut b = _mm256_fmadd_pd(b0, r0, _mm256_loadu_pd(py.add(q)));
-                    let (mut ai, mut bi) = (_mm256_mul_pd(a0, i0), _mm256_mul_pd(b0, i0));
-                    for (p, r, i) in [(p1, r1, i1), (p2, r2, i2), (p3, r3, i3)] {
-                        let (ca, cb) = (_mm256_loadu_pd(p.add(o)), _mm256_loadu_pd(p.add(q)));
-                        a = _mm256_fmadd_pd(ca, r, a);
-                        b = _mm256_fmadd_pd(cb, r, b);
-                        ai = _mm256_fmadd_pd(ca, i, ai);
-                        bi = _mm256_fmadd_pd(cb, i, bi);
-                    }
-                    _mm256_storeu_pd(py.add(o), combine(a, ai));
-                    _mm256_storeu_pd(py.add(q), combine(b, bi));
-                }
-                k += 4;
-            }
-            while k + 2 <= end {
-                // SAFETY: as above, for entries k..k + 2 (k + 2 ≤ end).
-                unsafe {
-                    let o = 2 * k;
-                    let c0 = _mm256_loadu_pd(p0.add(o));
-                    let mut a = _mm256_fmadd_pd(c0, r0, _mm256_loadu_pd(py.add(o)));
-                    let mut ai = _mm256_mul_pd(c0, i0);
-                    for (p, r, i) in [(p1, r1, i1), (p2, r2, i2), (p3, r3, i3)] {
-                        let c = _mm256_loadu_pd(p.add(o));
-                        a = _mm256_fmadd_pd(c, r, a);
-                        ai = _mm256_fmadd_pd(c, i, ai);
-                    }
-                    _mm256_storeu_pd(py.add(o), combine(a, ai));
-                }
-                k += 2;
-            }
-            for t in j..j + 4 {
-                for (yi, a) in y[k..end].iter_mut().zip(&cols[t][k..end]) {
-                    *yi += a * x[t];
-                }
-            }
-            j += 4;
-        }
-        for t in j..count {
-            let (r, i) = bc(x[t]);
-            let p = cols[t].as_ptr().cast::<f64>();
-            let mut k = start;
-            while k + 2 <= end {
-                // SAFETY: as above, for one column.
-                unsafe {
-                    let o = 2 * k;
-                    let acc = _mm256_loadu_pd(py.add(o));
-                    let v = mulc(r, i, _mm256_loadu_pd(p.add(o)));
-                    _mm256_storeu_pd(py.add(o), _mm256_add_pd(acc, v));
-                }
-                k += 2;
-            }
-            for (yi, a) in y[k..end].iter_mut().zip(&cols[t][k..end]) {
-                *yi += a * x[t];
-            }
-        }
-    }
 }
 
 /// `v†·w`.
@@ -583,67 +396,6 @@ pub(crate) unsafe fn csr_row_dots<const T: usize>(
         }
         for t in 0..T {
             outs[t][i - r0].write(even[t] + odd[t]);
-        }
-    }
-}
-
-/// The largest matrix (entries) whose product with a vector takes the AVX-512 kernel: 2 MiB,
-/// what an L2 cache holds. From the cache the wider FMAs pay; from memory they do not. One
-/// thread, µs a call (`profile_op matmul dense,ket`), AVX2 → AVX-512: n = 100: 2.05–2.06 →
-/// 1.76–1.81, 300: 17.4–18.1 → 14.7–15.7, 500: 134.7–135.5 → 136.3–136.9, 700: 268.9–270.1
-/// → 272.6–274.7, 1000: 552.6–553.2 → 555.7–558.2.
-#[cfg(target_arch = "x86_64")]
-const WIDE_GEMV_MAX_ENTRIES: usize = 1 << 17;
-
-/// [`gemv_cols`] on AVX-512 over the rows of `rows` in steps of eight, where it runs; returns
-/// the first row left for the AVX2 kernel (`rows.start` where none were done).
-#[cfg(target_arch = "x86_64")]
-#[rustversion::since(1.89)]
-fn gemv_wide(y: &mut [c64], cols: &[&[c64]], x: &[c64], rows: std::ops::Range<usize>) -> usize {
-    if avx512() {
-        // SAFETY: the CPU has AVX-512F, the feature the kernel is compiled for.
-        unsafe { avx::gemv_cols512(y, cols, x, rows) }
-    } else {
-        rows.start
-    }
-}
-
-/// A build by Rust 1.88 has no AVX-512 kernels: every row goes to the AVX2 one.
-#[cfg(target_arch = "x86_64")]
-#[rustversion::before(1.89)]
-fn gemv_wide(_: &mut [c64], _: &[&[c64]], _: &[c64], rows: std::ops::Range<usize>) -> usize {
-    rows.start
-}
-
-/// `y ← y + Σⱼ xⱼ·a[j]` for columns `a[j]` as long as `y`: a column-major matrix–vector
-/// product. Rows go in blocks of 2 048 (32 KiB of `y`, kept in L1) and columns four per pass
-/// over the block, so `y` is loaded and stored once per four columns and every column streamed
-/// once. Rows past the shortest column are left as they are.
-pub(crate) fn gemv_cols(y: &mut [c64], cols: &[&[c64]], x: &[c64]) {
-    const BLOCK: usize = 2048;
-    let end = cols.iter().fold(y.len(), |e, c| e.min(c.len()));
-    debug_assert_eq!(end, y.len(), "gemv_cols: a column is shorter than y");
-    #[cfg(target_arch = "x86_64")]
-    let wide = cols.len().saturating_mul(end) <= WIDE_GEMV_MAX_ENTRIES;
-    for r0 in (0..end).step_by(BLOCK) {
-        let rows = r0..(r0 + BLOCK).min(end);
-        #[cfg(target_arch = "x86_64")]
-        if avx2() {
-            // Rows in steps of eight on AVX-512 where it runs and pays, the rest on AVX2.
-            let first = if wide {
-                gemv_wide(y, cols, x, rows.clone())
-            } else {
-                rows.start
-            };
-            let rows = first..rows.end;
-            // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
-            unsafe { avx::gemv_cols(y, cols, x, rows) };
-            continue;
-        }
-        for (col, &xj) in cols.iter().zip(x) {
-            for (yi, a) in y[rows.clone()].iter_mut().zip(&col[rows.clone()]) {
-                *yi += a * xj;
-            }
         }
     }
 }
