@@ -312,8 +312,8 @@ mod avx {
     ) {
         let mut j = 0;
         while j + J <= n {
-            // SAFETY: columns j..j + J < n of B and of the result, as the caller's contract
-            // gives them.
+            // SAFETY: columns j..j + J of B and of the result, j + J ≤ n, as the caller's
+            // contract gives them.
             unsafe { block512::<H, J>(a, (b.add(j * bs), bs), (c.add(j * cs), cs)) };
             j += J;
         }
