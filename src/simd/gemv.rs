@@ -277,8 +277,8 @@ mod avx {
         k
     }
 
-    /// The rows `rows` of `y` (clipped to the shortest column), the columns' pointers and
-    /// count, the coefficients broadcast.
+    /// `(start, end, count)`: the rows of `rows` clipped to `y` and the shortest column, and
+    /// the number of columns that have a coefficient.
     #[inline(always)]
     fn setup(
         y: &[c64],

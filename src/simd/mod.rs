@@ -82,19 +82,25 @@ pub(crate) fn avx512() -> bool {
 /// AVX-512 is there (for tests: both versions are checked on one machine).
 #[cfg(test)]
 pub(crate) fn without_avx512<R>(f: impl FnOnce() -> R) -> R {
-    NO_AVX512.set(true);
-    let r = f();
-    NO_AVX512.set(false);
-    r
+    with_flag(&NO_AVX512, f)
 }
 
 /// Runs `f` with every AVX2 + FMA kernel and [`avx2_fn!`] function on this thread taking its
 /// baseline instance (unit tests: both instances must agree).
 #[cfg(test)]
 pub(crate) fn baseline<R>(f: impl FnOnce() -> R) -> R {
-    BASELINE.set(true);
+    with_flag(&BASELINE, f)
+}
+
+/// Runs `f` with this thread's `flag` set.
+#[cfg(test)]
+fn with_flag<R>(
+    flag: &'static std::thread::LocalKey<std::cell::Cell<bool>>,
+    f: impl FnOnce() -> R,
+) -> R {
+    flag.set(true);
     let r = f();
-    BASELINE.set(false);
+    flag.set(false);
     r
 }
 

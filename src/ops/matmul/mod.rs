@@ -285,17 +285,14 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     if workers == 1 && n == 1 && m > 0 {
         // A ket on one thread: its one column written straight into a fresh buffer, without
         // the column blocks of `build_mat`.
-        assert_eq!(k, b.shape().0, "matmul_csr_dense: inner dimensions");
         let mut mat = alloc::reserve_mat("matmul", m, 1)?;
-        // SAFETY: `mat` has room for m × 1 entries, fresh, overlapping neither operand; the
-        // rows 0..m are a's, whose Csr invariants bound their ranges, and its column indices
-        // are below k, the length of b's column (asserted). `csr_row_dots` writes all m
-        // entries, so the dimensions may be set; c64 has no drop glue.
+        // SAFETY: `mat` has room for m × 1 entries, fresh, overlapping neither operand;
+        // `csr_dense_cols` writes all m entries of the column it is handed, so the dimensions
+        // may be set; c64 has no drop glue.
         unsafe {
             let out =
                 std::slice::from_raw_parts_mut(mat.as_ptr_mut().cast::<MaybeUninit<c64>>(), m);
-            let (p, idx, val) = (a.indptr(), a.indices(), a.data());
-            crate::simd::csr_row_dots(p, idx, val, [b.col(0)], 0..m, &mut [out]);
+            csr_dense_cols(a, b, 0..m, 0, &mut [out]);
             mat.set_dims(m, 1);
         }
         return Ok(Dense::new(mat));
