@@ -134,12 +134,16 @@ pub(crate) fn dense_map(op: &str, a: &Dense, f: impl Fn(c64) -> c64 + Sync) -> R
     Ok(Dense::with_layout(mat, a.layout()))
 }
 
-/// The entrywise conjugate (`Flip::Imag`: `conj`, and `adjoint` before its change of layout)
-/// or negation (`Flip::Both`: `neg`) of `a`'s buffer in the same layout: [`dense_map`], except
+/// The entrywise conjugate (`Flip::Imag`) or negation (`Flip::Both`) of `a`'s buffer, labelled
+/// `layout`: `a.layout()` for `conj` and `neg`, the other one for `adjoint` (the same buffer
+/// read in the other layout is the transpose). Built in that layout rather than relabelled
+/// by [`Dense::into_transpose`] afterwards: that second move of the 128-byte `Dense` stalled
+/// on store forwarding and cost `adjoint` 10 × 10 about 10 % (0.103–0.105 → 0.092–0.095 µs a
+/// call, `profile_op`, one thread). [`dense_map`], except
 /// on one thread without streaming stores, where one call of [`simd::flip_cols`] writes every
 /// column (no column slices handed out, one `xor` per two entries). 10 × 10 `adjoint`:
 /// 1 857 → 1 295 instructions, 0.21–0.29 → 0.16–0.19 µs a call (docs/benchmarks.md).
-pub(crate) fn dense_flip(op: &str, a: &Dense, flip: simd::Flip) -> Result<Dense> {
+pub(crate) fn dense_flip(op: &str, a: &Dense, flip: simd::Flip, layout: Layout) -> Result<Dense> {
     let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
     let src = a.buffer();
     let serial = m > 0
@@ -148,10 +152,11 @@ pub(crate) fn dense_flip(op: &str, a: &Dense, flip: simd::Flip) -> Result<Dense>
         && !engine::streams(m, n, 1)
         && src.row_stride() == 1;
     let Some(ss) = usize::try_from(src.col_stride()).ok().filter(|_| serial) else {
-        return match flip {
+        let d = match flip {
             simd::Flip::Imag => dense_map(op, a, simd::conj),
             simd::Flip::Both => dense_map(op, a, |x| -x),
         };
+        return d.map(|d| d.relabelled(layout));
     };
     let mut mat = alloc::reserve_mat(op, m, n)?;
     let ds = usize::try_from(mat.col_stride()).unwrap_or(m);
@@ -163,7 +168,7 @@ pub(crate) fn dense_flip(op: &str, a: &Dense, flip: simd::Flip) -> Result<Dense>
         simd::flip_cols(src.as_ptr(), ss, mat.as_ptr_mut(), ds, (m, n), flip);
         mat.set_dims(m, n);
     }
-    Ok(Dense::with_layout(mat, a.layout()))
+    Ok(Dense::with_layout(mat, layout))
 }
 
 /// `a + b` (or `a − b` if `sub`) of operands of one shape: [`dense_zip`], except for operands
@@ -216,14 +221,15 @@ fn dense_sum_zip(op: &str, a: &Dense, b: &Dense, sub: bool) -> Result<Dense> {
     }
 }
 
-/// A copy of `a`'s buffer in the same layout: one `memcpy` per buffer column, or where the
-/// engine streams a pass of that size (`engine::streams`), the identity map with its
+/// A copy of `a`'s buffer labelled `layout`: with `a.layout()` a copy of `a`, with the other
+/// layout its transpose (built in that layout, as [`dense_flip`] is: `transpose` 10 × 10
+/// 0.102–0.105 → 0.093 µs a call). One `memcpy` per buffer column, or where the engine streams a pass of that size (`engine::streams`), the identity map with its
 /// non-temporal stores (on one thread on Intel CPUs, `memcpy` still: `engine::copy_by_memcpy`).
 ///
 /// glibc's `memcpy` (`rep movsb` for a column of 2 KiB or more on the development VM) beat the
 /// `dense_map` loop it replaced for `transpose` at n = 1000 (0.98–1.00 against 1.08–1.30 ms
 /// per call, one thread, same run) and tied it at n = 10 and 100.
-pub(crate) fn dense_copy(op: &str, a: &Dense) -> Result<Dense> {
+pub(crate) fn dense_copy(op: &str, a: &Dense, layout: Layout) -> Result<Dense> {
     let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
     if engine::streams(m, n, 1) && !(workers == 1 && engine::copy_by_memcpy()) {
@@ -231,7 +237,7 @@ pub(crate) fn dense_copy(op: &str, a: &Dense) -> Result<Dense> {
         // at n = 10⁴ (1.6 GB, memory reused by malloc) glibc's `memcpy` took 399–440 ms on the
         // AMD VM, as in QuTiP and numpy, against 113 ms for the conjugating map that streams;
         // on the Intel VM it took 137–141 ms against the map's 181–349 ms.
-        return dense_map(op, a, |x| x);
+        return dense_map(op, a, |x| x).map(|d| d.relabelled(layout));
     }
     if workers == 1 && m > 0 && n > 0 {
         // One thread: one `memcpy` of the whole buffer when both have the same column stride
@@ -250,7 +256,7 @@ pub(crate) fn dense_copy(op: &str, a: &Dense) -> Result<Dense> {
                 std::ptr::copy_nonoverlapping(src.as_ptr(), mat.as_ptr_mut(), stride * (n - 1) + m);
                 mat.set_dims(m, n);
             }
-            return Ok(Dense::with_layout(mat, a.layout()));
+            return Ok(Dense::with_layout(mat, layout));
         }
     }
     // SAFETY: the closure writes every element of every column slice it is handed: each is
@@ -266,7 +272,7 @@ pub(crate) fn dense_copy(op: &str, a: &Dense) -> Result<Dense> {
             }
         })
     }?;
-    Ok(Dense::with_layout(mat, a.layout()))
+    Ok(Dense::with_layout(mat, layout))
 }
 
 /// A new Dense in `a`'s layout whose every buffer column segment is `col(input segment,

@@ -36,7 +36,7 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// Dense `−a`: every part's sign flipped, in one call on one thread (`simd::flip_cols`).
 /// The kernel of [`NEG`] and of the `-` operator.
 pub(crate) fn neg_dense(a: &Dense) -> Result<Dense> {
-    super::dense_flip("neg", a, crate::simd::Flip::Both)
+    super::dense_flip("neg", a, crate::simd::Flip::Both, a.layout())
 }
 
 /// Csr `−a`: the pattern kept, every value's signs flipped. The kernel of [`NEG`] and of the

@@ -44,7 +44,7 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("conj", 1)
         .unary("conj_dense", |a: &Dense, _: &()| {
-            super::dense_flip("conj", a, crate::simd::Flip::Imag)
+            super::dense_flip("conj", a, crate::simd::Flip::Imag, a.layout())
         })
         .unary("conj_csr", |a: &Csr, _: &()| {
             csr_map("conj", a, |x| x.conj())
@@ -110,7 +110,7 @@ pub fn conj(a: &Data, out: Out) -> Result<Data> {
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
-    super::dense_flip("adjoint", a, crate::simd::Flip::Imag).map(Dense::into_transpose)
+    super::dense_flip("adjoint", a, crate::simd::Flip::Imag, a.layout().flipped())
 }
 
 /// Dense transpose: one contiguous copy of the buffer, in the other layout. O(mn); with an
@@ -119,7 +119,7 @@ pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn transpose_dense(a: &Dense) -> Result<Dense> {
-    super::dense_copy("transpose", a).map(Dense::into_transpose)
+    super::dense_copy("transpose", a, a.layout().flipped())
 }
 
 /// Csr transpose (conjugated if `conjugate`), by counting sort over columns. O(nnz + m + n);

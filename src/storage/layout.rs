@@ -136,6 +136,16 @@ impl Dense {
         d
     }
 
+    /// The same buffer read in `layout`: `self` when that is its layout, else its transpose
+    /// ([`Dense::into_transpose`]).
+    pub(crate) fn relabelled(self, layout: Layout) -> Dense {
+        if self.layout == layout {
+            self
+        } else {
+            self.into_transpose()
+        }
+    }
+
     /// The same matrix in `layout`: `self` unchanged when it already is, else one transposing
     /// copy.
     ///
