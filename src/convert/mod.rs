@@ -304,17 +304,18 @@ impl ConversionRegistry {
         // The per-thread cache, not `ArcSwap::load`: two atomic read-modify-writes fewer.
         let cached = cache::load(self.cache_id, &self.snapshot);
         match cached.convert(data, kind) {
+            Ok(d) => Ok(d),
             // A commit on another thread may have published a snapshot (say, with the data's
             // new kind) and not yet bumped the cache's generation: ask the current one.
-            Err(e @ Error::NoConversion { .. }) => {
+            Err(e) if matches!(*e, Error::NoConversion { .. }) => {
                 let current = self.snapshot.load();
                 if std::ptr::eq(&*cached, Arc::as_ptr(&current)) {
-                    Err(e)
+                    Err(*e)
                 } else {
-                    current.convert(data, kind)
+                    current.convert(data, kind).map_err(|e| *e)
                 }
             }
-            r => r,
+            Err(e) => Err(*e),
         }
     }
 
