@@ -26,6 +26,7 @@ use crate::error::{Error, Result};
 use crate::storage::{Data, Kind};
 
 /// A registered converter, resolved to kinds.
+#[derive(Clone)]
 pub(crate) struct Edge {
     pub(crate) from: Kind,
     pub(crate) to: Kind,
@@ -88,9 +89,22 @@ impl Drop for Active {
 pub(crate) struct Chain {
     pub(crate) steps: Vec<Arc<Edge>>,
     pub(crate) weight: f64,
+    /// A copy of the first step, held in the chain itself: its converter is reached two loads
+    /// sooner than through `steps` (vector, then `Arc`), and most chains have one step.
+    head: Option<Edge>,
 }
 
 impl Chain {
+    /// The chain of `steps` (none: the identity) of total weight `weight`.
+    pub(crate) fn new(steps: Vec<Arc<Edge>>, weight: f64) -> Chain {
+        let head = steps.first().map(|e| Edge::clone(e));
+        Chain {
+            steps,
+            weight,
+            head,
+        }
+    }
+
     /// Runs the converters in order, checking each output's kind and shape.
     ///
     /// # Errors
@@ -120,13 +134,13 @@ impl Chain {
             "conversion"
         );
         // The first step reads `data` itself: no handle clone (two atomic operations).
-        let Some((first, rest)) = self.steps.split_first() else {
+        let Some(first) = &self.head else {
             return Ok(data.clone());
         };
         let mut cur = self
             .step(first, data)
             .map_err(|err| self.step_error(first, err))?;
-        for e in rest {
+        for e in self.steps.iter().skip(1) {
             cur = self.step(e, &cur).map_err(|err| self.step_error(e, err))?;
         }
         Ok(cur)
@@ -311,10 +325,7 @@ impl Snapshot {
             for j in 0..n {
                 if i == j {
                     weights[i * n + j] = 0.0;
-                    chains[i * n + j] = Some(Arc::new(Chain {
-                        steps: Vec::new(),
-                        weight: 0.0,
-                    }));
+                    chains[i * n + j] = Some(Arc::new(Chain::new(Vec::new(), 0.0)));
                     continue;
                 }
                 let best = if builtin(Kind(i as u32)) && builtin(Kind(j as u32)) {
@@ -342,7 +353,7 @@ impl Snapshot {
                 };
                 if let Some((w, steps)) = best {
                     weights[i * n + j] = w;
-                    chains[i * n + j] = Some(Arc::new(Chain { steps, weight: w }));
+                    chains[i * n + j] = Some(Arc::new(Chain::new(steps, w)));
                 }
             }
         }
