@@ -55,6 +55,58 @@ pub(crate) fn smallest_part(v: &[c64]) -> Option<f64> {
     (!zero).then_some(least)
 }
 
+/// How many values of the slices are exactly zero (`±0 ± 0i`), by the test of
+/// [`nonzero_bits`] (NaN and subnormal parts are not zero): the count of a small Dense → Csr.
+///
+/// The compiler's vectorisation of the count per column took four values a step with a
+/// horizontal sum and a scalar tail for each column (a full 10 × 10: 0.181–0.190 µs a
+/// conversion). AVX-512 tests four values a step, a column's last one to three by one masked
+/// load, and keeps the counts in a vector to the end (0.167–0.171 µs); AVX2 four values a step
+/// with its counts in a vector, the last values of a column one at a time.
+#[inline(always)]
+pub(crate) fn zero_count<'a>(slices: impl Iterator<Item = &'a [c64]>) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let slices = match wide_zero_count(slices) {
+            Ok(count) => return count,
+            Err(slices) => slices,
+        };
+        if super::avx2() {
+            // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
+            return unsafe { avx::zero_count(slices) };
+        }
+        scalar_zero_count(slices)
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    scalar_zero_count(slices)
+}
+
+/// [`zero_count`] one value at a time.
+fn scalar_zero_count<'a>(slices: impl Iterator<Item = &'a [c64]>) -> usize {
+    slices.flatten().filter(|v| nonzero_bits(v) == 0).count()
+}
+
+/// [`zero_count`] on AVX-512 where it runs; the slices back otherwise.
+#[cfg(target_arch = "x86_64")]
+#[rustversion::since(1.89)]
+#[inline(always)]
+fn wide_zero_count<'a, I: Iterator<Item = &'a [c64]>>(slices: I) -> Result<usize, I> {
+    if super::avx512() {
+        // SAFETY: the CPU has AVX-512F, the feature the kernel is compiled for.
+        Ok(unsafe { avx::zero_count_avx512(slices) })
+    } else {
+        Err(slices)
+    }
+}
+
+/// A build by Rust 1.88 has no AVX-512 kernels.
+#[cfg(target_arch = "x86_64")]
+#[rustversion::before(1.89)]
+#[inline(always)]
+fn wide_zero_count<'a, I: Iterator<Item = &'a [c64]>>(slices: I) -> Result<usize, I> {
+    Err(slices)
+}
+
 /// For each `(chunk, out)`: `*out` = the non-zeros of the chunk (at most 64 entries), bit `t`
 /// set when `chunk[t]` is not `±0 ± 0i` (`-0.0` counts as zero, NaN does not), and `block[t] += 1` for every bit `t` set in it — the masks of one 64-row block's column
 /// segments and the block's row counts, with no branch and no loop over the set bits. The
@@ -203,6 +255,83 @@ mod avx {
             // SAFETY: as the loads above; unaligned stores.
             unsafe { _mm256_storeu_si256(p.add(q), *c) };
         }
+    }
+
+    /// [`super::zero_count`], four values a step: each value's `re | im` (two unpacks and
+    /// an OR), the sign bits cleared, a 64-bit compare with zero (all ones where zero)
+    /// subtracted from four running counts; the last values of a slice one at a time.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) fn zero_count<'a>(slices: impl Iterator<Item = &'a [c64]>) -> usize {
+        let abs = _mm256_set1_epi64x(i64::MAX);
+        let zero = _mm256_setzero_si256();
+        let mut counts = _mm256_setzero_si256();
+        let mut tail = 0;
+        for s in slices {
+            let (p, n) = (s.as_ptr().cast::<f64>(), s.len());
+            let mut k = 0;
+            while k + 4 <= n {
+                // SAFETY: values k..k + 4 exist (doubles 2k..2k + 8); unaligned loads.
+                let (a, b) = unsafe {
+                    (
+                        _mm256_loadu_pd(p.add(2 * k)),
+                        _mm256_loadu_pd(p.add(2 * k + 4)),
+                    )
+                };
+                let parts = _mm256_or_pd(_mm256_unpacklo_pd(a, b), _mm256_unpackhi_pd(a, b));
+                let bits = _mm256_and_si256(_mm256_castpd_si256(parts), abs);
+                counts = _mm256_sub_epi64(counts, _mm256_cmpeq_epi64(bits, zero));
+                k += 4;
+            }
+            tail += super::scalar_zero_count(std::iter::once(&s[k..]));
+        }
+        let mut lanes = [0u64; 4];
+        // SAFETY: four 64-bit lanes into a 32-byte array; unaligned store.
+        unsafe { _mm256_storeu_si256(lanes.as_mut_ptr().cast(), counts) };
+        // Each lane counts at most the values of the slices, which fit in memory.
+        tail + lanes.iter().map(|&c| c as usize).sum::<usize>()
+    }
+
+    /// [`super::zero_count`] on AVX-512F: four values a register, each value's `re | im`
+    /// in both of its lanes (a swap and an OR), its sign-cleared bits tested against zero
+    /// into a mask, and one added to the running counts in the lanes it sets (two a zero
+    /// value); a slice's last one to three values by a masked load (the lanes past its end are
+    /// neither read nor counted). Nothing leaves the vector registers until the end: a
+    /// `popcnt` of each step's mask, through a general register, took a full 10 × 10 0.175 µs
+    /// a conversion, against 0.167 this way.
+    #[rustversion::since(1.89)]
+    #[target_feature(enable = "avx512f")]
+    pub(super) fn zero_count_avx512<'a>(slices: impl Iterator<Item = &'a [c64]>) -> usize {
+        let abs = _mm512_set1_epi64(i64::MAX);
+        let one = _mm512_set1_epi64(1);
+        let mut counts = _mm512_setzero_si512();
+        #[inline]
+        #[target_feature(enable = "avx512f")]
+        fn both(x: __m512i) -> __m512i {
+            // The two 64-bit halves of each 128-bit lane swapped (AVX-512F has no `or_pd`).
+            _mm512_or_si512(x, _mm512_shuffle_epi32::<0b0100_1110>(x))
+        }
+        for s in slices {
+            let (p, n) = (s.as_ptr().cast::<i64>(), s.len());
+            let mut k = 0;
+            while k + 4 <= n {
+                // SAFETY: values k..k + 4 exist (doubles 2k..2k + 8); unaligned load.
+                let x = both(unsafe { _mm512_loadu_epi64(p.add(2 * k)) });
+                counts =
+                    _mm512_mask_add_epi64(counts, _mm512_testn_epi64_mask(x, abs), counts, one);
+                k += 4;
+            }
+            if k < n {
+                // 1 to 3 values left: their 2 to 6 parts.
+                let lanes = ((1u16 << (2 * (n - k))) - 1) as u8;
+                // SAFETY: the lanes set in `lanes` are values k..n (doubles 2k..2n), which
+                // exist; masked-off lanes are not read (no fault past the slice).
+                let x = both(unsafe { _mm512_maskz_loadu_epi64(lanes, p.add(2 * k)) });
+                let zero = _mm512_mask_testn_epi64_mask(lanes, x, abs);
+                counts = _mm512_mask_add_epi64(counts, zero, counts, one);
+            }
+        }
+        // Each zero value was counted in both of its lanes; the counts fit in memory.
+        (_mm512_reduce_add_epi64(counts) / 2) as usize
     }
 
     /// [`super::smallest_part`], two values a step in each of two running minima: per value
@@ -387,5 +516,59 @@ mod tests {
             smallest_part(&[c64::new(f64::NAN, f64::NAN)]),
             Some(f64::INFINITY)
         );
+    }
+
+    /// The three instances (AVX-512, AVX2, scalar) against the definition: slices of every
+    /// length up to 13 at every start, one to three of them a call, with up to two zeros
+    /// (`±0 ± 0i`) among values that are only nearly zero (a zero part beside a non-zero, NaN,
+    /// infinite or subnormal one).
+    #[test]
+    fn zero_count_matches_the_definition() {
+        let near = [
+            c64::new(0.0, 5e-324),
+            c64::new(-0.0, f64::NAN),
+            c64::new(f64::INFINITY, -0.0),
+            c64::new(5e-324, 0.0),
+            c64::new(1.0, 2.0),
+        ];
+        let zeros = [c64::new(0.0, 0.0), c64::new(-0.0, 0.0), c64::new(0.0, -0.0)];
+        let mut base: Vec<c64> = (0..40).map(|k| near[k % near.len()]).collect();
+        base[23] = zeros[1];
+        let mut seen = [0usize; 4];
+        for len in 0..=13 {
+            for start in 0..=(20 - len) {
+                for spots in [
+                    (None, None),
+                    (Some(0), None),
+                    (Some(len / 3), Some(len.max(1) - 1)),
+                ] {
+                    let mut v = base.clone();
+                    for t in [spots.0, spots.1]
+                        .into_iter()
+                        .flatten()
+                        .filter(|&t| t < len)
+                    {
+                        v[start + t] = zeros[(start + t) % zeros.len()];
+                    }
+                    // The slice under test, beside one with a zero and an empty one.
+                    let slices = [&v[start..start + len], &base[20..27], &base[..0]];
+                    for count in 1..=3 {
+                        let pick = || slices[..count].iter().copied();
+                        let want = pick()
+                            .flatten()
+                            .filter(|x| x.re == 0.0 && x.im == 0.0)
+                            .count();
+                        let at =
+                            format!("len {len} from {start}, zeros at {spots:?}, {count} slices");
+                        assert_eq!(zero_count(pick()), want, "{at}");
+                        let avx2 = crate::simd::without_avx512(|| zero_count(pick()));
+                        assert_eq!(avx2, want, "AVX2, {at}");
+                        assert_eq!(crate::simd::baseline(|| zero_count(pick())), want, "{at}");
+                        seen[want.min(3)] += 1;
+                    }
+                }
+            }
+        }
+        assert!(seen.iter().all(|&s| s > 20), "{seen:?}");
     }
 }
