@@ -61,7 +61,7 @@ pub(crate) fn smallest_part(v: &[c64]) -> Option<f64> {
 /// The compiler's vectorisation of the count per column took four values a step with a
 /// horizontal sum and a scalar tail for each column (a full 10 × 10: 0.181–0.190 µs a
 /// conversion). AVX-512 tests four values a step, a column's last one to three by one masked
-/// load, and keeps the counts in a vector to the end (0.167–0.171 µs); AVX2 four values a step
+/// load, and keeps the counts in a vector to the end (0.167–0.174 µs); AVX2 four values a step
 /// with its counts in a vector, the last values of a column one at a time.
 #[inline(always)]
 pub(crate) fn zero_count<'a>(slices: impl Iterator<Item = &'a [c64]>) -> usize {
