@@ -1,6 +1,6 @@
-//! Zero tests of complex values: the bit mask of a column chunk's non-zero entries (Dense →
-//! Csr) and the smallest non-zero part of a slice (whether a Kronecker product can hold a
-//! zero).
+//! Zero tests of complex values: the bit mask of a column chunk's non-zero entries and the
+//! count of zero values over columns (Dense → Csr), and the smallest non-zero part of a slice
+//! (whether a Kronecker product can hold a zero).
 
 use crate::scalar::c64;
 
