@@ -81,8 +81,9 @@ pub(crate) fn zero_count<'a>(slices: impl Iterator<Item = &'a [c64]>) -> usize {
     scalar_zero_count(slices)
 }
 
-/// [`zero_count`] one value at a time.
-fn scalar_zero_count<'a>(slices: impl Iterator<Item = &'a [c64]>) -> usize {
+/// [`zero_count`] one value at a time (also the caller's choice for columns shorter than one
+/// register, where the kernels' call costs more than the loop).
+pub(crate) fn scalar_zero_count<'a>(slices: impl Iterator<Item = &'a [c64]>) -> usize {
     slices.flatten().filter(|v| nonzero_bits(v) == 0).count()
 }
 
@@ -163,8 +164,18 @@ mod avx {
         t
     };
 
-    /// Four entries per step: `re | im` of each (two unpacks and an OR), the sign bits
-    /// cleared, one 64-bit compare with zero, one `movemask`, the table.
+    /// The four entries in `a` and `b` (two each) as 64-bit lanes `re | im` with the sign bit
+    /// cleared (`abs` = `i64::MAX` in every lane), zero exactly where the entry is `±0 ± 0i`, in
+    /// the order the unpacks leave them: [e0, e2, e1, e3].
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    fn part_bits(a: __m256d, b: __m256d, abs: __m256i) -> __m256i {
+        let parts = _mm256_or_pd(_mm256_unpacklo_pd(a, b), _mm256_unpackhi_pd(a, b));
+        _mm256_and_si256(_mm256_castpd_si256(parts), abs)
+    }
+
+    /// Four entries per step: `re | im` of each with the sign bits cleared ([`part_bits`]),
+    /// one 64-bit compare with zero, one `movemask`, the table.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn nonzero_mask(chunk: &[c64]) -> u64 {
@@ -174,11 +185,7 @@ mod avx {
         let zero = _mm256_setzero_si256();
         // The four entries in `a` and `b` as 64-bit lanes, all ones where non-zero, in the
         // order the unpacks leave them: [e0, e2, e1, e3].
-        let lanes = |a: __m256d, b: __m256d| {
-            let parts = _mm256_or_pd(_mm256_unpacklo_pd(a, b), _mm256_unpackhi_pd(a, b));
-            let bits = _mm256_and_si256(_mm256_castpd_si256(parts), abs);
-            _mm256_cmpgt_epi64(bits, zero)
-        };
+        let lanes = |a: __m256d, b: __m256d| _mm256_cmpgt_epi64(part_bits(a, b, abs), zero);
         // The non-zeros of the four entries in `a` and `b`, in entry order.
         let four = |a: __m256d, b: __m256d| {
             ORDER[_mm256_movemask_pd(_mm256_castsi256_pd(lanes(a, b))) as usize]
@@ -257,9 +264,9 @@ mod avx {
         }
     }
 
-    /// [`super::zero_count`], four values a step: each value's `re | im` (two unpacks and
-    /// an OR), the sign bits cleared, a 64-bit compare with zero (all ones where zero)
-    /// subtracted from four running counts; the last values of a slice one at a time.
+    /// [`super::zero_count`], four values a step: each value's sign-cleared `re | im`
+    /// ([`part_bits`]) compared with zero (all ones where zero) and subtracted from four
+    /// running counts; the last values of a slice one at a time.
     #[target_feature(enable = "avx2,fma")]
     pub(super) fn zero_count<'a>(slices: impl Iterator<Item = &'a [c64]>) -> usize {
         let abs = _mm256_set1_epi64x(i64::MAX);
@@ -277,9 +284,8 @@ mod avx {
                         _mm256_loadu_pd(p.add(2 * k + 4)),
                     )
                 };
-                let parts = _mm256_or_pd(_mm256_unpacklo_pd(a, b), _mm256_unpackhi_pd(a, b));
-                let bits = _mm256_and_si256(_mm256_castpd_si256(parts), abs);
-                counts = _mm256_sub_epi64(counts, _mm256_cmpeq_epi64(bits, zero));
+                let zeros = _mm256_cmpeq_epi64(part_bits(a, b, abs), zero);
+                counts = _mm256_sub_epi64(counts, zeros);
                 k += 4;
             }
             tail += super::scalar_zero_count(std::iter::once(&s[k..]));

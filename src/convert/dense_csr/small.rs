@@ -26,7 +26,7 @@ crate::simd::avx2_fn! {
         let zeros = if m >= 4 {
             crate::simd::zero_count(cols)
         } else {
-            cols.flatten().filter(|v| nonzero_bits(v) == 0).count()
+            crate::simd::scalar_zero_count(cols)
         };
         let nnz = m * n - zeros;
         if nnz == m * n {
