@@ -10,8 +10,10 @@
 //!
 //! Arguments: `OP KIND N [SECONDS]`, with OP one of add, sub, matmul, kron, adjoint, conj,
 //! neg, transpose, mul, expm, to_dense, to_csr, expect, trace; KIND one of csr (rand10),
-//! tridiag, dense, or csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an
-//! n×1 Dense), or `A,B` for operands of two kinds (`matmul csr,ket 1000`). Prints the mean time
+//! tridiag, dense, eye (the identity, Csr), perm (Csr, one entry a row, as σx for n = 2), or
+//! csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an n×1 Dense), or
+//! `A,B` for operands of two kinds (`matmul csr,ket 1000`). `kron` multiplies factors of
+//! √N × √N, or of M and K rows with N given as `MxK` (`kron eye,perm 50000x2` is I ⊗ σx). Prints the mean time
 //! per call; with `COLD_MB=64` in the environment, the median of calls that each start out of
 //! cache. Calls run with polymat's default thread count; the side-by-side's one-thread cases
 //! compare with `POLYMAT_NUM_THREADS=1`. Build with `--profile bench` for timings: the release
@@ -49,6 +51,15 @@ fn input(kind: &str, n: usize, seed: u64) -> polymat::Result<Data> {
     let mut next = rng(seed);
     let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
     match kind {
+        "eye" => return polymat::identity(n, Out::Csr),
+        // One entry a row, as σx for n = 2: (i, (i + 1) mod n), random values.
+        "perm" => {
+            for i in 0..n {
+                rows.push(i);
+                cols.push((i + 1) % n);
+                vals.push(value(&mut next));
+            }
+        }
         "dense" => return Ok(Dense::from_fn(n, n, |_, _| value(&mut next)).into()),
         "tridiag" => {
             for i in 0..n {
@@ -85,19 +96,29 @@ fn main() -> polymat::Result<()> {
         std::process::exit(2);
     }
     let (op, kind) = (args[1].as_str(), args[2].as_str());
-    let n: usize = args[3].parse().expect("N must be an integer");
+    // `kron` takes factors of √N × √N each, or of M and K rows with N written `MxK`.
+    let (n, factors) = match args[3].split_once('x') {
+        Some((m, k)) => {
+            let (m, k): (usize, usize) = (m.parse().expect("M"), k.parse().expect("K"));
+            (m * k, (m, k))
+        }
+        None => {
+            let n: usize = args[3].parse().expect("N must be an integer");
+            let m = (n as f64).sqrt() as usize;
+            (n, (m, m))
+        }
+    };
     let secs: f64 = args
         .get(4)
         .map_or(3.0, |s| s.parse().expect("SECONDS must be a number"));
     // "A,B" gives the two operands different kinds (e.g. csr,ket for Csr·ket).
     let (kind_a, kind_b) = kind.split_once(',').unwrap_or((kind, kind));
-    let a = input(kind_a, n, 1)?;
-    let b = input(kind_b, n, 2)?;
-    let k = if op == "kron" {
-        let m = (n as f64).sqrt() as usize;
-        (input(kind, m, 3)?, input(kind, m, 4)?)
+    let (a, b, k) = if op == "kron" {
+        let k = (input(kind_a, factors.0, 3)?, input(kind_b, factors.1, 4)?);
+        (k.0.clone(), k.1.clone(), k)
     } else {
-        (a.clone(), b.clone())
+        let (a, b) = (input(kind_a, n, 1)?, input(kind_b, n, 2)?);
+        (a.clone(), b.clone(), (a, b))
     };
     let call = || -> polymat::Result<Data> {
         match op {

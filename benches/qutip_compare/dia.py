@@ -177,6 +177,27 @@ def calibrate(timer, target=0.02):
         number = max(number * 2, int(number * target / max(t, 1e-9) * 1.2))
 
 
+def medians(timers, rounds):
+    """Calibrates every timer, then times them in `rounds` interleaved rounds; returns each
+    one's median seconds a call."""
+    numbers = {k: calibrate(t) for k, t in timers.items()}
+    samples = {k: [] for k in timers}
+    for _ in range(rounds):
+        for k, t in timers.items():
+            samples[k].append(t.timeit(numbers[k]) / numbers[k])
+    return {k: statistics.median(v) for k, v in samples.items()}
+
+
+def save_table(lines, name):
+    """Prints the markdown table and writes it to target/qutip_compare/NAME."""
+    table = "\n".join(lines)
+    print(table)
+    out = os.path.join(pp._ROOT, "target", "qutip_compare")
+    os.makedirs(out, exist_ok=True)
+    with open(os.path.join(out, name), "w") as f:
+        f.write(table + "\n")
+
+
 def fmt(s):
     for unit, f in (("s", 1), ("ms", 1e3), ("µs", 1e6), ("ns", 1e9)):
         if s * f >= 1:
@@ -215,12 +236,7 @@ def main():
         for name, t in timers.items():
             if not agree(t.result(), want):
                 raise SystemExit(f"{op} {structure} n={n}: {name} disagrees with qutip")
-        numbers = {k: calibrate(t) for k, t in timers.items()}
-        samples = {k: [] for k in timers}
-        for _ in range(args.rounds):
-            for k, t in timers.items():
-                samples[k].append(t.timeit(numbers[k]) / numbers[k])
-        med = {k: statistics.median(v) for k, v in samples.items()}
+        med = medians(timers, args.rounds)
         rows.append((op, structure, n, med))
         print(f"{op:8} {structure:18} {n:>7}  " + "  ".join(
             f"{k} {fmt(v)}" for k, v in med.items()), file=sys.stderr, flush=True)
@@ -237,12 +253,7 @@ def main():
     behind = [r for r in rows if r[3]["qutip"] < r[3]["polymat-dia"]]
     lines.append("")
     lines.append(f"polymat Dia >= QuTiP Dia in {len(rows) - len(behind)} of {len(rows)} cases.")
-    table = "\n".join(lines)
-    print(table)
-    out = os.path.join(pp._ROOT, "target", "qutip_compare")
-    os.makedirs(out, exist_ok=True)
-    with open(os.path.join(out, "dia_table.md"), "w") as f:
-        f.write(table + "\n")
+    save_table(lines, "dia_table.md")
 
 
 if __name__ == "__main__":

@@ -170,8 +170,8 @@ fn kron_csr_fill(
         // nnz(a)·nnz(b) entries (asserted).
         return unsafe { kron_csr_fill_v3(a, b, out_idx, out_val, indptr) };
     }
-    let nb = b.shape().1;
-    kron_csr_blocks(a, b, indptr, |pos, ra, rv, bi, bv| {
+    // With `step` = b's column count, a block of a's row times b's; with 1, the roles swapped.
+    let runs = |pos: usize, step: usize, (ra, rv): Row<'_>, (bi, bv): Row<'_>| {
         let mut pos = pos;
         for (&ca, &va) in ra.iter().zip(rv) {
             for (k, (&c, &v)) in bi.iter().zip(bv).enumerate() {
@@ -179,11 +179,24 @@ fn kron_csr_fill(
                 // 0..nnz(a)·nnz(b), the length of both buffers (asserted), so pos + k is in
                 // bounds.
                 unsafe {
-                    out_idx.add(pos + k).write(ca * nb + c);
+                    out_idx.add(pos + k).write(ca * step + c);
                     out_val.add(pos + k).write(va * v);
                 }
             }
             pos += bv.len();
+        }
+    };
+    let nb = b.shape().1;
+    let block = |pos, a_row: Row<'_>, b_row: Row<'_>| runs(pos, nb, a_row, b_row);
+    let swapped = |pos, b_col: Row<'_>, a_row: Row<'_>| runs(pos, 1, b_col, a_row);
+    kron_csr_blocks(a, b, indptr, block, swapped, |pos, s, x, idx, base| {
+        for (k, (&v, &c)) in x.iter().zip(idx).enumerate() {
+            // SAFETY: `kron_csr_blocks` hands out disjoint runs inside 0..nnz(a)·nnz(b), the
+            // length of both buffers (asserted).
+            unsafe {
+                out_idx.add(pos + k).write(base + c);
+                out_val.add(pos + k).write(s * v);
+            }
         }
     })
 }
@@ -207,40 +220,89 @@ unsafe fn kron_csr_fill_v3(
     out_val: *mut c64,
     indptr: &mut [MaybeUninit<usize>],
 ) {
-    let nb = b.shape().1;
     // Rows of b of 5 to 10 entries held in registers pay while the result stays in the cache
     // (`simd::kron_block`).
     let long_rows = a.nnz().saturating_mul(b.nnz()) <= LONG_ROWS_MAX_ENTRIES;
-    kron_csr_blocks(a, b, indptr, |pos, ra, rv, bi, bv| {
-        // SAFETY: this function's features; the block pos..pos + ra.len()·bv.len() is in
-        // bounds (see the scalar path), the outputs do not overlap the inputs, and every
-        // column ra[x]·nb + c is below the result's column count.
-        unsafe {
-            crate::simd::kron_block(
-                out_val.add(pos),
-                out_idx.add(pos),
-                nb,
-                (ra, rv),
-                (bi, bv),
-                long_rows,
-            )
-        }
-    })
+    let nb = b.shape().1;
+    kron_csr_blocks(
+        a,
+        b,
+        indptr,
+        |pos, (ra, rv), (bi, bv)| {
+            // SAFETY: this function's features; the block pos..pos + ra.len()·bv.len() is in
+            // bounds (see the scalar path), the outputs do not overlap the inputs, and every
+            // column ra[x]·nb + bi[y] is one of the result's.
+            unsafe {
+                crate::simd::kron_block(
+                    out_val.add(pos),
+                    out_idx.add(pos),
+                    nb,
+                    (ra, rv),
+                    (bi, bv),
+                    long_rows,
+                )
+            }
+        },
+        |pos, b_col, a_row| {
+            // SAFETY: this function's features; the block pos..pos + nnz(b)·a_row.len() is in
+            // bounds (see the scalar path), the outputs do not overlap the inputs, and every
+            // column b's column + a's column·nb is one of the result's.
+            unsafe {
+                crate::simd::kron_block_swapped(out_val.add(pos), out_idx.add(pos), b_col, a_row)
+            }
+        },
+        |pos, s, x, idx, base| {
+            // SAFETY: this function's features; the run pos..pos + x.len() is in bounds (see
+            // the scalar path), `idx` is as long as `x`, the outputs do not overlap the
+            // inputs, and every column base + idx[k] is below the result's column count.
+            unsafe { crate::simd::scale_run(out_val.add(pos), out_idx.add(pos), s, x, idx, base) }
+        },
+    )
 }
 
-/// Walks the blocks of a ⊗ b in row order: for row i of a and row k of b,
-/// `block(pos, ra, rv, bi, bv)` is to write, at positions `pos..pos + ra.len()·bv.len()`, one
-/// run per entry (ca, va) of a's row: `va · bv` with columns `ca·nb + bi`. The blocks are
-/// disjoint and cover `0..nnz(a)·nnz(b)` (each pair of an entry of a and an entry of b once);
-/// all ma·mb + 1 row pointers are written to `indptr` (panics if it has another length).
+/// Rows of a of at most this many entries take the one-block-per-row path when every row of b
+/// holds one entry (`kron_csr_blocks`): their columns times nb are kept on the stack.
+const ROW_CHUNK: usize = 64;
+
+/// A row of a Csr factor as the writers of [`kron_csr_blocks`] take it: columns and values.
+type Row<'a> = (&'a [usize], &'a [c64]);
+
+/// Walks a ⊗ b in row order, writing all ma·mb + 1 row pointers to `indptr` (panics if it
+/// has another length) and handing the entries to three writers, which between them write
+/// each position of `0..nnz(a)·nnz(b)` once:
+///
+/// - `block(pos, (ra, rv), (bi, bv))` writes, at `pos..pos + ra.len()·bv.len()`, one run
+///   per entry (ca, va) of a's row: the values `va · bv` with columns `ca·nb + bi`;
+/// - `swapped(pos, (bi, bv), (ac, av))` writes, at `pos..pos + bi.len()·av.len()`, one run per
+///   entry (c, v) of b: the values `v · av` with columns `c + ac` (b's values times a's: the
+///   same bits as a's times b's but for a NaN's payload);
+/// - `run(pos, s, x, idx, base)` writes, at `pos..pos + x.len()`, the values `s · x` and the
+///   columns `base + idx` (`idx.len() == x.len()`).
+///
+/// The rows of the result are row k of b's block for each row i of a. Two shapes of factor,
+/// those of tensor products of local operators (identities, Pauli matrices, diagonal and
+/// permutation factors), make fewer and longer writes than one block per row of the result:
+///
+/// - **A row of a with one entry** (ca, va): the mb rows of its block row are `va · b` with
+///   columns shifted by ca·nb, one `run` over all of b's entries. `I ⊗ B` and `σx ⊗ B` are
+///   nnz(a) such runs.
+/// - **Every row of b with one entry** (bi\[k], bv\[k]): row (i, k) of the result is a's row i
+///   scaled by bv\[k], with columns `ra·nb + bi[k]`. The mb rows of the block row are one
+///   `swapped` block: runs of a's row (its columns times nb, computed once) for the entries of
+///   b. Rows of a longer than [`ROW_CHUNK`] take the general path.
+///
+/// Every other row of a makes one `block` per row of b.
 #[inline(always)]
 fn kron_csr_blocks(
     a: &Csr,
     b: &Csr,
     indptr: &mut [MaybeUninit<usize>],
-    mut block: impl FnMut(usize, &[usize], &[c64], &[usize], &[c64]),
+    mut block: impl FnMut(usize, Row<'_>, Row<'_>),
+    mut swapped: impl FnMut(usize, Row<'_>, Row<'_>),
+    mut run: impl FnMut(usize, c64, &[c64], &[usize], usize),
 ) {
     let (ma, mb) = (a.shape().0, b.shape().0);
+    let nb = b.shape().1;
     let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
     let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
     let (first, rest) = indptr
@@ -248,20 +310,49 @@ fn kron_csr_blocks(
         .expect("kron_csr_blocks: row pointers");
     assert_eq!(rest.len(), ma * mb, "kron_csr_blocks: row pointers");
     assert_eq!(pb.len(), mb + 1, "kron_csr_blocks: b's row pointers");
+    // One entry in every row of b: its row pointers are 0, 1, …, mb.
+    let b_single = pb.iter().enumerate().all(|(k, &p)| p == k);
     first.write(0);
     let mut pos = 0usize;
+    // Not zeroed (512 bytes on every call, for a path most calls do not take): only the
+    // first ra.len() entries are ever read, after being written.
+    let mut scaled = [MaybeUninit::<usize>::uninit(); ROW_CHUNK];
     for (i, out) in rest.chunks_exact_mut(mb.max(1)).enumerate().take(ma) {
         let (ra, rv) = (&ia[pa[i]..pa[i + 1]], &da[pa[i]..pa[i + 1]]);
-        for (k, ptr) in out.iter_mut().enumerate() {
-            // SAFETY: k < mb, so k + 1 < pb.len() (asserted); a valid Csr's row pointers are
-            // non-decreasing and at most nnz(b), the length of `ib` and `db`.
-            let (bi, bv) = unsafe {
-                let (b0, b1) = (*pb.get_unchecked(k), *pb.get_unchecked(k + 1));
-                (ib.get_unchecked(b0..b1), db.get_unchecked(b0..b1))
-            };
-            block(pos, ra, rv, bi, bv);
-            pos += ra.len() * bv.len();
-            ptr.write(pos);
+        let len = ra.len();
+        if let ([ca], [va]) = (ra, rv) {
+            // The whole of b, scaled by va, columns shifted by ca·nb.
+            run(pos, *va, db, ib, ca * nb);
+            for (ptr, &p) in out.iter_mut().zip(&pb[1..]) {
+                ptr.write(pos + p);
+            }
+            pos += db.len();
+        } else if b_single && (2..=ROW_CHUNK).contains(&len) {
+            for (s, &c) in scaled.iter_mut().zip(ra) {
+                s.write(c * nb);
+            }
+            // SAFETY: the first len ≤ ROW_CHUNK entries were written just above (`ra` has len
+            // entries); `MaybeUninit<usize>` has the layout of `usize`.
+            let scaled =
+                unsafe { std::slice::from_raw_parts(scaled.as_ptr().cast::<usize>(), len) };
+            // Row (i, k): b's entry k times a's row, columns ib[k] + ra·nb.
+            swapped(pos, (ib, db), (scaled, rv));
+            for ptr in out.iter_mut() {
+                pos += len;
+                ptr.write(pos);
+            }
+        } else {
+            for (k, ptr) in out.iter_mut().enumerate() {
+                // SAFETY: k < mb, so k + 1 < pb.len() (asserted); a valid Csr's row pointers
+                // are non-decreasing and at most nnz(b), the length of `ib` and `db`.
+                let (bi, bv) = unsafe {
+                    let (b0, b1) = (*pb.get_unchecked(k), *pb.get_unchecked(k + 1));
+                    (ib.get_unchecked(b0..b1), db.get_unchecked(b0..b1))
+                };
+                block(pos, (ra, rv), (bi, bv));
+                pos += len * bv.len();
+                ptr.write(pos);
+            }
         }
     }
 }
@@ -372,35 +463,19 @@ mod tests {
         ));
     }
 
-    /// Both instances of the fill (AVX2 runs of two, the scalar loop) against the definition,
-    /// to the bit: rows of b of every length from 0 to 5 (odd runs end in the one-entry tail),
-    /// signed zeros, infinities, subnormals and NaN among the values, rectangular factors.
-    #[test]
-    fn kron_csr_fill_matches_the_definition_on_both_instances() {
+    /// Entries drawn from signed zeros, infinities, subnormals, NaN and ordinary values.
+    fn special(k: usize) -> c64 {
         let special = [1.5, -0.0, f64::INFINITY, 1e-310, -2.25, f64::NAN, 3.0, 0.5];
-        let value = |k: usize| c64::new(special[k % 8], special[(k * 5 + 3) % 8]);
-        // b: 6 × 7, row r holding r entries (0..=5) at scattered columns.
-        let (mut bi, mut bj, mut bv) = (vec![], vec![], vec![]);
-        for r in 0..6 {
-            for t in 0..r {
-                bi.push(r);
-                bj.push((t * 3 + r) % 7);
-                bv.push(value(bv.len()));
-            }
-        }
-        let b = Csr::from_triplets((6, 7), &bi, &bj, &bv).unwrap();
-        // a: rows of 3, 0, 2, 1 and 4 entries, so that every unrolled instance of the AVX2
-        // block (a's row of 2 or 3 entries, b's of 2 or 3) and the looped ones meet.
-        let a = Csr::from_triplets(
-            (5, 4),
-            &[0, 0, 0, 2, 2, 3, 4, 4, 4, 4],
-            &[0, 1, 3, 2, 3, 1, 0, 1, 2, 3],
-            &(0..10).map(|k| value(k * 3 + 1)).collect::<Vec<_>>(),
-        )
-        .unwrap();
-        let fast = kron_csr(&a, &b).unwrap();
-        let slow = crate::simd::baseline(|| kron_csr(&a, &b)).unwrap();
-        // NaN as NaN: the vector `addsub` and the scalar difference may give it another sign.
+        c64::new(special[k % 8], special[(k * 5 + 3) % 8])
+    }
+
+    /// `kron_csr` on both instances of the fill (AVX2, the scalar loop) against the
+    /// definition, to the bit (NaN as NaN: the vector `addsub` and the scalar difference may
+    /// give it another sign, and a run scaled by b's entry multiplies in the other order), and
+    /// the two instances against each other.
+    fn check_against_definition(a: &Csr, b: &Csr) {
+        let fast = kron_csr(a, b).unwrap();
+        let slow = crate::simd::baseline(|| kron_csr(a, b)).unwrap();
         let part = |x: f64| if x.is_nan() { u64::MAX } else { x.to_bits() };
         // Every pair of stored entries whose product is not an exact zero (subnormal products
         // underflow) is stored, with the product's bits.
@@ -408,15 +483,18 @@ mod tests {
         let kept = a
             .data()
             .iter()
-            .flat_map(|&x| bv.iter().map(move |&y| x * y));
+            .flat_map(|&x| b.data().iter().map(move |&y| x * y));
         let kept = kept.filter(|&z| z != zero).count();
+        let ((ma, na), (mb, nb)) = (a.shape(), b.shape());
         for k in [&fast, &slow] {
-            assert_eq!(k.shape(), (30, 28));
+            assert_eq!(k.shape(), (ma * mb, na * nb));
             assert_eq!(k.nnz(), kept);
-            for i in 0..30 {
+            for i in 0..ma * mb {
+                let row = &k.indices()[k.indptr()[i]..k.indptr()[i + 1]];
+                assert!(row.windows(2).all(|w| w[0] < w[1]), "row {i}: {row:?}");
                 for p in k.indptr()[i]..k.indptr()[i + 1] {
                     let (j, v) = (k.indices()[p], k.data()[p]);
-                    let want = a.get(i / 6, j / 7) * b.get(i % 6, j % 7);
+                    let want = a.get(i / mb, j / nb) * b.get(i % mb, j % nb);
                     let same = (part(v.re), part(v.im)) == (part(want.re), part(want.im));
                     assert!(same, "({i}, {j}): {v} against {want}");
                 }
@@ -427,6 +505,83 @@ mod tests {
         let parts =
             |k: &Csr| -> Vec<_> { k.data().iter().map(|z| (part(z.re), part(z.im))).collect() };
         assert_eq!(parts(&fast), parts(&slow));
+    }
+
+    /// Both instances of the fill against the definition: rows of b of every length from 0
+    /// to 5 (odd runs end in the one-entry tail), rows of a of 0 to 4 entries, rectangular
+    /// factors.
+    #[test]
+    fn kron_csr_fill_matches_the_definition_on_both_instances() {
+        // b: 6 × 7, row r holding r entries (0..=5) at scattered columns.
+        let (mut bi, mut bj, mut bv) = (vec![], vec![], vec![]);
+        for r in 0..6 {
+            for t in 0..r {
+                bi.push(r);
+                bj.push((t * 3 + r) % 7);
+                bv.push(special(bv.len()));
+            }
+        }
+        let b = Csr::from_triplets((6, 7), &bi, &bj, &bv).unwrap();
+        // a: rows of 3, 0, 2, 1 and 4 entries, so that every unrolled instance of the AVX2
+        // block (a's row of 2 or 3 entries, b's of 2 or 3) and the looped ones meet.
+        let a = Csr::from_triplets(
+            (5, 4),
+            &[0, 0, 0, 2, 2, 3, 4, 4, 4, 4],
+            &[0, 1, 3, 2, 3, 1, 0, 1, 2, 3],
+            &(0..10).map(|k| special(k * 3 + 1)).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        check_against_definition(&a, &b);
+        check_against_definition(&b, &a);
+    }
+
+    /// The two other paths of `kron_csr_blocks`: rows of a with one entry (the whole of b in
+    /// one run), and b with one entry in every row (one block per row of a, roles swapped), with
+    /// rows of a of 0 to 5, 64 (`ROW_CHUNK`) and 70 entries (past it: the block path),
+    /// identities, a Pauli-like permutation and rectangular factors, both orders.
+    #[test]
+    fn kron_runs_of_one_entry_rows_match_the_definition() {
+        // A permutation-like 5 × 6 factor with one entry a row (special values).
+        let p = Csr::from_triplets(
+            (5, 6),
+            &[0, 1, 2, 3, 4],
+            &[4, 0, 5, 2, 1],
+            &(0..5).map(|k| special(k * 7 + 2)).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        // Rows of 0 to 5, 64 and 70 entries over 71 columns.
+        let (mut ai, mut aj, mut av) = (vec![], vec![], vec![]);
+        for (r, len) in [0usize, 1, 2, 3, 4, 5, ROW_CHUNK, 70]
+            .into_iter()
+            .enumerate()
+        {
+            for t in 0..len {
+                ai.push(r);
+                aj.push((t * 5 + r) % 71);
+                av.push(special(av.len() * 3 + r));
+            }
+        }
+        let a = Csr::from_triplets((8, 71), &ai, &aj, &av).unwrap();
+        let sx = Csr::from_triplets(
+            (2, 2),
+            &[0, 1],
+            &[1, 0],
+            &[c64::new(1.0, 0.0), c64::new(-0.0, 1.0)],
+        )
+        .unwrap();
+        let tri = Csr::from_triplets(
+            (3, 3),
+            &[0, 0, 1, 1, 1, 2, 2],
+            &[0, 1, 0, 1, 2, 1, 2],
+            &(0..7).map(|k| special(k + 5)).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let factors = [p, a, sx, tri, Csr::identity(3), Csr::identity(1)];
+        for x in &factors {
+            for y in &factors {
+                check_against_definition(x, y);
+            }
+        }
     }
 
     /// Factors with no rows, no columns or no entries: the right shape, every row pointer
