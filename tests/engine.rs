@@ -225,6 +225,43 @@ fn elementwise_and_transposes_match() {
     }
     let (x, y) = (dense(7, 5, 3), dense(4, 9, 4));
     assert_same("kron Dense", both(|| polymat::kron(&x, &y, Out::Auto)));
+    // Csr kron split over a's rows: general factors with empty rows, identities and a factor
+    // with one entry a row on either side (the long-run paths), a stored zero (the scan for
+    // exact zeros after the pieces), and factors with fewer rows than pieces.
+    let perm: Data = Csr::from_triplets(
+        (5, 5),
+        &[0, 1, 2, 3, 4],
+        &[3, 0, 4, 1, 2],
+        &(0..5).map(|k| value(k, 9)).collect::<Vec<_>>(),
+    )
+    .unwrap()
+    .into();
+    let with_zero: Data = Csr::from_triplets(
+        (3, 3),
+        &[0, 1, 2],
+        &[1, 1, 0],
+        &[value(1, 2), c64::new(0.0, 0.0), value(3, 2)],
+    )
+    .unwrap()
+    .into();
+    let eye = |n| polymat::identity(n, Out::Csr).unwrap();
+    let factors = [
+        ("random 37×23", csr(37, 23, 4, 5)),
+        ("random 9×1", csr(9, 1, 2, 6)),
+        ("identity 6", eye(6)),
+        ("identity 1", eye(1)),
+        ("permutation 5", perm),
+        ("stored zero 3", with_zero),
+        ("empty 4×3", Csr::zeros(4, 3).into()),
+    ];
+    for (wa, fa) in &factors {
+        for (wb, fb) in &factors {
+            assert_same(
+                &format!("kron Csr {wa} ⊗ {wb}"),
+                both(|| polymat::kron(fa, fb, Out::Auto)),
+            );
+        }
+    }
 }
 
 #[test]
@@ -325,6 +362,22 @@ fn parallel_results_above_thresholds_are_correct() {
             .map(|k| c.data()[k] * x[c.indices()[k]])
             .sum();
         assert!((y[i] - want).norm() <= 1e-12 * want.norm().max(1.0));
+    }
+    // Csr krons of over a million entries (above the threshold: 2²⁰ entries with the default
+    // CSR_ROWS) on two workers, against the same products on one thread.
+    let (eye, sparse) = (
+        polymat::identity(5000, Out::Csr).unwrap(),
+        csr(100, 100, 3, 25),
+    );
+    let wide = csr(420, 420, 3, 26);
+    for (x, y) in [(&eye, &sparse), (&sparse, &eye), (&wide, &wide)] {
+        let nnz = |d: &Data| d.downcast_ref::<Csr>().unwrap().nnz();
+        assert!(nnz(x) * nnz(y) > 1 << 20);
+        let parallel = polymat::kron(x, y, Out::Auto).unwrap();
+        polymat::set_threads(1);
+        let serial = polymat::kron(x, y, Out::Auto).unwrap();
+        polymat::set_threads(2);
+        assert_eq!(entries(&parallel), entries(&serial));
     }
     polymat::set_threads(0);
 }

@@ -3,6 +3,8 @@
 use std::mem::MaybeUninit;
 use std::sync::LazyLock;
 
+use rayon::prelude::*;
+
 use crate::convert::builtin::dense_to_csr;
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family, OutColumns};
@@ -102,6 +104,10 @@ crate::simd::avx2_fn! {
 /// Csr⊗Csr; rows come out sorted without a sort. O(nnz(a)·nnz(b) + rows). Products that are
 /// exactly zero (an explicit zero in an operand, or underflow) are not stored.
 ///
+/// A result of many entries (twice the engine's threshold for Csr row kernels,
+/// `engine::thresholds::CSR_ROWS`) is written by several threads, each taking a run of a's rows with an equal share of the
+/// entries; the result is the serial one to the bit.
+///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if the result's size overflows, [`Error::TooLarge`](crate::Error::TooLarge)
 /// if it cannot be allocated.
@@ -155,10 +161,65 @@ fn kron_csr_fill(
     data: &mut [MaybeUninit<c64>],
     indptr: &mut [MaybeUninit<usize>],
 ) {
+    let (first, rest) = indptr
+        .split_first_mut()
+        .expect("kron_csr_fill: row pointers");
+    first.write(0);
+    let ma = a.shape().0;
+    // A Csr row kernel, each written entry half a unit of its work: on the 2-core VM two
+    // threads pay from 2¹⁸–2¹⁹ entries with the heap reused (1.47–1.81× at 520 000), but
+    // only from 2²⁰ when every result is a fresh mapping faulted in by both workers
+    // (0.84–0.89× at 390 000–780 000, 1.66–1.68× from 1 040 000): 2²⁰ for CSR_ROWS's 2¹⁹.
+    let workers = engine::workers(Family::CsrRows, indices.len() / 2);
+    if workers <= 1 || ma < 2 {
+        return kron_csr_rows(a, b, 0..ma, indices, data, rest);
+    }
+    // Pieces of a's rows with about equal shares of the result (a's entries times nnz(b)),
+    // four a worker so that uneven rows even out; each piece writes its own slices.
+    let (pa, mb, nnz_b) = (a.indptr(), b.shape().0, b.nnz());
+    let pieces = workers.saturating_mul(4).min(ma);
+    let mut parts = Vec::with_capacity(pieces);
+    let (mut idx, mut val, mut ptr) = (indices, data, rest);
+    let mut i0 = 0;
+    for p in 1..=pieces {
+        let target = (a.nnz() as u128 * p as u128 / pieces as u128) as usize;
+        let i1 = if p == pieces {
+            ma
+        } else {
+            pa.partition_point(|&x| x < target).clamp(i0, ma)
+        };
+        let len = (pa[i1] - pa[i0]) * nnz_b;
+        let (piece_idx, rest_idx) = std::mem::take(&mut idx).split_at_mut(len);
+        let (piece_val, rest_val) = std::mem::take(&mut val).split_at_mut(len);
+        let (piece_ptr, rest_ptr) = std::mem::take(&mut ptr).split_at_mut((i1 - i0) * mb);
+        (idx, val, ptr) = (rest_idx, rest_val, rest_ptr);
+        if i1 > i0 {
+            parts.push((i0..i1, piece_idx, piece_val, piece_ptr));
+        }
+        i0 = i1;
+    }
+    parts
+        .into_par_iter()
+        .for_each(|(rows, idx, val, ptr)| kron_csr_rows(a, b, rows, idx, val, ptr));
+}
+
+/// Rows `rows` of a's block rows of a ⊗ b: their entries into `indices` and `data` (each
+/// (pa\[rows.end\] − pa\[rows.start\])·nnz(b) long) and their row pointers into `indptr`
+/// (rows.len()·mb long: the pointers after result rows rows.start·mb .. rows.end·mb); every
+/// slot of the three is written.
+fn kron_csr_rows(
+    a: &Csr,
+    b: &Csr,
+    rows: std::ops::Range<usize>,
+    indices: &mut [MaybeUninit<usize>],
+    data: &mut [MaybeUninit<c64>],
+    indptr: &mut [MaybeUninit<usize>],
+) {
+    let pa = a.indptr();
     let nnz = indices.len().min(data.len());
     assert!(
-        a.nnz().checked_mul(b.nnz()) == Some(nnz),
-        "kron_csr_fill: buffers of the wrong length"
+        (pa[rows.end] - pa[rows.start]).checked_mul(b.nnz()) == Some(nnz),
+        "kron_csr_rows: buffers of the wrong length"
     );
     let (out_idx, out_val) = (
         indices.as_mut_ptr().cast::<usize>(),
@@ -166,18 +227,17 @@ fn kron_csr_fill(
     );
     #[cfg(target_arch = "x86_64")]
     if crate::simd::avx2() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above); both buffers hold
-        // nnz(a)·nnz(b) entries (asserted).
-        return unsafe { kron_csr_fill_v3(a, b, out_idx, out_val, indptr) };
+        // SAFETY: the CPU has AVX2 and FMA (checked just above); both buffers hold the rows'
+        // entries (asserted).
+        return unsafe { kron_csr_fill_v3(a, b, rows, out_idx, out_val, indptr) };
     }
     // With `step` = b's column count, a block of a's row times b's; with 1, the roles swapped.
     let runs = |pos: usize, step: usize, (ra, rv): Row<'_>, (bi, bv): Row<'_>| {
         let mut pos = pos;
         for (&ca, &va) in ra.iter().zip(rv) {
             for (k, (&c, &v)) in bi.iter().zip(bv).enumerate() {
-                // SAFETY: `kron_csr_blocks` hands out disjoint blocks covering
-                // 0..nnz(a)·nnz(b), the length of both buffers (asserted), so pos + k is in
-                // bounds.
+                // SAFETY: `kron_csr_blocks` hands out disjoint blocks covering the rows'
+                // entries, the length of both buffers (asserted), so pos + k is in bounds.
                 unsafe {
                     out_idx.add(pos + k).write(ca * step + c);
                     out_val.add(pos + k).write(va * v);
@@ -189,16 +249,24 @@ fn kron_csr_fill(
     let nb = b.shape().1;
     let block = |pos, a_row: Row<'_>, b_row: Row<'_>| runs(pos, nb, a_row, b_row);
     let swapped = |pos, b_col: Row<'_>, a_row: Row<'_>| runs(pos, 1, b_col, a_row);
-    kron_csr_blocks(a, b, indptr, block, swapped, |pos, s, x, idx, base| {
-        for (k, (&v, &c)) in x.iter().zip(idx).enumerate() {
-            // SAFETY: `kron_csr_blocks` hands out disjoint runs inside 0..nnz(a)·nnz(b), the
-            // length of both buffers (asserted).
-            unsafe {
-                out_idx.add(pos + k).write(base + c);
-                out_val.add(pos + k).write(s * v);
+    kron_csr_blocks(
+        a,
+        b,
+        rows,
+        indptr,
+        block,
+        swapped,
+        |pos, s, x, idx, base| {
+            for (k, (&v, &c)) in x.iter().zip(idx).enumerate() {
+                // SAFETY: `kron_csr_blocks` hands out disjoint runs inside the rows' entries, the
+                // length of both buffers (asserted).
+                unsafe {
+                    out_idx.add(pos + k).write(base + c);
+                    out_val.add(pos + k).write(s * v);
+                }
             }
-        }
-    })
+        },
+    )
 }
 
 /// Results of at most this many entries (24 bytes each: 3 MiB, about the L2 of one core
@@ -207,15 +275,17 @@ fn kron_csr_fill(
 #[cfg(target_arch = "x86_64")]
 const LONG_ROWS_MAX_ENTRIES: usize = 1 << 17;
 
-/// [`kron_csr_fill`] on the AVX2 path.
+/// [`kron_csr_rows`] on the AVX2 path.
 ///
 /// # Safety
-/// The CPU has AVX2 and FMA; `out_idx` and `out_val` are valid for nnz(a)·nnz(b) writes.
+/// The CPU has AVX2 and FMA; `out_idx` and `out_val` are valid for the rows' entries
+/// ((pa\[rows.end\] − pa\[rows.start\])·nnz(b) writes).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn kron_csr_fill_v3(
     a: &Csr,
     b: &Csr,
+    rows: std::ops::Range<usize>,
     out_idx: *mut usize,
     out_val: *mut c64,
     indptr: &mut [MaybeUninit<usize>],
@@ -227,6 +297,7 @@ unsafe fn kron_csr_fill_v3(
     kron_csr_blocks(
         a,
         b,
+        rows,
         indptr,
         |pos, (ra, rv), (bi, bv)| {
             // SAFETY: this function's features; the block pos..pos + ra.len()·bv.len() is in
@@ -267,9 +338,11 @@ const ROW_CHUNK: usize = 64;
 /// A row of a Csr factor as the writers of [`kron_csr_blocks`] take it: columns and values.
 type Row<'a> = (&'a [usize], &'a [c64]);
 
-/// Walks a ⊗ b in row order, writing all ma·mb + 1 row pointers to `indptr` (panics if it
-/// has another length) and handing the entries to three writers, which between them write
-/// each position of `0..nnz(a)·nnz(b)` once:
+/// Walks the block rows `rows` of a ⊗ b (those of a's rows `rows`) in row order, writing
+/// their rows.len()·mb row pointers to `indptr` (the pointer after each of their rows, as the
+/// whole result's; panics if `indptr` has another length) and handing the entries to three
+/// writers, which between them write each position of `0..(pa[rows.end] −
+/// pa[rows.start])·nnz(b)` once (positions relative to the first of these rows' entries):
 ///
 /// - `block(pos, (ra, rv), (bi, bv))` writes, at `pos..pos + ra.len()·bv.len()`, one run
 ///   per entry (ca, va) of a's row: the values `va · bv` with columns `ca·nb + bi`;
@@ -296,6 +369,7 @@ type Row<'a> = (&'a [usize], &'a [c64]);
 fn kron_csr_blocks(
     a: &Csr,
     b: &Csr,
+    rows: std::ops::Range<usize>,
     indptr: &mut [MaybeUninit<usize>],
     mut block: impl FnMut(usize, Row<'_>, Row<'_>),
     mut swapped: impl FnMut(usize, Row<'_>, Row<'_>),
@@ -305,26 +379,32 @@ fn kron_csr_blocks(
     let nb = b.shape().1;
     let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
     let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
-    let (first, rest) = indptr
-        .split_first_mut()
-        .expect("kron_csr_blocks: row pointers");
-    assert_eq!(rest.len(), ma * mb, "kron_csr_blocks: row pointers");
+    assert!(
+        rows.start <= rows.end && rows.end <= ma,
+        "kron_csr_blocks: rows of a"
+    );
+    assert_eq!(
+        indptr.len(),
+        rows.len() * mb,
+        "kron_csr_blocks: row pointers"
+    );
     assert_eq!(pb.len(), mb + 1, "kron_csr_blocks: b's row pointers");
     // One entry in every row of b: its row pointers are 0, 1, …, mb.
     let b_single = pb.iter().enumerate().all(|(k, &p)| p == k);
-    first.write(0);
+    // The row pointers count the whole result's entries: those of a's rows before `rows`.
+    let base = pa[rows.start] * db.len();
     let mut pos = 0usize;
     // Not zeroed (512 bytes on every call, for a path most calls do not take): only the
     // first ra.len() entries are ever read, after being written.
     let mut scaled = [MaybeUninit::<usize>::uninit(); ROW_CHUNK];
-    for (i, out) in rest.chunks_exact_mut(mb.max(1)).enumerate().take(ma) {
+    for (i, out) in rows.zip(indptr.chunks_exact_mut(mb.max(1))) {
         let (ra, rv) = (&ia[pa[i]..pa[i + 1]], &da[pa[i]..pa[i + 1]]);
         let len = ra.len();
         if let ([ca], [va]) = (ra, rv) {
             // The whole of b, scaled by va, columns shifted by ca·nb.
             run(pos, *va, db, ib, ca * nb);
             for (ptr, &p) in out.iter_mut().zip(&pb[1..]) {
-                ptr.write(pos + p);
+                ptr.write(base + pos + p);
             }
             pos += db.len();
         } else if b_single && (2..=ROW_CHUNK).contains(&len) {
@@ -339,7 +419,7 @@ fn kron_csr_blocks(
             swapped(pos, (ib, db), (scaled, rv));
             for ptr in out.iter_mut() {
                 pos += len;
-                ptr.write(pos);
+                ptr.write(base + pos);
             }
         } else {
             for (k, ptr) in out.iter_mut().enumerate() {
@@ -351,7 +431,7 @@ fn kron_csr_blocks(
                 };
                 block(pos, (ra, rv), (bi, bv));
                 pos += len * bv.len();
-                ptr.write(pos);
+                ptr.write(base + pos);
             }
         }
     }
