@@ -113,19 +113,18 @@ fn main() -> polymat::Result<()> {
         .map_or(3.0, |s| s.parse().expect("SECONDS must be a number"));
     // "A,B" gives the two operands different kinds (e.g. csr,ket for Csr·ket).
     let (kind_a, kind_b) = kind.split_once(',').unwrap_or((kind, kind));
-    let (a, b, k) = if op == "kron" {
-        let k = (input(kind_a, factors.0, 3)?, input(kind_b, factors.1, 4)?);
-        (k.0.clone(), k.1.clone(), k)
+    // `kron` multiplies the two factors; every other op takes n × n operands.
+    let (a, b) = if op == "kron" {
+        (input(kind_a, factors.0, 3)?, input(kind_b, factors.1, 4)?)
     } else {
-        let (a, b) = (input(kind_a, n, 1)?, input(kind_b, n, 2)?);
-        (a.clone(), b.clone(), (a, b))
+        (input(kind_a, n, 1)?, input(kind_b, n, 2)?)
     };
     let call = || -> polymat::Result<Data> {
         match op {
             "add" => polymat::add(&a, &b, Out::Auto),
             "sub" => polymat::sub(&a, &b, Out::Auto),
             "matmul" => polymat::matmul(&a, &b, Out::Auto),
-            "kron" => polymat::kron(&k.0, &k.1, Out::Auto),
+            "kron" => polymat::kron(&a, &b, Out::Auto),
             "adjoint" => polymat::adjoint(&a, Out::Auto),
             "conj" => polymat::conj(&a, Out::Auto),
             "neg" => polymat::neg(&a, Out::Auto),

@@ -105,8 +105,8 @@ crate::simd::avx2_fn! {
 /// exactly zero (an explicit zero in an operand, or underflow) are not stored.
 ///
 /// A result of many entries (twice the engine's threshold for Csr row kernels,
-/// `engine::thresholds::CSR_ROWS`) is written by several threads, each taking a run of a's rows with an equal share of the
-/// entries; the result is the serial one to the bit.
+/// `engine::thresholds::CSR_ROWS`) is written by several threads, each taking a run of a's
+/// rows with an equal share of the entries; the result is the serial one to the bit.
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if the result's size overflows, [`Error::TooLarge`](crate::Error::TooLarge)
