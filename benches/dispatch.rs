@@ -47,6 +47,17 @@ fn dispatch_overhead(c: &mut Criterion) {
     g.bench_function("dispatch Csr+Dense -> Csr (indirect)", |b| {
         b.iter(|| polymat::add(black_box(&sd), black_box(&dd), Out::Csr))
     });
+    // Indirect to Dense: the Csr kernel, then its output converted to Dense; the dispatcher
+    // checks the result's shape against the dense limit first (`result_shape`).
+    g.bench_function("manual add_csr + to Dense", |b| {
+        b.iter(|| {
+            let r = ops::add::add_csr(black_box(&s), black_box(&s), ONE).unwrap();
+            polymat::to(Kind::DENSE, &Data::from(r))
+        })
+    });
+    g.bench_function("dispatch Csr+Csr -> Dense (indirect)", |b| {
+        b.iter(|| polymat::add(black_box(&sd), black_box(&sd), Out::Dense))
+    });
     g.finish();
 
     // An operation whose kernel allocates nothing isolates the dispatch cost itself.

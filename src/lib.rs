@@ -101,8 +101,9 @@ pub mod storage;
 pub use convert::{Batch, Conversion, ConversionRegistry, Group, registry, to, to_type};
 pub use dispatch::{
     CheckFn, DefaultScope, Dispatcher, DispatcherBuilder, Explanation, ImplicitConversions,
-    KernelReturn, Out, Resolved, ReturnValue, Specialisation, default_output, implicit_conversions,
-    set_default_output, set_implicit_conversions, with_default_output, with_implicit_conversions,
+    KernelReturn, Out, Resolved, ReturnValue, ShapeFn, Specialisation, default_output,
+    implicit_conversions, set_default_output, set_implicit_conversions, with_default_output,
+    with_implicit_conversions,
 };
 // The names before 0.2 (`Output` and `KernelOutput` read too much like `Out`), kept so that
 // code written against them still compiles.

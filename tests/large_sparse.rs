@@ -410,6 +410,86 @@ fn dense_results_past_the_limit_are_errors() {
     );
 }
 
+/// A sparse kernel whose result is converted to Dense is not run when that Dense cannot be
+/// made: the error names the operation (the conversion afterwards would name "to Dense"), and
+/// a dispatcher of one's own with a result shape skips its kernel likewise.
+#[test]
+fn dense_outputs_past_the_limit_are_refused_before_the_kernel() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    type Call<'a> = Box<dyn Fn() -> polymat::Result<Data> + 'a>;
+    let big: Data = Csr::identity(1 << 20).into();
+    let calls: [(&str, Call); 9] = [
+        (
+            "matmul",
+            Box::new(|| polymat::matmul(&big, &big, Out::Dense)),
+        ),
+        (
+            "matmul_dag",
+            Box::new(|| polymat::matmul_dag(&big, &big, Out::Dense)),
+        ),
+        ("add", Box::new(|| polymat::add(&big, &big, Out::Dense))),
+        (
+            "multiply",
+            Box::new(|| polymat::multiply(&big, &big, Out::Dense)),
+        ),
+        ("adjoint", Box::new(|| polymat::adjoint(&big, Out::Dense))),
+        ("neg", Box::new(|| polymat::neg(&big, Out::Dense))),
+        ("pow", Box::new(|| polymat::pow(&big, 3, Out::Dense))),
+        (
+            "kron",
+            Box::new(|| polymat::kron(&big, &pauli('x'), Out::Dense)),
+        ),
+        (
+            "tidyup",
+            Box::new(|| polymat::tidyup(&big, 1e-12, Out::Dense)),
+        ),
+    ];
+    for (op, call) in calls {
+        match call() {
+            Err(Error::TooLarge { op: named, .. }) => assert_eq!(named, op),
+            other => panic!("{op}: {:?}", other.map(|d| d.shape())),
+        }
+    }
+    // The same shapes as Csr are computed.
+    assert_eq!(
+        polymat::kron(&big, &pauli('x'), Out::Auto).unwrap().shape(),
+        (1 << 21, 1 << 21)
+    );
+
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let build = |shape: bool| {
+        let b =
+            polymat::Dispatcher::<()>::builder("twice", 1).unary("twice_csr", |a: &Csr, _: &()| {
+                RUNS.fetch_add(1, Ordering::SeqCst);
+                polymat::ops::scale::mul_csr(a, r(2.0))
+            });
+        if shape {
+            b.result_shape(|args, _| Some(args[0].shape())).build()
+        } else {
+            b.build()
+        }
+        .unwrap()
+    };
+    let before = RUNS.load(Ordering::SeqCst);
+    let e = build(true).call(&[&big], Out::Dense, &()).unwrap_err();
+    assert!(
+        matches!(e, Error::TooLarge { ref op, .. } if op == "twice"),
+        "{e}"
+    );
+    assert_eq!(RUNS.load(Ordering::SeqCst), before, "the kernel ran");
+    // Without a result shape, the kernel runs and the conversion refuses.
+    let e = build(false).call(&[&big], Out::Dense, &()).unwrap_err();
+    assert!(
+        matches!(e, Error::TooLarge { ref op, .. } if op != "twice"),
+        "{e}"
+    );
+    assert_eq!(RUNS.load(Ordering::SeqCst), before + 1);
+    // Sparse out: the kernel runs.
+    let y = build(true).call(&[&big], Out::Csr, &()).unwrap();
+    assert_eq!(y.shape(), (1 << 20, 1 << 20));
+}
+
 /// A small dense operand next to a large Csr one never densifies the Csr one: a bra times
 /// an operator of 2¹⁷ dimensions (whose dense copy, 275 GB, no machine here has), a·b† both
 /// ways, Kronecker products with a 2 × 2 dense factor and a dense block written into it. Each

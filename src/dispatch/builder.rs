@@ -7,7 +7,7 @@ use arc_swap::ArcSwap;
 
 use super::spec::{KernelReturn, ReturnValue, Specialisation};
 use super::table::Table;
-use super::{Check, CheckFn, Dispatcher, Inner, Out, State};
+use super::{Check, CheckFn, Dispatcher, Inner, Out, ShapeFn, State};
 use crate::cache;
 use crate::convert::{Listener, Prepared, Snapshot, registry};
 use crate::error::{Error, Result};
@@ -41,6 +41,7 @@ pub struct DispatcherBuilder<P: 'static, R: ReturnValue> {
     pub(super) name: String,
     pub(super) arity: usize,
     pub(super) check: Check<P>,
+    pub(super) result_shape: Option<ShapeFn<P>>,
     pub(super) specs: Vec<Specialisation<P, R>>,
 }
 
@@ -48,6 +49,29 @@ impl<P: Send + Sync + 'static, R: ReturnValue> DispatcherBuilder<P, R> {
     /// Sets the shape/parameter check, run on every call before any conversion.
     pub fn check(mut self, check: CheckFn<P>) -> Self {
         self.check = Check::Fn(check);
+        self
+    }
+
+    /// Tells the dispatcher the shape of the result (see [`ShapeFn`]), so that a call whose
+    /// result is converted to Dense fails before its kernel runs when that Dense cannot be
+    /// made. The function runs only on such calls, after the [`check`](Self::check).
+    ///
+    /// ```
+    /// use polymat::{Csr, Dispatcher, Error, Out};
+    ///
+    /// let square = Dispatcher::<()>::builder("square", 1)
+    ///     .unary("square_csr", |a: &Csr, _: &()| polymat::ops::matmul::matmul_csr(a, a))
+    ///     .result_shape(|args, _| Some(args[0].shape()))
+    ///     .build()?;
+    /// let h = Csr::try_identity(1 << 20)?.into();
+    /// // Sparse: computed. Dense (16 TiB): refused before the product is made.
+    /// assert_eq!(square.call(&[&h], Out::Csr, &())?.shape(), (1 << 20, 1 << 20));
+    /// let e = square.call(&[&h], Out::Dense, &()).unwrap_err();
+    /// assert!(matches!(e, Error::TooLarge { ref op, .. } if op == "square"));
+    /// # Ok::<(), polymat::Error>(())
+    /// ```
+    pub fn result_shape(mut self, shape: ShapeFn<P>) -> Self {
+        self.result_shape = Some(shape);
         self
     }
 
@@ -136,6 +160,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> DispatcherBuilder<P, R> {
             name: self.name,
             arity: self.arity,
             check: self.check,
+            result_shape: self.result_shape,
             state: ArcSwap::from_pointee(State {
                 snap: registry().snapshot().clone(),
                 specs: Vec::new(),

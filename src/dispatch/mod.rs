@@ -61,6 +61,13 @@ use table::{Entry, Table};
 /// Shape and parameter check run before any conversion: `(op name, inputs, params)`.
 pub type CheckFn<P> = fn(&str, &[&Data], &P) -> Result<()>;
 
+/// The shape of an operation's result, from its inputs and parameters (`None` where they do
+/// not tell it), set with [`DispatcherBuilder::result_shape`]. A call whose kernel's result
+/// must be converted to Dense checks this shape against the dense limit and the memory
+/// available before the kernel runs: `matmul(&h, &h, Out::Dense)` of a 2²⁰-dimensional
+/// sparse `h` is an [`Error::TooLarge`] at once, not after the sparse product.
+pub type ShapeFn<P> = fn(&[&Data], &P) -> Option<(usize, usize)>;
+
 /// A dispatcher's input check. The two shape checks most built-in operations use are written
 /// out, so a call makes them inline (a comparison of the shapes `Data` carries) instead of an
 /// indirect call: about 20 instructions less per call on the direct path (`trace` 2×2: see
@@ -100,6 +107,15 @@ impl<P> Check<P> {
     }
 }
 
+/// Whether a Dense result of `shape` fits the dense limit and the memory available now
+/// (checked before a kernel whose result is then converted to Dense).
+#[inline(never)]
+fn dense_result_fits(op: &str, shape: (usize, usize)) -> Result<()> {
+    use crate::storage::alloc;
+    alloc::check_dense(op, shape)?;
+    alloc::check_memory(op, shape, alloc::dense_bytes(shape))
+}
+
 /// The error of a failed [`Check::Square`], out of the hot path.
 #[cold]
 #[inline(never)]
@@ -127,6 +143,7 @@ struct Inner<P, R> {
     name: String,
     arity: usize,
     check: Check<P>,
+    result_shape: Option<ShapeFn<P>>,
     state: ArcSwap<State<P, R>>,
     /// Every specialisation a rebuild replaced, kept for the dispatcher's lifetime: the fast
     /// path of [`Dispatcher::call`] runs a kernel without pinning the state it found it in, so
@@ -190,6 +207,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
             name: name.to_owned(),
             arity,
             check: Check::None,
+            result_shape: None,
             specs: Vec::new(),
         }
     }
@@ -383,6 +401,11 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
             "indirect dispatch"
         );
         let _ = snap;
+        if e.dense_out
+            && let Some(shape) = self.inner.result_shape.and_then(|f| f(args, params))
+        {
+            dense_result_fits(&self.inner.name, shape)?;
+        }
         let result = with_converted(args, &e.inputs, |refs| (e.kernel)(refs, params, e.ctx))?;
         match (e.output.as_ref(), e.fixup) {
             (Some(chain), _) => result.map_data(|d| chain.run(d)),

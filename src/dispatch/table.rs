@@ -19,6 +19,10 @@ pub(crate) struct Entry<P, R> {
     pub(crate) output: Option<Arc<Chain>>,
     /// Requested output kind that a generic kernel's result must be checked against.
     pub(crate) fixup: Option<Kind>,
+    /// Whether the kernel's result is converted to Dense on its way out (an output chain
+    /// through Dense, or a generic kernel's fixup to Dense): a call checks the result's shape
+    /// against the dense limit before the kernel runs, where the dispatcher knows that shape.
+    pub(crate) dense_out: bool,
     /// For the `Out::Auto` cell of a sticky group served by a generic kernel: the group's
     /// kinds. A result already in one of them is kept as it is (the fixup is only for results
     /// that left the group).
@@ -239,6 +243,10 @@ fn best<P, R>(
         spec.inputs.iter().any(|k| k.is_some_and(|k| k != v)) || spec.output.is_some_and(|o| o != v)
     });
     let direct = inputs.iter().all(Option::is_none) && output.is_none() && !internal;
+    let dense_out = fixup == Some(Kind::DENSE)
+        || output
+            .as_ref()
+            .is_some_and(|c| c.steps.iter().any(|s| s.to == Kind::DENSE));
     Some(Entry {
         direct,
         plain: direct && fixup.is_none(),
@@ -248,6 +256,7 @@ fn best<P, R>(
         inputs,
         output,
         fixup,
+        dense_out,
         keep: Box::default(),
         weight: cost.weight,
     })

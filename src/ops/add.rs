@@ -19,6 +19,7 @@ use crate::storage::{Csr, Data, Dense, Dia};
 /// Csr+Dense → Dense, Dense+Csr → Dense.
 pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("add", 2)
+        .result_shape(super::first_shape)
         .check_same_shape()
         .binary("add_dense", |a: &Dense, b: &Dense, s: &c64| {
             add_dense(a, b, *s)
@@ -45,6 +46,7 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 /// `a − b`, through [`ADD`] with scale −1 (one generic specialisation).
 pub static SUB: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("sub", 2)
+        .result_shape(super::first_shape)
         .check_same_shape()
         .generic("sub_via_add", |args: &[&Data], out, _: &()| {
             ADD.call(args, out, &MINUS_ONE)

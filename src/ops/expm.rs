@@ -27,6 +27,7 @@ use crate::storage::{Csr, Data, Dense};
 /// measures 165× at n = 10). Csr → Csr keeps only the nonzero entries of the result.
 pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("expm", 1)
+        .result_shape(super::first_shape)
         .check_square()
         .unary("expm_dense", |a: &Dense, _: &()| expm_dense(a))
         .specialisation(via_dense(

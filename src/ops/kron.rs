@@ -19,6 +19,7 @@ use crate::storage::{Csr, Data, Dense, Dia, alloc};
 /// sparse one).
 pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("kron", 2)
+        .result_shape(|args, _| kron_shape("kron", args[0].shape(), args[1].shape()).ok())
         .check(|op, args, _| kron_shape(op, args[0].shape(), args[1].shape()).map(|_| ()))
         .binary("kron_dense", |a: &Dense, b: &Dense, _: &()| {
             kron_dense(a, b)
@@ -441,6 +442,10 @@ fn kron_csr_blocks(
 /// Kernels: Dense, Csr, (Dense, Csr) and (Csr, Dense) → Csr, GpuDense.
 pub static KRON_TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("kron_transpose", 2)
+        .result_shape(|args, _| {
+            let (m, n) = args[0].shape();
+            kron_shape("kron_transpose", (n, m), args[1].shape()).ok()
+        })
         .check(|op, args, _| {
             let (m, n) = args[0].shape();
             kron_shape(op, (n, m), args[1].shape()).map(|_| ())

@@ -163,6 +163,16 @@ pub(crate) fn check_tol(op: &str, name: &str, t: f64) -> Result<()> {
     }
 }
 
+/// The result has the first input's shape (a [`ShapeFn`](crate::dispatch::ShapeFn)).
+pub(crate) fn first_shape<P>(args: &[&Data], _: &P) -> Option<(usize, usize)> {
+    args.first().map(|a| a.shape())
+}
+
+/// The result has the first input's shape transposed.
+pub(crate) fn first_shape_flipped<P>(args: &[&Data], _: &P) -> Option<(usize, usize)> {
+    args.first().map(|a| (a.shape().1, a.shape().0))
+}
+
 /// Dispatcher check: both inputs have the same shape.
 pub(crate) fn check_same_shape<P>(op: &str, args: &[&Data], _: &P) -> Result<()> {
     same_shape(op, args[0].shape(), args[1].shape())

@@ -12,6 +12,7 @@ use crate::storage::{Csr, Data, Dense};
 /// `a ∘ b`, entry by entry. Kernels: Dense∘Dense, Csr∘Csr.
 pub static MULTIPLY: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("multiply", 2)
+        .result_shape(super::first_shape)
         .check_same_shape()
         .binary("multiply_dense", |a: &Dense, b: &Dense, _: &()| {
             multiply_dense(a, b)

@@ -4,13 +4,14 @@ use std::sync::LazyLock;
 
 use super::matmul::{matmul_csr, matmul_dense};
 use crate::dispatch::{Dispatcher, Out};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::storage::{Csr, Data, Dense};
 
 /// `aⁿ` for square `a` (`a⁰` is the identity). Parameter: `n`. Kernels: Dense, Csr.
 pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
     Dispatcher::builder("pow", 1)
+        .result_shape(super::first_shape)
         .check_square()
         .unary("pow_dense", |a: &Dense, n: &u32| pow_dense(a, *n))
         .unary("pow_csr", |a: &Csr, n: &u32| pow_csr(a, *n))
@@ -21,7 +22,7 @@ pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
 /// `aⁿ`.
 ///
 /// # Errors
-/// [`Error::Shape`] if `a` is not square.
+/// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
 ///
 /// ```
 /// use polymat::{Dense, Out, c64};
@@ -34,55 +35,152 @@ pub fn pow(a: &Data, n: u32, out: Out) -> Result<Data> {
     POW.call(&[a], out, &n)
 }
 
-/// Square-and-multiply: O(log n) products.
-fn power<T: Clone>(
+/// Square-and-multiply: O(log n) products, and no copy of an operand or a partial result but
+/// for `n = 1` (`copy`, fallible). The base is `a` itself until its first square, and a square
+/// that starts the product is moved into it once the next square is made. (With a clone
+/// there, `pow(H, 2)` of a 2²⁰-dimensional spin chain held its 1.45 GB result twice.)
+fn power<T>(
     a: &T,
     n: u32,
-    one: impl FnOnce() -> T,
+    one: impl FnOnce() -> Result<T>,
+    copy: impl FnOnce(&T) -> Result<T>,
     mul: impl Fn(&T, &T) -> Result<T>,
 ) -> Result<T> {
-    if n == 0 {
-        return Ok(one());
+    /// The product of the powers taken so far.
+    enum Acc<T> {
+        /// None yet.
+        One,
+        /// `a` itself (bit 0 of the exponent).
+        A,
+        /// A product or a moved square.
+        Owned(T),
     }
-    let mut base = a.clone();
-    let mut acc: Option<T> = None;
+    // a^(2^k) for the bit k at hand; None while k = 0 (then it is `a`).
+    let mut base: Option<T> = None;
+    let mut acc = Acc::One;
     let mut e = n;
-    loop {
+    while e > 0 {
+        let b = base.as_ref().unwrap_or(a);
+        let next = if e > 1 { Some(mul(b, b)?) } else { None };
         if e & 1 == 1 {
-            acc = Some(match acc {
-                None => base.clone(),
-                Some(x) => mul(&x, &base)?,
-            });
+            acc = match acc {
+                Acc::One => base.take().map_or(Acc::A, Acc::Owned),
+                Acc::A => Acc::Owned(mul(a, b)?),
+                Acc::Owned(x) => Acc::Owned(mul(&x, b)?),
+            };
         }
+        base = next;
         e >>= 1;
-        if e == 0 {
-            break;
-        }
-        base = mul(&base, &base)?;
     }
-    acc.ok_or_else(|| Error::argument("pow", "empty power"))
+    match acc {
+        Acc::Owned(t) => Ok(t),
+        Acc::A => copy(a),
+        Acc::One => one(),
+    }
 }
 
 /// Dense `aⁿ` by repeated squaring. O(n³ log k).
 ///
 /// # Errors
-/// [`Error::Shape`] if `a` is not square.
+/// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
 pub fn pow_dense(a: &Dense, n: u32) -> Result<Dense> {
     super::square("pow", a.shape())?;
-    if n == 0 {
-        return Dense::try_identity(a.shape().0);
-    }
-    power(a, n, || Dense::identity(a.shape().0), matmul_dense)
+    let copy = |a: &Dense| super::dense_copy("pow", a, a.layout());
+    power(
+        a,
+        n,
+        || Dense::try_identity(a.shape().0),
+        copy,
+        matmul_dense,
+    )
 }
 
 /// Csr `aⁿ` by repeated squaring.
 ///
 /// # Errors
-/// [`Error::Shape`] if `a` is not square.
+/// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
 pub fn pow_csr(a: &Csr, n: u32) -> Result<Csr> {
     super::square("pow", a.shape())?;
-    if n == 0 {
-        return Csr::try_identity(a.shape().0);
+    let copy = |a: &Csr| super::csr_with_values("pow", a, |data| data.extend_from_slice(a.data()));
+    power(a, n, || Csr::try_identity(a.shape().0), copy, matmul_csr)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::cell::Cell;
+
+    use super::*;
+    use crate::scalar::c64;
+
+    /// Powers of 3 mod a prime, counting the products and copies `power` makes: the value is
+    /// right for every n, there are at most 2·⌊log₂ n⌋ products, and a copy only for n = 1.
+    #[test]
+    fn square_and_multiply_counts_its_products() {
+        const P: u64 = 1_000_000_007;
+        for n in 0..=300u32 {
+            let (muls, copies) = (Cell::new(0u32), Cell::new(0u32));
+            let got = power(
+                &3u64,
+                n,
+                || Ok(1),
+                |x| {
+                    copies.set(copies.get() + 1);
+                    Ok(*x)
+                },
+                |x, y| {
+                    muls.set(muls.get() + 1);
+                    Ok(x * y % P)
+                },
+            )
+            .unwrap();
+            let want = (0..n).fold(1u64, |acc, _| acc * 3 % P);
+            assert_eq!(got, want, "3^{n}");
+            let log = n.checked_ilog2().unwrap_or(0);
+            assert!(muls.get() <= 2 * log, "3^{n}: {} products", muls.get());
+            assert_eq!(copies.get(), u32::from(n == 1), "3^{n}: copies");
+        }
     }
-    power(a, n, || Csr::identity(a.shape().0), matmul_csr)
+
+    /// Both kernels against repeated products, n = 0..=9, with a row-major Dense keeping its
+    /// layout for n = 1 and a Csr of an upper-triangular pattern.
+    #[test]
+    fn powers_match_repeated_products() {
+        let v = |i: usize, j: usize| {
+            c64::new((i * 3 + j) as f64 / 7.0 - 0.5, (i + 2 * j) as f64 / 11.0)
+        };
+        let d = Dense::from_fn(5, 5, v).into_transpose();
+        let (mut ri, mut ci, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+        for i in 0..5 {
+            for j in i..5 {
+                ri.push(i);
+                ci.push(j);
+                vals.push(v(i, j));
+            }
+        }
+        let c = Csr::from_triplets((5, 5), &ri, &ci, &vals).unwrap();
+        let (mut pd, mut pc) = (Dense::identity(5), Csr::identity(5));
+        for n in 0..=9u32 {
+            let (gd, gc) = (pow_dense(&d, n).unwrap(), pow_csr(&c, n).unwrap());
+            for i in 0..5 {
+                for j in 0..5 {
+                    let (a, b) = (gd.get(i, j), pd.get(i, j));
+                    assert!(
+                        (a - b).norm() <= 1e-12 * (1.0 + b.norm()),
+                        "dense {n}: {a} {b}"
+                    );
+                    let (a, b) = (gc.get(i, j), pc.get(i, j));
+                    assert!(
+                        (a - b).norm() <= 1e-12 * (1.0 + b.norm()),
+                        "csr {n}: {a} {b}"
+                    );
+                }
+            }
+            if n == 1 {
+                assert_eq!(gd.layout(), d.layout());
+            }
+            pd = matmul_dense(&pd, &d).unwrap();
+            pc = matmul_csr(&pc, &c).unwrap();
+        }
+        assert!(pow_csr(&Csr::try_zeros(2, 3).unwrap(), 2).is_err());
+    }
 }

@@ -13,6 +13,7 @@ use crate::storage::{Csr, Data, Dense, Dia};
 /// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
 pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("mul", 1)
+        .result_shape(super::first_shape)
         .unary("mul_dense", |a: &Dense, s: &c64| mul_dense(a, *s))
         .unary("mul_csr", |a: &Csr, s: &c64| mul_csr(a, *s))
         .unary("mul_dia", |a: &Dia, s: &c64| super::dia::mul_dia(a, *s))
@@ -25,6 +26,7 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 /// GpuCsr (a scaling by −1 on the device).
 pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("neg", 1)
+        .result_shape(super::first_shape)
         .unary("neg_dense", |a: &Dense, _: &()| neg_dense(a))
         .unary("neg_csr", |a: &Csr, _: &()| neg_csr(a))
         .unary("neg_dia", |a: &Dia, _: &()| super::dia::neg_dia(a))

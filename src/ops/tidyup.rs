@@ -12,6 +12,7 @@ use crate::storage::{Csr, Data, Dense, Dia};
 /// result drops the entries that become zero. Parameter: `atol`. Kernels: Dense, Csr.
 pub static TIDYUP: LazyLock<Dispatcher<f64>> = LazyLock::new(|| {
     Dispatcher::builder("tidyup", 1)
+        .result_shape(super::first_shape)
         .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
         .unary("tidyup_dense", |a: &Dense, t: &f64| tidyup_dense(a, *t))
         .unary("tidyup_csr", |a: &Csr, t: &f64| Ok(tidyup_csr(a, *t)))

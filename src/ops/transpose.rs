@@ -13,6 +13,7 @@ use crate::storage::{Csr, Data, Dense, Dia, alloc};
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
 pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("adjoint", 1)
+        .result_shape(super::first_shape_flipped)
         .unary("adjoint_dense", |a: &Dense, _: &()| adjoint_dense(a))
         .unary("adjoint_csr", |a: &Csr, _: &()| transpose_csr(a, true))
         .unary("adjoint_dia", |a: &Dia, _: &()| {
@@ -28,6 +29,7 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// `aᵀ`. Kernels: Dense, Csr.
 pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("transpose", 1)
+        .result_shape(super::first_shape_flipped)
         .unary("transpose_dense", |a: &Dense, _: &()| transpose_dense(a))
         .unary("transpose_csr", |a: &Csr, _: &()| transpose_csr(a, false))
         .unary("transpose_dia", |a: &Dia, _: &()| {
@@ -43,6 +45,7 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// `ā` (entrywise conjugate). Kernels: Dense, Csr.
 pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("conj", 1)
+        .result_shape(super::first_shape)
         .unary("conj_dense", |a: &Dense, _: &()| {
             super::dense_flip("conj", a, crate::simd::Flip::Imag, a.layout())
         })

@@ -25,6 +25,7 @@ use crate::storage::{Csr, Data, Dense, Dia, Layout, alloc};
 /// operator never densifies the operator), Dia·Dense, Dense·Dia, Dia·Dia.
 pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("matmul", 2)
+        .result_shape(|args, _| Some((args[0].shape().0, args[1].shape().1)))
         .check(|op, args, _| matmul_shapes(op, args[0].shape(), args[1].shape()))
         .binary("matmul_dense", |a: &Dense, b: &Dense, _: &()| {
             matmul_dense(a, b)
@@ -79,6 +80,7 @@ pub fn matmul(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// Csr·Dense† → Dense (through the dense operand's adjoint).
 pub static MATMUL_DAG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("matmul_dag", 2)
+        .result_shape(|args, _| Some((args[0].shape().0, args[1].shape().0)))
         .check(|op, a, _| matmul_dag_shapes(op, a[0].shape(), a[1].shape()))
         .binary("matmul_dag_dense", |a: &Dense, b: &Dense, _: &()| {
             matmul_dag_dense(a, b)
