@@ -158,7 +158,7 @@ pub(crate) fn kron_shape(op: &str, a: (usize, usize), b: (usize, usize)) -> Resu
         _ => Err(Error::shape(
             op,
             &[a, b],
-            "the product's size overflows usize",
+            "the result's rows·cols overflows usize",
         )),
     }
 }
