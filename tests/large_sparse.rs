@@ -419,7 +419,7 @@ fn dense_outputs_past_the_limit_are_refused_before_the_kernel() {
 
     type Call<'a> = Box<dyn Fn() -> polymat::Result<Data> + 'a>;
     let big: Data = Csr::identity(1 << 20).into();
-    let calls: [(&str, Call); 9] = [
+    let calls: [(&str, Call); 13] = [
         (
             "matmul",
             Box::new(|| polymat::matmul(&big, &big, Out::Dense)),
@@ -443,6 +443,28 @@ fn dense_outputs_past_the_limit_are_refused_before_the_kernel() {
         (
             "tidyup",
             Box::new(|| polymat::tidyup(&big, 1e-12, Out::Dense)),
+        ),
+        (
+            "reshape",
+            Box::new(|| polymat::reshape(&big, (1 << 19, 1 << 21), Out::Dense)),
+        ),
+        (
+            "block_extract",
+            Box::new(|| polymat::block_extract(&big, (0..1 << 19, 0..1 << 20), Out::Dense)),
+        ),
+        (
+            "permute_dimensions",
+            Box::new(|| {
+                let s = polymat::ops::permute::Subsystems {
+                    dims: vec![2; 20],
+                    order: (0..20).rev().collect(),
+                };
+                polymat::ops::PERMUTE_DIMENSIONS.call(&[&big], Out::Dense, &s)
+            }),
+        ),
+        (
+            "block_overwrite",
+            Box::new(|| polymat::block_overwrite(&big, &pauli('x'), (4, 6), Out::Dense)),
         ),
     ];
     for (op, call) in calls {

@@ -15,6 +15,7 @@ pub type BlockRange = (Range<usize>, Range<usize>);
 /// The block `a[rows, cols]`. Kernels: Dense, Csr, GpuDense.
 pub static BLOCK_EXTRACT: LazyLock<Dispatcher<BlockRange>> = LazyLock::new(|| {
     Dispatcher::builder("block_extract", 1)
+        .result_shape(|_, r: &BlockRange| Some((r.0.len(), r.1.len())))
         .check(|op, args, r| check_range(op, args[0].shape(), r))
         .unary("block_extract_dense", |a: &Dense, r: &BlockRange| {
             block_extract_dense(a, r)
@@ -106,6 +107,7 @@ pub fn block_extract_csr(a: &Csr, range: &BlockRange) -> Result<Csr> {
 /// (Dense, Csr), (Csr, Csr), (Csr, Dense) → Csr (the block converted), (GpuDense, GpuDense).
 pub static BLOCK_OVERWRITE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     Dispatcher::builder("block_overwrite", 2)
+        .result_shape(super::first_shape)
         .check(|op, args, at| check_fits(op, args[0].shape(), args[1].shape(), *at))
         .binary(
             "block_overwrite_dense",

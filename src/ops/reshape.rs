@@ -15,6 +15,7 @@ use crate::storage::{Csr, Data, Dense, Dia, Kind};
 /// Reshape to `(rows, cols)` in row-major (C) order, numpy's default. Kernels: Dense, Csr.
 pub static RESHAPE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     Dispatcher::builder("reshape", 1)
+        .result_shape(|_, to| Some(*to))
         .check(|op, args, to| reshape_shape(op, args[0].shape(), *to))
         .unary("reshape_dense", |a: &Dense, to: &(usize, usize)| {
             reshape_dense(a, *to)
