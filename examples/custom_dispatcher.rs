@@ -12,7 +12,8 @@ use polymat::{Csr, Data, Dense, Dispatcher, Error, Kind, Out, Result, Specialisa
 
 const ONE: c64 = c64::new(1.0, 0.0);
 
-/// Builds the dispatcher: a shape check and one kernel per built-in kind.
+/// Builds the dispatcher: a shape check, the result's shape (so that a Dense output too large
+/// to make is refused before a kernel runs) and one kernel per built-in kind.
 pub fn add_square() -> Result<Dispatcher<()>> {
     Dispatcher::builder("add_square", 2)
         .check(|op, args, _| {
@@ -27,6 +28,7 @@ pub fn add_square() -> Result<Dispatcher<()>> {
                 })
             }
         })
+        .result_shape(|args, _| Some(args[0].shape()))
         .specialisation(Specialisation::binary(
             "add_square_dense",
             |a: &Dense, b: &Dense, _: &()| add_dense(a, &matmul_dense(b, b)?, ONE),
@@ -75,6 +77,14 @@ pub fn run() -> Result<()> {
     let err = op
         .call(&[&dense, &Dense::zeros(2, 3).into()], Out::Auto, &())
         .unwrap_err();
+    println!("{err}");
+    // A sparse operator of 2²⁰ dimensions: the Csr kernel serves it, and a Dense result
+    // (16 TiB) is refused before the product is formed.
+    let big: Data = Csr::try_identity(1 << 20)?.into();
+    let sparse = op.call(&[&big, &big], Out::Auto, &())?;
+    println!("{sparse:#}");
+    let err = op.call(&[&big, &big], Out::Dense, &()).unwrap_err();
+    assert!(matches!(err, Error::TooLarge { ref op, .. } if op == "add_square"));
     println!("{err}");
     Ok(())
 }
