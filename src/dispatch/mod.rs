@@ -107,13 +107,11 @@ impl<P> Check<P> {
     }
 }
 
-/// Whether a Dense result of `shape` fits the dense limit and the memory available now
-/// (checked before a kernel whose result is then converted to Dense).
+/// [`alloc::check_dense_fits`](crate::storage::alloc::check_dense_fits) out of line: the
+/// check before a kernel whose result is converted to Dense stays out of `call_entry`.
 #[inline(never)]
 fn dense_result_fits(op: &str, shape: (usize, usize)) -> Result<()> {
-    use crate::storage::alloc;
-    alloc::check_dense(op, shape)?;
-    alloc::check_memory(op, shape, alloc::dense_bytes(shape))
+    crate::storage::alloc::check_dense_fits(op, shape)
 }
 
 /// The error of a failed [`Check::Square`], out of the hot path.

@@ -160,7 +160,6 @@ impl GpuDense {
         pub(crate) fn iszero(&self, atol: f64) -> Result<bool>;
         pub(crate) fn isherm(&self, atol: f64) -> Result<bool>;
         pub(crate) fn trace(&self) -> Result<c64>;
-        pub(crate) fn pow(&self, n: u32) -> Result<GpuDense>;
         pub(crate) fn expm(&self) -> Result<GpuDense>;
         pub(crate) fn block(&self, rows: &std::ops::Range<usize>, cols: &std::ops::Range<usize>) -> Result<GpuDense>;
         pub(crate) fn overwrite_block(&self, b: &GpuDense, at: (usize, usize)) -> Result<GpuDense>;

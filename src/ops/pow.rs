@@ -15,7 +15,7 @@ pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
         .check_square()
         .unary("pow_dense", |a: &Dense, n: &u32| pow_dense(a, *n))
         .unary("pow_csr", |a: &Csr, n: &u32| pow_csr(a, *n))
-        .unary("pow_gpu", |a: &GpuDense, n: &u32| a.pow(*n))
+        .unary("pow_gpu", |a: &GpuDense, n: &u32| pow_gpu(a, *n))
         .builtin()
 });
 
@@ -103,6 +103,18 @@ pub fn pow_csr(a: &Csr, n: u32) -> Result<Csr> {
     super::square("pow", a.shape())?;
     let copy = |a: &Csr| super::csr_with_values("pow", a, |data| data.extend_from_slice(a.data()));
     power(a, n, || Csr::try_identity(a.shape().0), copy, matmul_csr)
+}
+
+/// GpuDense `aⁿ`: the same square-and-multiply over Zgemm products.
+fn pow_gpu(a: &GpuDense, n: u32) -> Result<GpuDense> {
+    super::square("pow", a.shape())?;
+    power(
+        a,
+        n,
+        || GpuDense::identity(a.shape().0),
+        GpuDense::try_clone,
+        GpuDense::matmul,
+    )
 }
 
 #[cfg(test)]

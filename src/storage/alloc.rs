@@ -37,6 +37,18 @@ pub(crate) fn check_dense(op: &str, shape: (usize, usize)) -> Result<()> {
     Ok(())
 }
 
+/// Checks that a dense `rows × cols` result fits the dense limit and the memory available now:
+/// what [`reserve_mat`] checks before allocating, and what the dispatcher checks before a kernel
+/// whose result it then converts to Dense.
+///
+/// # Errors
+/// [`Error::TooLarge`] naming `op`, as [`check_dense`] and [`check_memory`].
+#[inline]
+pub(crate) fn check_dense_fits(op: &str, shape: (usize, usize)) -> Result<()> {
+    check_dense(op, shape)?;
+    check_memory(op, shape, dense_bytes(shape))
+}
+
 /// Checks that `bytes` more can be allocated and written now, against
 /// [`engine::available_memory`] less a sixteenth for what else the process and the system
 /// need; allocations below [`engine::PROBE_BYTES`] are not checked (nothing is read).
@@ -214,8 +226,7 @@ pub(crate) fn reserve_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>
     if let Some(mat) = pool::take(rows, cols) {
         return Ok(mat);
     }
-    check_dense(op, (rows, cols))?;
-    check_memory(op, (rows, cols), dense_bytes((rows, cols)))?;
+    check_dense_fits(op, (rows, cols))?;
     let mut mat = Mat::<c64>::new();
     mat.try_reserve(rows, cols).map_err(|e| Error::TooLarge {
         op: op.to_owned(),

@@ -1,4 +1,5 @@
-//! Matrix functions on the GPU from products only: powers and the exponential.
+//! The exponential on the GPU from products only (powers are `ops::pow`'s square-and-multiply
+//! over `GpuDense::matmul`).
 
 use super::GpuDense;
 use crate::error::{Error, Result};
@@ -7,30 +8,6 @@ use crate::scalar::c64;
 use crate::shape::square;
 
 impl GpuDense {
-    /// `aⁿ` by square-and-multiply (Zgemm).
-    pub(crate) fn pow(&self, mut n: u32) -> Result<GpuDense> {
-        square("pow", self.shape())?;
-        let mut result: Option<GpuDense> = None;
-        let mut base: Option<GpuDense> = None;
-        while n > 0 {
-            let b = base.as_ref().unwrap_or(self);
-            if n & 1 == 1 {
-                result = Some(match result {
-                    None => b.try_clone()?,
-                    Some(r) => r.matmul(b)?,
-                });
-            }
-            n >>= 1;
-            if n > 0 {
-                base = Some(b.matmul(b)?);
-            }
-        }
-        match result {
-            Some(r) => Ok(r),
-            None => GpuDense::identity(self.rows),
-        }
-    }
-
     /// `exp(a)`: Bader–Blanes–Casas, the degree chosen from the 1-norm (T₁ … T₁₈, at most 5
     /// products) and scaling and squaring beyond θ₁₈ (see `gpu::taylor`), on cuBLAS products and
     /// the element-wise combination kernel.
