@@ -419,7 +419,12 @@ fn dense_outputs_past_the_limit_are_refused_before_the_kernel() {
 
     type Call<'a> = Box<dyn Fn() -> polymat::Result<Data> + 'a>;
     let big: Data = Csr::identity(1 << 20).into();
-    let calls: [(&str, Call); 13] = [
+    // A basis ket of 2^20 and its bra, three stored entries in all.
+    let ket: Data = Csr::from_triplets((1 << 20, 1), &[7], &[0], &[r(1.0)])
+        .unwrap()
+        .into();
+    let bra = polymat::adjoint(&ket, Out::Csr).unwrap();
+    let calls: [(&str, Call); 18] = [
         (
             "matmul",
             Box::new(|| polymat::matmul(&big, &big, Out::Dense)),
@@ -465,6 +470,29 @@ fn dense_outputs_past_the_limit_are_refused_before_the_kernel() {
         (
             "block_overwrite",
             Box::new(|| polymat::block_overwrite(&big, &pauli('x'), (4, 6), Out::Dense)),
+        ),
+        (
+            "ptrace",
+            Box::new(|| {
+                let p = polymat::ops::Ptrace {
+                    dims: vec![2; 20],
+                    keep: (1..20).collect(),
+                };
+                polymat::ptrace(&big, &p, Out::Dense)
+            }),
+        ),
+        (
+            "column_stack",
+            Box::new(|| polymat::column_stack(&big, Out::Dense)),
+        ),
+        (
+            "matmul_outer",
+            Box::new(|| polymat::matmul_outer(&ket, &bra, Out::Dense)),
+        ),
+        ("project", Box::new(|| polymat::project(&ket, Out::Dense))),
+        (
+            "expm_multiply",
+            Box::new(|| polymat::expm_multiply(&big, &big, r(0.5), Out::Dense)),
         ),
     ];
     for (op, call) in calls {

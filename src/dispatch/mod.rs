@@ -220,6 +220,13 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
         self.inner.arity
     }
 
+    /// The shape the builder's [`result_shape`](DispatcherBuilder::result_shape) declares for
+    /// these arguments (`None` without one), for the tests that compare it with the results.
+    #[cfg(test)]
+    pub(crate) fn declared_shape(&self, args: &[&Data], params: &P) -> Option<(usize, usize)> {
+        self.inner.result_shape.and_then(|f| f(args, params))
+    }
+
     /// Calls the operation: looks up the cell for the inputs' kinds and `out`, converts what
     /// must be converted and runs the kernel.
     ///

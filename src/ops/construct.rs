@@ -14,6 +14,7 @@ use crate::storage::{Csr, Data, Dense, Dia};
 pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     // Registered last, Csr wins the tie under Out::Auto.
     Dispatcher::builder("zeros", 0)
+        .result_shape(|_, &shape| Some(shape))
         .nullary("zeros_gpu", |&(r, c): &(usize, usize)| {
             GpuDense::zeros(r, c)
         })
@@ -31,6 +32,7 @@ pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
 /// `Out::Auto` gives Csr.
 pub static IDENTITY: LazyLock<Dispatcher<(usize, c64)>> = LazyLock::new(|| {
     Dispatcher::builder("identity", 0)
+        .result_shape(|_, &(n, _)| Some((n, n)))
         .nullary("identity_gpu", |&(n, s): &(usize, c64)| {
             GpuDense::scaled_identity(n, s)
         })
@@ -84,6 +86,7 @@ pub fn identity(n: usize, out: Out) -> Result<Data> {
 /// `Out::Auto` gives Csr.
 pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
     Dispatcher::builder("diag", 0)
+        .result_shape(|_, p: &Diagonals| Some(p.shape))
         .nullary("diag_gpu", |p: &Diagonals| GpuDense::diag(p))
         .check(|op, _, p: &Diagonals| p.triplets(op).map(|_| ()))
         .nullary("diag_dense", |p: &Diagonals| {

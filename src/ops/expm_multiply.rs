@@ -28,6 +28,7 @@ pub static EXPM_MULTIPLY: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
             }
             Ok(())
         })
+        .result_shape(|args, _| Some(args[1].shape()))
         .generic("expm_multiply_taylor", |args: &[&Data], _, t: &c64| {
             expm_multiply_data(args[0], args[1], *t)
         })

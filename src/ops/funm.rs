@@ -32,7 +32,8 @@ fn dense_kernels(
     name: &str,
     f: DenseFn,
 ) -> DispatcherBuilder<(), Data> {
-    b.unary(&format!("{name}_dense"), move |a: &Dense, _: &()| f(a))
+    b.result_shape(super::first_shape)
+        .unary(&format!("{name}_dense"), move |a: &Dense, _: &()| f(a))
         .specialisation(via_dense(
             &format!("{name}_csr_dense"),
             csr_to_dense,

@@ -422,4 +422,109 @@ mod tests {
             }
         }
     }
+
+    /// Every built-in operation that returns a matrix declares its result's shape, and the
+    /// declared shape is the shape of what it returns, for Dense and Csr inputs and outputs: a
+    /// wrong one would refuse a Dense result that fits, or let one through that does not.
+    #[test]
+    fn declared_result_shapes_match_the_results() -> Result<()> {
+        use crate::dispatch::{Dispatcher, Out};
+
+        fn agrees<P: Send + Sync + 'static>(d: &Dispatcher<P>, args: &[&Data], p: &P) {
+            for out in [Out::Auto, Out::Dense, Out::Csr] {
+                let got = d
+                    .call(args, out, p)
+                    .unwrap_or_else(|e| panic!("{} {out:?}: {e}", d.name()));
+                assert_eq!(
+                    d.declared_shape(args, p),
+                    Some(got.shape()),
+                    "{} {out:?}",
+                    d.name()
+                );
+            }
+        }
+        // Diagonally dominant with a positive diagonal: invertible, with a logarithm and a
+        // square root.
+        let op = |m: usize, n: usize, s: f64| {
+            Dense::from_fn(m, n, |i, j| {
+                let d = if i == j { 8.0 } else { 0.0 };
+                c64::new(
+                    d + s * (i + 2 * j) as f64 / 10.0,
+                    s * (i as f64 - j as f64) / 9.0,
+                )
+            })
+        };
+        let dense = [op(4, 4, 1.0), op(4, 3, -0.5), op(4, 1, 0.7), op(1, 4, 0.3)];
+        for csr in [false, true] {
+            let data = dense
+                .iter()
+                .map(|d| {
+                    Ok(if csr {
+                        dense_to_csr(d)?.into()
+                    } else {
+                        d.clone().into()
+                    })
+                })
+                .collect::<Result<Vec<Data>>>()?;
+            let [a, c, ket, bra] = [&data[0], &data[1], &data[2], &data[3]];
+            let ct = transpose(c, Out::Auto)?;
+            let two = c64::new(2.0, -1.0);
+            agrees(&ADD, &[a, a], &two);
+            agrees(&SUB, &[c, c], &());
+            agrees(&MULTIPLY, &[c, c], &());
+            agrees(&MUL, &[c], &two);
+            agrees(&NEG, &[c], &());
+            agrees(&CONJ, &[c], &());
+            agrees(&ADJOINT, &[c], &());
+            agrees(&TRANSPOSE, &[c], &());
+            agrees(&MATMUL, &[a, c], &());
+            agrees(&MATMUL_DAG, &[a, &ct], &());
+            agrees(&KRON, &[c, ket], &());
+            agrees(&KRON_TRANSPOSE, &[c, bra], &());
+            agrees(&POW, &[a], &3);
+            agrees(&TIDYUP, &[c], &1e-12);
+            agrees(&EXPM, &[a], &());
+            agrees(&RESHAPE, &[c], &(2, 6));
+            agrees(&BLOCK_EXTRACT, &[a], &(1..3, 0..2));
+            agrees(&BLOCK_OVERWRITE, &[a, c], &(0, 1));
+            let perm = permute::Permutation {
+                rows: Some(vec![3, 1, 0, 2]),
+                cols: Some(vec![2, 0, 1]),
+            };
+            agrees(&PERMUTE_INDICES, &[c], &perm);
+            let dims = permute::Subsystems {
+                dims: vec![2, 2],
+                order: vec![1, 0],
+            };
+            agrees(&PERMUTE_DIMENSIONS, &[a], &dims);
+            let keep = Ptrace {
+                dims: vec![2, 2],
+                keep: vec![1],
+            };
+            for v in [a, ket, bra] {
+                agrees(&PTRACE, &[v], &keep);
+            }
+            agrees(&COLUMN_STACK, &[c], &());
+            let stacked = column_stack(c, Out::Auto)?;
+            agrees(&COLUMN_UNSTACK, &[&stacked], &4);
+            agrees(&MATMUL_OUTER, &[ket, bra], &());
+            agrees(&PROJECT, &[ket], &());
+            agrees(&PROJECT, &[bra], &());
+            agrees(&SOLVE, &[a, c], &SolveMethod::Lu);
+            agrees(&SOLVE, &[c, ket], &SolveMethod::Lstsq);
+            agrees(&INV, &[a], &());
+            agrees(&SQRTM, &[a], &());
+            agrees(&LOGM, &[a], &());
+            agrees(&EXPM_MULTIPLY, &[a, c], &c64::new(0.0, -0.5));
+        }
+        agrees(&ZEROS, &[], &(2, 5));
+        agrees(&IDENTITY, &[], &(3, c64::new(0.5, 0.0)));
+        let diagonals = Diagonals {
+            diagonals: vec![vec![c64::new(1.0, 0.0); 3], vec![c64::new(0.0, 2.0); 3]],
+            offsets: vec![0, 1],
+            shape: (3, 4),
+        };
+        agrees(&DIAG, &[], &diagonals);
+        Ok(())
+    }
 }

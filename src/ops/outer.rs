@@ -21,6 +21,7 @@ pub const OUTER_DENSE_THRESHOLD: f64 = 0.3;
 pub static MATMUL_OUTER: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("matmul_outer", 2)
         .check(|op, args, _| outer_shapes(op, args[0].shape(), args[1].shape()))
+        .result_shape(|args, _| Some((args[0].shape().0, args[1].shape().1)))
         .generic("matmul_outer_entries", |args: &[&Data], out, _: &()| {
             matmul_outer_entries(args[0], args[1], out)
         })
@@ -155,6 +156,10 @@ pub static PROJECT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
                     "the operand must be a ket (n×1) or a bra (1×n)",
                 ))
             }
+        })
+        .result_shape(|args, _| {
+            let (r, c) = args[0].shape();
+            Some((r.max(c), r.max(c)))
         })
         .unary("project_dense", |a: &Dense, _: &()| project_dense(a))
         .unary("project_csr", |a: &Csr, _: &()| project_csr(a))

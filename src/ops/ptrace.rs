@@ -22,6 +22,13 @@ pub struct Ptrace {
 pub static PTRACE: LazyLock<Dispatcher<Ptrace>> = LazyLock::new(|| {
     Dispatcher::builder("ptrace", 1)
         .check(|op, args, p| Split::new(op, args[0].shape(), p).map(|_| ()))
+        .result_shape(|_, p| {
+            let k = p
+                .keep
+                .iter()
+                .try_fold(1usize, |k, &s| k.checked_mul(*p.dims.get(s)?))?;
+            Some((k, k))
+        })
         .unary("ptrace_dense", |a: &Dense, p: &Ptrace| ptrace_dense(a, p))
         .unary("ptrace_csr", |a: &Csr, p: &Ptrace| ptrace_csr(a, p))
         .unary("ptrace_gpu", |a: &GpuDense, p: &Ptrace| {

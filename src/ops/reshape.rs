@@ -94,6 +94,10 @@ pub fn reshape_csr(a: &Csr, to: (usize, usize)) -> Result<Csr> {
 /// Stack the columns into one m·n×1 column (`vec`). Kernels: Dense, Csr.
 pub static COLUMN_STACK: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("column_stack", 1)
+        .result_shape(|args, _| {
+            let (m, n) = args[0].shape();
+            Some((m.checked_mul(n)?, 1))
+        })
         .unary("column_stack_dense", |a: &Dense, _: &()| {
             column_stack_dense(a)
         })
@@ -172,6 +176,7 @@ pub fn column_stack_csr(a: &Csr) -> Result<Csr> {
 pub static COLUMN_UNSTACK: LazyLock<Dispatcher<usize>> = LazyLock::new(|| {
     Dispatcher::builder("column_unstack", 1)
         .check(|op, args, rows| unstack_shape(op, args[0].shape(), *rows).map(|_| ()))
+        .result_shape(|args, &rows| Some((rows, args[0].shape().0.checked_div(rows)?)))
         .unary("column_unstack_dense", |a: &Dense, rows: &usize| {
             column_unstack_dense(a, *rows)
         })

@@ -178,6 +178,7 @@ impl PartialEq for Preconditioner {
 pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("inv", 1)
         .check_square()
+        .result_shape(super::first_shape)
         .unary("inv_dense", |a: &Dense, _: &()| inv_dense(a))
         .unary("inv_gpu", |a: &GpuDense, _: &()| inv_gpu(a))
         .specialisation(via_dense("inv_csr", csr_to_dense, |d: &Dense, _: &()| {
@@ -226,6 +227,7 @@ pub static SOLVE: LazyLock<Dispatcher<SolveMethod>> = LazyLock::new(|| {
             solve_shapes(op, args[0].shape(), args[1].shape(), m)?;
             check_method(op, m)
         })
+        .result_shape(|args, _| Some((args[0].shape().1, args[1].shape().1)))
         .generic("solve_any", |args: &[&Data], _, m: &SolveMethod| {
             solve_data(args[0], args[1], m)
         })
