@@ -50,7 +50,9 @@ pub struct Dense {
     pub(super) buf: Mat<c64>,
     pub(super) layout: Layout,
     /// A row-major matrix's column-major copy, made by the column accessors on first use.
-    pub(super) cols: OnceLock<Mat<c64>>,
+    /// Boxed: it is rarely made, and unboxed it doubled the size of every `Dense` moved into
+    /// a `Data` (128 bytes, a `memmove` call on every small result).
+    pub(super) cols: OnceLock<Box<Mat<c64>>>,
 }
 
 impl Drop for Dense {

@@ -237,8 +237,10 @@ impl Dense {
         match self.layout {
             Layout::ColMajor => &self.buf,
             Layout::RowMajor => self.cols.get_or_init(|| {
-                self.transposed_buffer("Dense::col")
-                    .unwrap_or_else(|e| panic!("{e}"))
+                Box::new(
+                    self.transposed_buffer("Dense::col")
+                        .unwrap_or_else(|e| panic!("{e}")),
+                )
             }),
         }
     }
@@ -247,7 +249,7 @@ impl Dense {
     pub(super) fn make_col_major(&mut self) {
         if self.layout == Layout::RowMajor {
             let cm = match self.cols.take() {
-                Some(m) => m,
+                Some(m) => *m,
                 None => self
                     .transposed_buffer("Dense::col_mut")
                     .unwrap_or_else(|e| panic!("{e}")),
