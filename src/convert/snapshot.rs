@@ -137,6 +137,16 @@ impl Chain {
         let Some(first) = &self.head else {
             return Ok(data.clone());
         };
+        // One unguarded step (polymat's own converters between its own kinds): the converter's
+        // result is returned as it came, checked in place, so it is not moved through the
+        // layers above (each move of a just-written `Data` stalls on store forwarding).
+        if self.steps.len() == 1 && !first.guarded {
+            let out = (first.f)(data, first.to);
+            return match &out {
+                Ok(d) if d.kind() == first.to && d.shape() == data.shape() => out,
+                _ => self.one_step_failed(first, data, out),
+            };
+        }
         let mut cur = self
             .step(first, data)
             .map_err(|err| self.step_error(first, err))?;
@@ -144,6 +154,28 @@ impl Chain {
             cur = self.step(e, &cur).map_err(|err| self.step_error(e, err))?;
         }
         Ok(cur)
+    }
+
+    /// The error of [`Chain::run_boxed`]'s one-step path: the converter's own, or its broken
+    /// contract (kind or shape), as [`Chain::step`] reports them.
+    #[cold]
+    #[inline(never)]
+    fn one_step_failed(&self, e: &Edge, data: &Data, out: BoxedResult<Data>) -> BoxedResult<Data> {
+        let out = out.map_err(|err| self.step_error(e, err))?;
+        Err(Box::new(if out.kind() != e.to {
+            Error::ConverterOutput {
+                from: e.from.name(),
+                to: e.to.name(),
+                got: out.kind().name(),
+            }
+        } else {
+            Error::ConverterShape {
+                from: e.from.name(),
+                to: e.to.name(),
+                expected: data.shape(),
+                got: out.shape(),
+            }
+        }))
     }
 
     /// A failed step's error as the chain reports it.
