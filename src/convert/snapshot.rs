@@ -162,20 +162,7 @@ impl Chain {
     #[inline(never)]
     fn one_step_failed(&self, e: &Edge, data: &Data, out: BoxedResult<Data>) -> BoxedResult<Data> {
         let out = out.map_err(|err| self.step_error(e, err))?;
-        Err(Box::new(if out.kind() != e.to {
-            Error::ConverterOutput {
-                from: e.from.name(),
-                to: e.to.name(),
-                got: out.kind().name(),
-            }
-        } else {
-            Error::ConverterShape {
-                from: e.from.name(),
-                to: e.to.name(),
-                expected: data.shape(),
-                got: out.shape(),
-            }
-        }))
+        broken_contract(e, data, &out).map_or(Ok(out), Err)
     }
 
     /// A failed step's error as the chain reports it.
@@ -207,22 +194,10 @@ impl Chain {
             None
         };
         let out = (e.f)(input, e.to)?;
-        if out.kind() != e.to {
-            return Err(Box::new(Error::ConverterOutput {
-                from: e.from.name(),
-                to: e.to.name(),
-                got: out.kind().name(),
-            }));
+        match broken_contract(e, input, &out) {
+            None => Ok(out),
+            Some(err) => Err(err),
         }
-        if out.shape() != input.shape() {
-            return Err(Box::new(Error::ConverterShape {
-                from: e.from.name(),
-                to: e.to.name(),
-                expected: input.shape(),
-                got: out.shape(),
-            }));
-        }
-        Ok(out)
     }
 
     /// Total weight.
@@ -235,6 +210,28 @@ impl Chain {
         let mut v: Vec<Kind> = self.steps.iter().map(|e| e.from).collect();
         v.extend(self.steps.last().map(|e| e.to));
         v
+    }
+}
+
+/// The error for a converter `e` whose result `out` from `input` is not of its target kind or
+/// not of the input's shape; `None` when it keeps its contract.
+#[inline]
+fn broken_contract(e: &Edge, input: &Data, out: &Data) -> Option<Box<Error>> {
+    if out.kind() != e.to {
+        Some(Box::new(Error::ConverterOutput {
+            from: e.from.name(),
+            to: e.to.name(),
+            got: out.kind().name(),
+        }))
+    } else if out.shape() != input.shape() {
+        Some(Box::new(Error::ConverterShape {
+            from: e.from.name(),
+            to: e.to.name(),
+            expected: input.shape(),
+            got: out.shape(),
+        }))
+    } else {
+        None
     }
 }
 

@@ -176,7 +176,10 @@ pub fn column_stack_csr(a: &Csr) -> Result<Csr> {
 pub static COLUMN_UNSTACK: LazyLock<Dispatcher<usize>> = LazyLock::new(|| {
     Dispatcher::builder("column_unstack", 1)
         .check(|op, args, rows| unstack_shape(op, args[0].shape(), *rows).map(|_| ()))
-        .result_shape(|args, &rows| Some((rows, args[0].shape().0.checked_div(rows)?)))
+        .result_shape(|args, &rows| {
+            let cols = unstack_shape("column_unstack", args[0].shape(), rows).ok()?;
+            Some((rows, cols))
+        })
         .unary("column_unstack_dense", |a: &Dense, rows: &usize| {
             column_unstack_dense(a, *rows)
         })
