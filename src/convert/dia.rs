@@ -151,7 +151,8 @@ pub(crate) fn csr_to_dia(a: &Csr) -> Result<Dia> {
 pub(crate) fn dia_to_dense(a: &Dia) -> Result<Dense> {
     let (m, n) = a.shape();
     let mut d = Dense::zeros_for("to Dense", m, n)?;
-    let mat = d.as_mat_mut();
+    // A fresh column-major matrix: its buffer is the matrix.
+    let mat = d.buffer_mut();
     for (k, &o) in a.offsets().iter().enumerate() {
         let row = &a.data()[k * n..(k + 1) * n];
         for j in valid_cols((m, n), o) {
@@ -170,7 +171,9 @@ pub(crate) fn dense_to_dia(a: &Dense) -> Result<Dia> {
     }
     // Offset o ↦ slot o + (m − 1), in 0..m + n − 1.
     let mut seen = alloc::try_vec(OP, (m, n), m - 1 + n, false)?;
-    for (j, col) in a.columns().enumerate() {
+    let cols = a.col_major(OP)?;
+    for j in 0..n {
+        let col = cols.col_as_slice(j);
         for (i, v) in col.iter().enumerate() {
             if *v != ZERO {
                 seen[j + (m - 1) - i] = true;

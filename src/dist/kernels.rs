@@ -106,8 +106,9 @@ pub(super) fn register() -> Result<()> {
         "one_distdense",
         |a: &DistDense, _: &()| {
             let l = a.local();
+            let lm = l.col_major("norm_one")?;
             let sums: Vec<f64> = (0..l.shape().1)
-                .map(|j| l.col(j).iter().map(|z| z.norm()).sum())
+                .map(|j| lm.col_as_slice(j).iter().map(|z| z.norm()).sum())
                 .collect();
             Ok(sum_f64s(&sums).into_iter().fold(0.0, f64::max))
         },

@@ -28,7 +28,10 @@ impl Serialize for Dense {
         st.serialize_field("shape", &(r, c))?;
         st.serialize_field(
             "data",
-            &Entries(self.columns().flatten(), r.saturating_mul(c)),
+            &Entries(
+                self.try_columns().map_err(S::Error::custom)?.flatten(),
+                r.saturating_mul(c),
+            ),
         )?;
         st.end()
     }

@@ -93,14 +93,14 @@ fn write_value(w: &mut impl Write, v: c64, complex: bool) -> std::io::Result<()>
 fn write_to(w: &mut impl Write, m: MatrixRef<'_>) -> std::result::Result<(), WriteError> {
     if is_dense_kind(m.kind()) {
         let d = m.dense()?;
-        let complex = d.columns().flatten().any(|v| v.im != 0.0);
+        let complex = d.try_columns()?.flatten().any(|v| v.im != 0.0);
         let (rows, cols) = d.shape();
         writeln!(
             w,
             "%%MatrixMarket matrix array {} general\n% written by polymat\n{rows} {cols}",
             if complex { "complex" } else { "real" }
         )?;
-        for col in d.columns() {
+        for col in d.try_columns()? {
             for &v in col {
                 write_value(w, v, complex)?;
                 w.write_all(b"\n")?;

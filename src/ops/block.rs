@@ -192,7 +192,7 @@ pub fn block_overwrite_dense(
     if block.nrows() == 0 || block.ncols() == 0 {
         return Ok(out);
     }
-    out.as_mat_mut()
+    out.col_major_mut("block_overwrite")?
         .as_mut()
         .submatrix_mut(at.0, at.1, block.nrows(), block.ncols())
         .copy_from(block);
@@ -329,7 +329,8 @@ pub fn block_build(
         let mut m = Dense::zeros_for(OP, shape.0, shape.1)?;
         for b in blocks {
             let v = to_type::<Dense>(b.data)?;
-            m.as_mat_mut()
+            // `m` is a fresh column-major matrix: its buffer is the matrix.
+            m.buffer_mut()
                 .as_mut()
                 .submatrix_mut(row_at[b.row], col_at[b.col], v.shape().0, v.shape().1)
                 .copy_from(v.as_ref());

@@ -92,8 +92,10 @@ pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
         .nullary("diag_dense", |p: &Diagonals| {
             let (rows, cols, vals) = p.triplets("diag")?;
             let mut d = Dense::zeros_for("diag", p.shape.0, p.shape.1)?;
+            // A fresh column-major matrix: its buffer is the matrix.
+            let m = d.buffer_mut();
             for ((i, j), v) in rows.into_iter().zip(cols).zip(vals) {
-                d.col_mut(j)[i] += v;
+                m[(i, j)] += v;
             }
             Ok(d)
         })

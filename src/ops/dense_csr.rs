@@ -105,13 +105,16 @@ fn axpy_columns(a: &Dense, b: &Csr, workers: usize) -> Result<Dense> {
     if n == 0 {
         return Ok(out);
     }
-    let mat = out.as_mat_mut();
+    // No copy: `a` is column-major (see above).
+    let am = a.col_major("matmul")?;
+    // A fresh column-major matrix: its buffer is the matrix.
+    let mat = out.buffer_mut();
     let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
     let base = Entries(mat.as_ptr_mut());
     let (p, idx, val) = (b.indptr(), b.indices(), b.data());
     let run = |rows: Range<usize>| {
         for k in 0..b.shape().0 {
-            let ak = &a.col(k)[rows.clone()];
+            let ak = &am.col_as_slice(k)[rows.clone()];
             for (&j, &v) in idx[p[k]..p[k + 1]].iter().zip(&val[p[k]..p[k + 1]]) {
                 // SAFETY: column j < n of the m × n result starts at j·stride and holds m
                 // entries, rows ⊆ 0..m; each worker writes only its own rows, and the result is
@@ -145,7 +148,8 @@ fn row_of<'a>(a: &'a Dense, i: usize, scratch: &'a mut Vec<c64>) -> &'a [c64] {
         return a.buffer_col(i);
     }
     scratch.clear();
-    scratch.extend((0..a.shape().1).map(|k| a.col(k)[i]));
+    // Column-major: buffer column k is column k.
+    scratch.extend((0..a.shape().1).map(|k| a.buffer_col(k)[i]));
     scratch
 }
 

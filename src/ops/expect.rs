@@ -77,7 +77,7 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
     let n = o.shape().0;
     if s.shape().1 == 1 {
         // A ket (QuTiP reads a 1×1 state as a ket too): ψ†·(O·ψ).
-        let psi = s.col(0);
+        let psi = s.col_major("expect")?.col_as_slice(0);
         if engine::workers(Family::Matmul, n.saturating_mul(n)) == 1 {
             // Up to 12 rows (column-major): O·ψ in registers, as Dense·ket computes it
             // (`simd::gemm`), without the column slices and row blocks of `dense_gemv`:
@@ -160,7 +160,7 @@ pub fn expect_csr_dense(o: &Csr, s: &Dense) -> Result<c64> {
     expect_shapes("expect", o.shape(), s.shape())?;
     if s.shape().1 == 1 {
         // Σ_i conj(ψ_i) Σ_k O_ik ψ_k, by row ranges.
-        let psi = s.col(0);
+        let psi = s.col_major("expect")?.col_as_slice(0);
         let (p, idx, val) = (o.indptr(), o.indices(), o.data());
         let workers = engine::workers(Family::Reduction, o.nnz().max(o.shape().0));
         const CHUNK: usize = 256;
@@ -249,7 +249,7 @@ pub fn trace_oper_ket(a: &Data) -> Result<c64> {
 /// [`Error::Shape`] unless `a` is n²×1.
 pub fn trace_oper_ket_dense(a: &Dense) -> Result<c64> {
     let n = oper_ket("trace_oper_ket", a.shape(), &[])?;
-    let col = a.col(0);
+    let col = a.col_major("trace_oper_ket")?.col_as_slice(0);
     Ok((0..n).map(|i| col[i * (n + 1)]).sum())
 }
 
@@ -327,7 +327,7 @@ pub fn expect_super(s: &Data, rho: &Data) -> Result<c64> {
 /// [`Error::Shape`] as [`expect_super`].
 pub fn expect_super_dense(s: &Dense, rho: &Dense) -> Result<c64> {
     let n = super_shapes("expect_super", s.shape(), rho.shape())?;
-    let r = rho.col(0);
+    let r = rho.col_major("expect_super")?.col_as_slice(0);
     let mat = s.as_ref();
     let mut sum = ZERO;
     for (k, &rk) in r.iter().enumerate() {
@@ -346,7 +346,7 @@ pub fn expect_super_dense(s: &Dense, rho: &Dense) -> Result<c64> {
 /// [`Error::Shape`] as [`expect_super`].
 pub fn expect_super_csr_dense(s: &Csr, rho: &Dense) -> Result<c64> {
     let n = super_shapes("expect_super", s.shape(), rho.shape())?;
-    let r = rho.col(0);
+    let r = rho.col_major("expect_super")?.col_as_slice(0);
     let (p, idx, val) = (s.indptr(), s.indices(), s.data());
     Ok((0..n)
         .map(|i| {

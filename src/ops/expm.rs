@@ -196,7 +196,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     if n == 0 {
         return Dense::zeros_for("expm", 0, 0);
     }
-    let finite = (0..n).all(|j| a.col(j).iter().all(|x| x.is_finite()));
+    let finite = a.entries().all(|x| x.is_finite());
     if !finite {
         return Err(Error::Numerical {
             op: "expm".into(),

@@ -20,9 +20,7 @@ pub trait Extract: Sized {
 
 impl Extract for Mat<c64> {
     fn extract(data: &Data) -> Result<Self> {
-        Ok(to_type::<Dense>(data)?
-            .into_layout(crate::storage::Layout::ColMajor)?
-            .into_mat())
+        to_type::<Dense>(data)?.try_into_mat()
     }
 }
 

@@ -114,8 +114,7 @@ fn numerical(op: &str, reason: impl Into<String>) -> Error {
 }
 
 fn check_finite(op: &str, a: &Dense) -> Result<()> {
-    let n = a.shape().1;
-    if (0..n).all(|j| a.col(j).iter().all(|v| v.is_finite())) {
+    if a.entries().all(|v| v.is_finite()) {
         Ok(())
     } else {
         Err(numerical(op, "the matrix has non-finite entries"))
@@ -198,7 +197,7 @@ fn one_norm(a: MatRef<'_, c64>) -> f64 {
 
 fn inverse(op: &str, a: MatRef<'_, c64>) -> Result<Mat<c64>> {
     super::solve::inv_dense(&Dense::new(a.to_owned()))
-        .map(Dense::into_mat)
+        .and_then(Dense::try_into_mat)
         .map_err(|_| numerical(op, "a matrix in the iteration became singular"))
 }
 

@@ -85,11 +85,8 @@ pub fn inner_op(left: &Data, op: &Data, right: &Data) -> Result<c64> {
 
 /// All entries of a vector, in order (a bra's row or a ket's column).
 pub(crate) fn dense_vec(v: &Dense) -> Vec<c64> {
-    if v.shape().1 == 1 {
-        v.col(0).to_vec()
-    } else {
-        (0..v.shape().1).map(|j| v.get(0, j)).collect()
-    }
+    // Either layout: a vector's buffer holds its entries in order.
+    v.entries().copied().collect()
 }
 
 /// Dense `⟨l|r⟩`. O(n).
@@ -98,12 +95,12 @@ pub(crate) fn dense_vec(v: &Dense) -> Vec<c64> {
 /// [`Error::Shape`](crate::Error::Shape) on incompatible shapes.
 pub fn inner_dense(l: &Dense, r: &Dense) -> Result<c64> {
     inner_shapes("inner", l.shape(), r.shape())?;
-    let r = ColRef::from_slice(r.col(0));
+    let r = ColRef::from_slice(r.col_major("inner")?.col_as_slice(0));
     Ok(if is_bra(l.shape()) {
         // A 1×n Dense is a row with stride = its column stride.
         l.as_ref().row(0) * r
     } else {
-        ColRef::from_slice(l.col(0)).adjoint() * r
+        ColRef::from_slice(l.col_major("inner")?.col_as_slice(0)).adjoint() * r
     })
 }
 
@@ -158,7 +155,7 @@ pub fn inner_op_dense_csr_dense(l: &Dense, o: &Csr, r: &Dense) -> Result<c64> {
     inner_op_shapes("inner_op", l.shape(), o.shape(), r.shape())?;
     let lv = dense_vec(l);
     let ket = !is_bra(l.shape());
-    let rv = r.col(0);
+    let rv = r.col_major("inner_op")?.col_as_slice(0);
     Ok(csr_entries(o)
         .map(|((i, j), v)| if ket { lv[i].conj() } else { lv[i] } * v * rv[j])
         .sum())

@@ -504,7 +504,8 @@ pub fn kron_transpose_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         return Ok(out);
     }
     faer::linalg::kron::kron(
-        out.as_mat_mut().as_mut(),
+        // A fresh column-major matrix: its buffer is the matrix.
+        out.buffer_mut().as_mut(),
         a.as_ref().transpose(),
         b.as_ref(),
     );

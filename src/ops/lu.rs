@@ -119,7 +119,7 @@ impl Factorised {
     /// # Errors
     /// [`Error::Numerical`] if the solution is not finite.
     pub(crate) fn solve(&self, b: &Dense) -> Result<Dense> {
-        let mut x = b.clone().into_mat();
+        let mut x = b.clone().try_into_mat()?;
         if b.shape().0 > 0 && b.shape().1 > 0 {
             let _avx = engine::AvxGuard::for_size(b.shape().0);
             self.solve_mat(x.as_mut(), false);

@@ -256,8 +256,9 @@ pub fn one_dense(a: &Dense) -> f64 {
         }
         return sums.into_iter().fold(0.0, nan_max);
     }
+    // Column-major: buffer column j is column j.
     (0..n)
-        .map(|j| a.col(j).iter().map(|x| x.norm()).sum::<f64>())
+        .map(|j| a.buffer_col(j).iter().map(|x| x.norm()).sum::<f64>())
         .fold(0.0, nan_max)
 }
 
@@ -311,7 +312,8 @@ pub(crate) fn one_shifted_dense(a: &Dense, mu: c64) -> f64 {
     }
     (0..n)
         .map(|j| {
-            let c = a.col(j);
+            // Column-major: buffer column j is column j.
+            let c = a.buffer_col(j);
             let diagonal = std::iter::once((c[j] - mu).norm());
             let head = c[..j].iter().map(|x| x.norm());
             head.chain(diagonal)

@@ -87,7 +87,14 @@ fn vector_entries(v: &Data) -> Result<Vec<(usize, c64)>> {
     };
     let mat = d.as_ref();
     Ok(if n == 1 {
-        pick(&mut d.col(0).iter().copied().enumerate())
+        pick(
+            &mut d
+                .col_major("matmul_outer")?
+                .col_as_slice(0)
+                .iter()
+                .copied()
+                .enumerate(),
+        )
     } else {
         pick(&mut (0..n).map(|j| (j, mat[(0, j)])))
     })
@@ -112,7 +119,8 @@ pub fn matmul_outer_entries(ket: &Data, bra: &Data, out: Out) -> Result<Data> {
     const OP: &str = "matmul_outer";
     if dense {
         let mut d = Dense::zeros_for(OP, n, m)?;
-        let mat = d.as_mat_mut();
+        // A fresh column-major matrix: its buffer is the matrix.
+        let mat = d.buffer_mut();
         for &(j, y) in &r {
             for &(i, x) in &l {
                 mat[(i, j)] = x * y;

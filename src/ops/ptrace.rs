@@ -299,7 +299,7 @@ pub fn ptrace_dense(a: &Dense, p: &Ptrace) -> Result<Dense> {
         if a.shape().1 == 1 && a.shape().0 > 0 && a.layout() == crate::storage::Layout::ColMajor {
             // Kept subsystems first (keep = 0..m, the usual reduced state) or last: the ket
             // itself is M, row-major or column-major, and nothing is copied.
-            let (psi, (k, r)) = (a.col(0), (sp.k, sp.r));
+            let (psi, (k, r)) = (a.buffer_col(0), (sp.k, sp.r));
             let mut keep = p.keep.clone();
             keep.sort_unstable();
             if keep.iter().enumerate().all(|(x, &s)| x == s) {
@@ -316,8 +316,10 @@ pub fn ptrace_dense(a: &Dense, p: &Ptrace) -> Result<Dense> {
     let l = Layout::new("ptrace", a.shape(), p)?;
     let src = a.as_ref();
     let mut out = Dense::zeros_for("ptrace", l.k, l.k)?;
+    // A fresh column-major matrix: its buffer is the matrix.
+    let om = out.buffer_mut();
     for b in 0..l.k {
-        let col = out.col_mut(b);
+        let col = om.col_as_slice_mut(b);
         for t in 0..l.r {
             let j = l.full[t * l.k + b];
             for (x, o) in col.iter_mut().enumerate() {

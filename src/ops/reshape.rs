@@ -140,9 +140,11 @@ pub fn column_stack_dense(a: &Dense) -> Result<Dense> {
     if len == 0 {
         return Ok(out);
     }
-    let dst = out.col_mut(0);
+    let src = a.col_major("column_stack")?;
+    // A fresh column-major column: its buffer's one column is the result.
+    let dst = out.buffer_mut().col_as_slice_mut(0);
     for j in 0..n {
-        dst[j * m..(j + 1) * m].copy_from_slice(a.col(j));
+        dst[j * m..(j + 1) * m].copy_from_slice(src.col_as_slice(j));
     }
     Ok(out)
 }
@@ -223,7 +225,7 @@ pub fn column_unstack(a: &Data, rows: usize, out: Out) -> Result<Data> {
 /// [`Error::Shape`] as [`column_unstack`].
 pub fn column_unstack_dense(a: &Dense, rows: usize) -> Result<Dense> {
     let cols = unstack_shape("column_unstack", a.shape(), rows)?;
-    Dense::from_col_major(rows, cols, a.col(0))
+    Dense::from_col_major(rows, cols, a.col_major("column_unstack")?.col_as_slice(0))
 }
 
 /// Csr kernel of [`column_unstack`], a counting sort by row. O(nnz + m·n).
@@ -313,11 +315,11 @@ pub fn split_columns_dense(a: &Dense) -> Result<Vec<Data>> {
     let each = alloc::dense_bytes((m, 1)) + COLUMN_BYTES;
     alloc::check_parts(OP, (m, n), n, each, 2, 0)?;
     let mut out = alloc::try_with_capacity(OP, (m, n), n)?;
+    let src = if m == 0 { None } else { Some(a.col_major(OP)?) };
     for j in 0..n {
-        let col = if m == 0 {
-            Dense::zeros_for(OP, 0, 1)?
-        } else {
-            Dense::from_col_major(m, 1, a.col(j))?
+        let col = match src {
+            None => Dense::zeros_for(OP, 0, 1)?,
+            Some(src) => Dense::from_col_major(m, 1, src.col_as_slice(j))?,
         };
         out.push(col.into());
     }

@@ -340,8 +340,9 @@ fn iterative_columns(
         return Dense::zeros_for("solve", n, k);
     }
     let mut cols = crate::storage::alloc::try_with_capacity("solve", (n, k), k)?;
+    let bm = b.col_major("solve")?;
     for j in 0..k {
-        let bj: Data = Dense::from_col_major(n, 1, b.col(j))?.into();
+        let bj: Data = Dense::from_col_major(n, 1, bm.col_as_slice(j))?.into();
         let pm = pre.as_ref().map(|p| p as &dyn LinearMap);
         let sol = iterative::solve(op, &Dispatched, &bj, method, o.tol, o.max_iter, pm)?;
         cols.push(crate::convert::to_type::<Dense>(&sol.x)?);

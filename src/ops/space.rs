@@ -56,7 +56,7 @@ impl Vectors for Dispatched {
             && let Some(d) = w.get_mut::<Dense>().filter(|d| d.shape().1 == 1)
             && b.iter().all(|v| v.len() == d.shape().0)
         {
-            fused_subtract(d.col_mut(0), &b, c);
+            fused_subtract(d.try_col_mut(0)?, &b, c);
             return Ok(());
         }
         for (v, ci) in basis.iter().zip(c) {
@@ -103,9 +103,10 @@ const CHUNK: usize = 512;
 
 /// The entries of a Dense ket (n×1).
 fn ket(d: &Data) -> Option<&[c64]> {
+    // A row-major ket whose column-major copy cannot be made takes the general path.
     d.downcast_ref::<Dense>()
         .filter(|d| d.shape().1 == 1)
-        .map(|d| d.col(0))
+        .and_then(|d| d.try_col(0).ok())
 }
 
 /// The entries of Dense kets of one length, if every vector is one.
@@ -177,7 +178,13 @@ fn fused_combine(basis: &[&[c64]], coeffs: MatRef<'_, c64>, outs: &mut [Dense]) 
     let m = basis.len();
     let mut chunks: Vec<Vec<&mut [c64]>> = (0..n.div_ceil(CHUNK)).map(|_| Vec::new()).collect();
     for o in outs.iter_mut() {
-        for (k, part) in o.col_mut(0).chunks_mut(CHUNK).enumerate() {
+        // Fresh column-major kets (`combine`): the buffer's one column is the vector.
+        for (k, part) in o
+            .buffer_mut()
+            .col_as_slice_mut(0)
+            .chunks_mut(CHUNK)
+            .enumerate()
+        {
             chunks[k].push(part);
         }
     }

@@ -28,7 +28,11 @@ use crate::scalar::{ONE, ZERO, c64};
 /// * The column accessors ([`col`](Dense::col), [`columns`](Dense::columns),
 ///   [`as_mat`](Dense::as_mat)) and the kernels written on them normalise a row-major matrix
 ///   once: the column-major copy is made on first use and kept beside the buffer (twice the
-///   memory for that matrix while it lives); the `&mut` accessors convert in place.
+///   memory for that matrix while it lives); the `&mut` accessors convert in place. If that
+///   copy cannot be allocated (past [`set_dense_limit`](crate::set_dense_limit) or refused by
+///   the system), a kernel returns [`Error::TooLarge`] naming its operation; the accessors
+///   have `try_` forms ([`try_col`](Dense::try_col), [`try_as_mat`](Dense::try_as_mat), …)
+///   that return it, and the plain ones panic with it.
 ///
 /// ```
 /// use polymat::{Dense, c64};
@@ -317,34 +321,78 @@ impl Dense {
     ///
     /// # Panics
     /// If `j` is out of bounds, or if a row-major matrix's column-major copy cannot be
-    /// allocated.
+    /// allocated ([`try_col`](Dense::try_col) returns that error instead).
     #[inline]
     pub fn col(&self, j: usize) -> &[c64] {
-        self.col_major_mat().col_as_slice(j)
+        self.try_col(j).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Column `j` as a contiguous slice, as [`col`](Dense::col).
+    ///
+    /// ```
+    /// use polymat::{Dense, Layout, c64};
+    /// let one = c64::new(1.0, 0.0);
+    /// let m = Dense::from_row_major(2, 2, &[one, 2.0 * one, 3.0 * one, 4.0 * one])?;
+    /// assert_eq!(m.layout(), Layout::RowMajor);
+    /// assert_eq!(m.try_col(1)?, &[2.0 * one, 4.0 * one]);
+    /// # Ok::<(), polymat::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`](crate::Error::TooLarge) if a row-major matrix's column-major copy
+    /// cannot be allocated.
+    ///
+    /// # Panics
+    /// If `j` is out of bounds.
+    #[inline]
+    pub fn try_col(&self, j: usize) -> Result<&[c64]> {
+        Ok(self.col_major("Dense::col")?.col_as_slice(j))
     }
 
     /// The columns as contiguous slices, in order; none at all when the matrix has no rows
     /// (so an empty 0×2⁶² matrix costs nothing to walk). Row-major: as [`col`](Dense::col).
+    ///
+    /// # Panics
+    /// As [`col`](Dense::col) ([`try_columns`](Dense::try_columns) returns the error).
     pub fn columns(&self) -> impl Iterator<Item = &[c64]> + Clone + '_ {
+        self.try_columns().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The columns as contiguous slices, as [`columns`](Dense::columns).
+    ///
+    /// # Errors
+    /// As [`try_col`](Dense::try_col).
+    pub fn try_columns(&self) -> Result<impl Iterator<Item = &[c64]> + Clone + '_> {
         let (r, c) = self.shape();
         let n = if r == 0 { 0 } else { c };
         let mat = if n == 0 {
             &self.buf
         } else {
-            self.col_major_mat()
+            self.col_major("Dense::columns")?
         };
-        (0..n).map(move |j| mat.col_as_slice(j))
+        Ok((0..n).map(move |j| mat.col_as_slice(j)))
     }
 
     /// Column `j` as a contiguous mutable slice; a row-major matrix is converted to
     /// column-major first (once).
     ///
     /// # Panics
-    /// As [`col`](Dense::col).
+    /// As [`col`](Dense::col) ([`try_col_mut`](Dense::try_col_mut) returns the error).
     #[inline]
     pub fn col_mut(&mut self, j: usize) -> &mut [c64] {
-        self.make_col_major();
-        self.buf.col_as_slice_mut(j)
+        self.try_col_mut(j).unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Column `j` as a contiguous mutable slice, as [`col_mut`](Dense::col_mut).
+    ///
+    /// # Errors
+    /// As [`try_col`](Dense::try_col).
+    ///
+    /// # Panics
+    /// If `j` is out of bounds.
+    #[inline]
+    pub fn try_col_mut(&mut self, j: usize) -> Result<&mut [c64]> {
+        Ok(self.col_major_mut("Dense::col_mut")?.col_as_slice_mut(j))
     }
 
     /// The matrix as a strided `faer` view of the right shape, in either layout (no copy).
@@ -360,30 +408,63 @@ impl Dense {
     /// made once).
     ///
     /// # Panics
-    /// As [`col`](Dense::col).
+    /// As [`col`](Dense::col) ([`try_as_mat`](Dense::try_as_mat) returns the error).
     #[inline]
     pub fn as_mat(&self) -> &Mat<c64> {
-        self.col_major_mat()
+        self.try_as_mat().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The matrix as a column-major `faer` matrix, as [`as_mat`](Dense::as_mat).
+    ///
+    /// # Errors
+    /// As [`try_col`](Dense::try_col).
+    #[inline]
+    pub fn try_as_mat(&self) -> Result<&Mat<c64>> {
+        self.col_major("Dense::as_mat")
     }
 
     /// The underlying `faer` matrix, mutably; a row-major matrix is converted to column-major
     /// first.
     ///
     /// # Panics
-    /// As [`col`](Dense::col).
+    /// As [`col`](Dense::col) ([`try_as_mat_mut`](Dense::try_as_mat_mut) returns the error).
     #[inline]
     pub fn as_mat_mut(&mut self) -> &mut Mat<c64> {
-        self.make_col_major();
-        &mut self.buf
+        self.try_as_mat_mut().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// The underlying `faer` matrix, mutably, as [`as_mat_mut`](Dense::as_mat_mut).
+    ///
+    /// # Errors
+    /// As [`try_col`](Dense::try_col); the matrix is then unchanged.
+    #[inline]
+    pub fn try_as_mat_mut(&mut self) -> Result<&mut Mat<c64>> {
+        self.col_major_mut("Dense::as_mat_mut")
     }
 
     /// Unwraps the column-major `faer` matrix (no copy when the matrix is column-major).
     ///
     /// # Panics
-    /// As [`col`](Dense::col).
-    pub fn into_mat(mut self) -> Mat<c64> {
-        self.make_col_major();
-        std::mem::replace(&mut self.buf, Mat::new())
+    /// As [`col`](Dense::col) ([`try_into_mat`](Dense::try_into_mat) returns the error).
+    pub fn into_mat(self) -> Mat<c64> {
+        self.try_into_mat().unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    /// Unwraps the column-major `faer` matrix, as [`into_mat`](Dense::into_mat).
+    ///
+    /// ```
+    /// use polymat::{Dense, c64};
+    /// let m = Dense::from_row_major(1, 2, &[c64::new(1.0, 0.0), c64::new(2.0, 0.0)])?;
+    /// let mat = m.try_into_mat()?;
+    /// assert_eq!(mat[(0, 1)], c64::new(2.0, 0.0));
+    /// # Ok::<(), polymat::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`try_col`](Dense::try_col).
+    pub fn try_into_mat(mut self) -> Result<Mat<c64>> {
+        self.col_major_mut("Dense::into_mat")?;
+        Ok(std::mem::replace(&mut self.buf, Mat::new()))
     }
 
     /// The entries in row-major nested vectors (for tests and small printouts).

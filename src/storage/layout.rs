@@ -229,34 +229,48 @@ impl Dense {
         Ok(out)
     }
 
-    /// The matrix column-major: the buffer itself, or the copy made once for a row-major one.
+    /// The matrix column-major: the buffer itself, or the copy made once for a row-major one
+    /// (kept beside the buffer for the next call). Every column accessor comes here; `op`
+    /// names the operation in the error.
     ///
-    /// # Panics
-    /// If that copy cannot be allocated (the matrix already fits once in memory).
-    pub(super) fn col_major_mat(&self) -> &Mat<c64> {
+    /// # Errors
+    /// [`Error::TooLarge`](crate::Error::TooLarge) if that copy cannot be allocated.
+    #[inline]
+    pub(crate) fn col_major(&self, op: &'static str) -> Result<&Mat<c64>> {
         match self.layout {
-            Layout::ColMajor => &self.buf,
-            Layout::RowMajor => self.cols.get_or_init(|| {
-                Box::new(
-                    self.transposed_buffer("Dense::col")
-                        .unwrap_or_else(|e| panic!("{e}")),
-                )
-            }),
+            Layout::ColMajor => Ok(&self.buf),
+            Layout::RowMajor => self.col_major_copy(op),
         }
     }
 
-    /// Converts a row-major matrix to column-major in place (no-op when it already is).
-    pub(super) fn make_col_major(&mut self) {
+    /// A row-major matrix's column-major copy, made on the first call.
+    #[cold]
+    fn col_major_copy(&self, op: &'static str) -> Result<&Mat<c64>> {
+        if let Some(m) = self.cols.get() {
+            return Ok(m);
+        }
+        // `OnceLock::get_or_try_init` is not stable: the copy is made outside the lock, and a
+        // thread that loses the race to store it drops its own.
+        let m = Box::new(self.transposed_buffer(op)?);
+        Ok(self.cols.get_or_init(|| m))
+    }
+
+    /// Converts a row-major matrix to column-major in place (no-op when it already is) and
+    /// returns the buffer: the `&mut` and by-value column accessors come here.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`](crate::Error::TooLarge) if a row-major matrix's copy cannot be
+    /// allocated (the matrix is then unchanged).
+    pub(crate) fn col_major_mut(&mut self, op: &'static str) -> Result<&mut Mat<c64>> {
         if self.layout == Layout::RowMajor {
             let cm = match self.cols.take() {
                 Some(m) => *m,
-                None => self
-                    .transposed_buffer("Dense::col_mut")
-                    .unwrap_or_else(|e| panic!("{e}")),
+                None => self.transposed_buffer(op)?,
             };
             self.buf = cm;
             self.layout = Layout::ColMajor;
         }
+        Ok(&mut self.buf)
     }
 }
 

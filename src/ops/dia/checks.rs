@@ -54,7 +54,7 @@ pub fn expect_dia_dense(op: &Dia, state: &Dense) -> Result<c64> {
     if state.shape().1 == 1 {
         // ⟨ψ|A|ψ⟩ = Σ_i conj(ψ_i)·(Aψ)_i, with Aψ built a block of rows at a time in a small
         // buffer (one complex product per stored entry, as the Csr kernel).
-        let psi = state.col(0);
+        let psi = state.col_major("expect")?.col_as_slice(0);
         let m = op.shape().0;
         if m <= 64 {
             // Too small for the buffer to pay: Σ_j conj(ψ[j − o]) · A[j − o, j] · ψ[j].

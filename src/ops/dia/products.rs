@@ -24,8 +24,11 @@ pub fn matmul_dia_dense(a: &Dia, b: &Dense) -> Result<Dense> {
     }
     // Output rows in blocks that stay in L1 while every diagonal adds its part.
     const BLOCK: usize = 4096;
+    let bm = b.col_major("matmul")?;
+    // `out` is a fresh column-major matrix: its buffer is the matrix.
+    let om = out.buffer_mut();
     for c in 0..n {
-        let (bc, oc) = (b.col(c), out.col_mut(c));
+        let (bc, oc) = (bm.col_as_slice(c), om.col_as_slice_mut(c));
         for i0 in (0..m).step_by(BLOCK) {
             let i1 = (i0 + BLOCK).min(m);
             for (o, r) in diagonals(a) {
@@ -55,14 +58,17 @@ pub fn matmul_dense_dia(a: &Dense, b: &Dia) -> Result<Dense> {
     if m == 0 {
         return Ok(out);
     }
+    let am = a.col_major("matmul")?;
+    // `out` is a fresh column-major matrix: its buffer is the matrix.
+    let om = out.buffer_mut();
     for (o, r) in diagonals(b) {
         for j in valid_cols(b.shape(), o) {
             let s = r[j];
             if s == ZERO {
                 continue;
             }
-            let src = a.col(row_of(j, o));
-            for (d, x) in out.col_mut(j).iter_mut().zip(src) {
+            let src = am.col_as_slice(row_of(j, o));
+            for (d, x) in om.col_as_slice_mut(j).iter_mut().zip(src) {
                 *d += s * x;
             }
         }

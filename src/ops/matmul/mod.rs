@@ -150,8 +150,10 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         }
     }
     if n == 1 && serial {
+        let x = b.col_major("matmul")?.col_as_slice(0);
         let mut out = Dense::zeros_for("matmul", m, n)?;
-        dense_gemv(a, b.col(0), out.col_mut(0));
+        // A fresh column-major column: its buffer's one column is the result.
+        dense_gemv(a, x, out.buffer_mut().col_as_slice_mut(0));
         return Ok(out);
     }
     // Not zero-filled (at n = 1000 a 16 MB pass): both products below write every entry.
@@ -162,12 +164,13 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     engine::product(work, |par| {
         // Large products: three real ones where that applies (finite, moderate values).
         if work >= gemm3m::MIN_WORK
-            && gemm3m::gemm_3m(out.as_mat_mut().as_mut(), a.as_ref(), b.as_ref(), par)
+            && gemm3m::gemm_3m(out.buffer_mut().as_mut(), a.as_ref(), b.as_ref(), par)
         {
             return;
         }
         faer_matmul(
-            out.as_mat_mut(),
+            // A fresh column-major matrix: its buffer is the matrix.
+            out.buffer_mut(),
             Accum::Replace,
             a.as_ref(),
             b.as_ref(),
@@ -247,11 +250,11 @@ pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64]) {
     let cols: &[&[c64]] = if k <= 32 {
         stack = [&[]; 32];
         for (j, c) in stack[..k].iter_mut().enumerate() {
-            *c = a.col(j);
+            *c = a.buffer_col(j);
         }
         &stack[..k]
     } else {
-        heap = (0..k).map(|j| a.col(j)).collect();
+        heap = (0..k).map(|j| a.buffer_col(j)).collect();
         &heap
     };
     crate::simd::gemv_cols(y, cols, x);
@@ -403,13 +406,15 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let work = m.saturating_mul(k).saturating_mul(n);
     if n == 1 && a.layout() == Layout::ColMajor && engine::workers(Family::Matmul, work) == 1 {
         // Matrix–vector ([`dense_gemv`]); b is 1×k: the vector is its conjugated row.
-        let x: Vec<c64> = (0..k).map(|j| b.col(j)[0].conj()).collect();
-        dense_gemv(a, &x, out.col_mut(0));
+        let row = b.as_ref();
+        let x: Vec<c64> = (0..k).map(|j| row[(0, j)].conj()).collect();
+        dense_gemv(a, &x, out.buffer_mut().col_as_slice_mut(0));
         return Ok(out);
     }
     engine::product(work, |par| {
         faer_matmul(
-            out.as_mat_mut(),
+            // A fresh column-major matrix: its buffer is the matrix.
+            out.buffer_mut(),
             Accum::Replace,
             a.as_ref(),
             b.as_ref().adjoint(),
