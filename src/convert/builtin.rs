@@ -18,7 +18,10 @@ use crate::storage::{Csr, Dense};
 pub(super) fn register(b: &mut Batch) {
     b.register_type::<Dense>("Dense", &["dense", "mat", "matrix"])
         .register_type::<Csr>("Csr", &["csr", "sparse"])
-        .add_conversion(Conversion::new(csr_to_dense, 1.0))
+        .add_conversion(Conversion::new_data::<Csr, Dense>(
+            super::csr_dense::csr_to_dense_data,
+            1.0,
+        ))
         .add_conversion(Conversion::new(dense_to_csr, 1.4));
     b.register_type::<GpuDense>("GpuDense", &["gpudense", "gpu", "cuda"])
         .add_conversion(Conversion::new(GpuDense::from_dense, 1.0))

@@ -71,16 +71,41 @@ impl Conversion {
         weight: f64,
     ) -> Conversion {
         let name = std::any::type_name::<A>();
+        Conversion::typed::<A, B>(
+            weight,
+            Arc::new(move |d: &Data, to: Kind| {
+                let a = d.downcast_or_err::<A>("convert", name)?;
+                Ok(Data::with_kind(to, f(a)?))
+            }),
+        )
+    }
+
+    /// A converter from `A` to `B` whose function wraps its result in a [`Data`] itself. The
+    /// built-in Csr → Dense converter uses it to build the `Data` where the result is made,
+    /// without a move through the stack
+    /// ([`csr_to_dense_data`](super::csr_dense::csr_to_dense_data)). Its function is not
+    /// given the target kind as [`new`](Conversion::new)'s wrapper is: that extra argument
+    /// alone cost Csr → Dense 2 × 2 60 → 72 ns (the moves laid out otherwise).
+    pub(crate) fn new_data<A: Storage, B: Storage>(
+        f: impl Fn(&A) -> BoxedResult<Data> + Send + Sync + 'static,
+        weight: f64,
+    ) -> Conversion {
+        let name = std::any::type_name::<A>();
+        Conversion::typed::<A, B>(
+            weight,
+            Arc::new(move |d: &Data, _to: Kind| f(d.downcast_or_err::<A>("convert", name)?)),
+        )
+    }
+
+    /// An exact and total converter from `A` to `B` running `f`.
+    fn typed<A: Storage, B: Storage>(weight: f64, f: ConvertFn) -> Conversion {
         Conversion {
-            from: KindRef::Type(TypeId::of::<A>(), name),
+            from: KindRef::Type(TypeId::of::<A>(), std::any::type_name::<A>()),
             to: KindRef::Type(TypeId::of::<B>(), std::any::type_name::<B>()),
             weight,
             exact: true,
             total: true,
-            f: Arc::new(move |d: &Data, to: Kind| {
-                let a = d.downcast_or_err::<A>("convert", name)?;
-                Ok(Data::with_kind(to, f(a)?))
-            }),
+            f,
         }
     }
 

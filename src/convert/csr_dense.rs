@@ -3,14 +3,34 @@
 use faer::Mat;
 use rayon::prelude::*;
 
+use super::conversion::BoxedResult;
 use crate::engine::{self, Entries, Family};
 use crate::error::Result;
 use crate::scalar::c64;
-use crate::storage::{Csr, Dense, alloc};
+use crate::storage::{Csr, Data, Dense, Kind, alloc};
 
 /// The zero fill of the parallel path is split into pieces of this many entries (1 MiB) or
 /// more, four per worker at least.
 const ZERO_PIECE: usize = 1 << 16;
+
+/// The built-in Csr → Dense converter: [`csr_to_dense`] into a [`Data`].
+/// On one thread the result goes from the kernel into the `Data`'s allocation directly
+/// ([`Data::with_kind_in_place`]). With the `Dense` returned through the converter's `Result`
+/// and wrapped after, each move reloaded narrow stores as wide loads (stalls): a 2 × 2
+/// conversion took 81 → 60 ns, 10 × 10 103 → 81 ns (AMD EPYC, one thread, medians).
+///
+/// # Errors
+/// As [`csr_to_dense`].
+pub(crate) fn csr_to_dense_data(a: &Csr) -> BoxedResult<Data> {
+    let (m, n) = a.shape();
+    if m > 0 && n > 0 && engine::workers(Family::Elementwise, m.saturating_mul(n)) == 1 {
+        return Ok(Data::with_kind_in_place(
+            Kind::DENSE,
+            csr_to_dense_serial(a, alloc::reserve_mat("to Dense", m, n)?),
+        ));
+    }
+    Ok(Data::from(csr_to_dense(a)?))
+}
 
 /// Scatters the stored entries into a zeroed column-major matrix (on one thread: one
 /// zero fill, [`csr_to_dense_serial`]; else zeroed in contiguous pieces, streamed or by

@@ -453,7 +453,11 @@ pub(crate) mod pool {
         static POOL: RefCell<Vec<Mat<c64>>> = const { RefCell::new(Vec::new()) };
     }
 
-    /// Keeps `mat`'s buffer for reuse when it is small (and drops it otherwise).
+    /// Keeps `mat`'s buffer for reuse when it is small (and drops it otherwise). Inlined into
+    /// `Dense`'s `drop`: where the compiler left it out of line, the matrix was moved into
+    /// its argument slot and out again (Csr → Dense 2 × 2, the result dropped each call,
+    /// 59 → 70 ns between two builds that differed only in that).
+    #[inline]
     pub(crate) fn give(mat: Mat<c64>) {
         let n = mat.nrows() * mat.ncols();
         if n == 0 || n > MAX_ENTRIES {
