@@ -235,7 +235,7 @@ const WIDE_MIN_ROWS: usize = 7;
 #[cfg(target_arch = "x86_64")]
 #[rustversion::since(1.89)]
 fn wide_columns(m: usize) -> Option<ColumnsKernel> {
-    if m < WIDE_MIN_ROWS || !super::avx512() {
+    if m < WIDE_MIN_ROWS || !super::avx512_products() {
         return None;
     }
     // Columns of B a call takes together: at least eight independent sums (2H·J).
