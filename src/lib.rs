@@ -110,9 +110,9 @@ pub use dispatch::{
 #[doc(hidden)]
 pub use dispatch::{KernelReturn as KernelOutput, ReturnValue as Output};
 pub use engine::{
-    AVX512_PRODUCTS_ENV, HUGE_PAGES_ENV, STREAM_BYTES_ENV, THREADS_ENV, clear_upper_vector_state,
-    dense_limit, huge_pages, set_dense_limit, set_huge_pages, set_stream_bytes, set_threads,
-    stream_bytes, threads,
+    AVX512_SMALL_PRODUCTS_ENV, HUGE_PAGES_ENV, STREAM_BYTES_ENV, THREADS_ENV,
+    clear_upper_vector_state, dense_limit, huge_pages, set_dense_limit, set_huge_pages,
+    set_stream_bytes, set_threads, stream_bytes, threads,
 };
 pub use error::{Error, Result, Shape};
 pub use gpu::{GpuCsr, GpuDense};

@@ -135,7 +135,7 @@ pub(crate) mod pages;
 mod stream;
 pub mod thresholds;
 
-pub use crate::simd::AVX512_PRODUCTS_ENV;
+pub use crate::simd::AVX512_SMALL_PRODUCTS_ENV;
 pub use memory::{PROBE_BYTES, available_memory};
 pub use pages::{HUGE_PAGES_ENV, huge_pages, set_huge_pages};
 pub use stream::{DEFAULT_STREAM_BYTES, STREAM_BYTES_ENV, set_stream_bytes, stream_bytes};

@@ -53,56 +53,12 @@ pub(crate) fn gemv_cols(y: &mut [c64], cols: &[&[c64]], x: &[c64]) {
 #[cfg(target_arch = "x86_64")]
 #[rustversion::since(1.89)]
 fn wide_rows(y: &mut [c64], cols: &[&[c64]], x: &[c64], rows: std::ops::Range<usize>) -> usize {
-    if super::avx512_products() {
-        // SAFETY: the CPU has AVX-512F (`avx512_products` implies it), the feature the kernel
-        // is compiled for.
+    if super::avx512() {
+        // SAFETY: the CPU has AVX-512F, the feature the kernel is compiled for.
         unsafe { avx::cols_avx512(y, cols, x, rows) }
     } else {
         rows.start
     }
-}
-
-/// Whether the AVX-512 kernel of [`gemv_cols`] beats the AVX2 one by 5 % on this CPU: a
-/// 64 × 64 product (64 KiB, in L2) timed with each, eight calls a round, five rounds in turn,
-/// the fastest round of each compared. Needs AVX-512F and AVX2 + FMA (the caller checks).
-#[cfg(all(target_arch = "x86_64", not(test)))]
-#[rustversion::since(1.89)]
-pub(super) fn wide_pays() -> bool {
-    use std::time::{Duration, Instant};
-    const N: usize = 64;
-    let a: Vec<c64> = (0..N * N)
-        .map(|k| c64::new(1.0 / (1 + k % 7) as f64, 0.5 / (1 + k % 5) as f64))
-        .collect();
-    let cols: Vec<&[c64]> = a.chunks_exact(N).collect();
-    let x = vec![c64::new(0.25, -0.5); N];
-    let mut y = vec![c64::new(0.0, 0.0); N];
-    let mut best = [Duration::MAX; 2];
-    for _ in 0..5 {
-        for (w, b) in best.iter_mut().enumerate() {
-            let t = Instant::now();
-            for _ in 0..8 {
-                // SAFETY: the CPU has AVX-512F, AVX2 and FMA (the caller checked).
-                unsafe {
-                    if w == 1 {
-                        let done = avx::cols_avx512(&mut y, &cols, &x, 0..N);
-                        avx::cols_avx2(&mut y, &cols, &x, done..N);
-                    } else {
-                        avx::cols_avx2(&mut y, &cols, &x, 0..N);
-                    }
-                }
-                std::hint::black_box(&mut y);
-            }
-            *b = (*b).min(t.elapsed());
-        }
-    }
-    best[1].as_nanos() * 100 < best[0].as_nanos() * 95
-}
-
-/// No AVX-512 outside x86-64.
-#[cfg(all(not(target_arch = "x86_64"), not(test)))]
-#[rustversion::since(1.89)]
-pub(super) fn wide_pays() -> bool {
-    false
 }
 
 /// A build by Rust 1.88 has no AVX-512 kernels: every row goes to the AVX2 one.

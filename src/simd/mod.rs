@@ -7,8 +7,8 @@
 //! runs) that the compiler vectorises well once it may use AVX2 and FMA, compiled twice and
 //! chosen at run time. [`stream`] holds the non-temporal stores of large Dense results.
 //!
-//! Two compute-bound kernels have an AVX-512F version as well, used where the CPU has it and
-//! it pays ([`avx512_products`]): the small Dense products ([`gemm::columns`]) and the
+//! Two compute-bound kernels have an AVX-512F version as well, used where the CPU has it: the
+//! small Dense products ([`gemm::columns`], where it pays: [`avx512_small_products`]) and the
 //! matrix–vector product of matrices that fit in L2 ([`gemv_cols`], one body generic over the
 //! register width).
 //! Their intrinsics are stable from Rust 1.89; a build by 1.88 (the MSRV) compiles without
@@ -79,28 +79,28 @@ pub(crate) fn avx512() -> bool {
     }
 }
 
-/// Environment variable read once, at the first Dense product that could take an AVX-512
-/// kernel (small Dense·Dense, Dense·ket): `1` makes the products take their AVX-512 kernels
-/// wherever the CPU has AVX-512F, `0` keeps them on AVX2. Unset (or any other value), a
-/// measurement at that first use decides: the AVX-512 kernels where they are at least 5 %
-/// faster on a 64 × 64 matrix–vector product (on an Intel Xeon they were, on an AMD EPYC of
-/// the Zen 4 generation they were slower). Results are the same to the bit either way.
-pub const AVX512_PRODUCTS_ENV: &str = "POLYMAT_AVX512_PRODUCTS";
+/// Environment variable read once, at the first small Dense product (at most 12 rows, the
+/// product of each result column held in registers): `1` makes those products take their
+/// AVX-512 kernel wherever the CPU has AVX-512F, `0` keeps them on AVX2. Unset (or any other
+/// value), a measurement at that first use decides: AVX-512 where it is at least 5 % faster
+/// on a 10 × 10 product (on an Intel Xeon it was, on an AMD EPYC of the Zen 4 generation it
+/// was slower). Results are the same to the bit either way.
+pub const AVX512_SMALL_PRODUCTS_ENV: &str = "POLYMAT_AVX512_SMALL_PRODUCTS";
 
-/// Whether the product kernels (small Dense·Dense in registers, Dense·ket) take their
-/// AVX-512F versions: where the CPU has AVX-512F and, unless [`AVX512_PRODUCTS_ENV`] says,
-/// where a measurement at first use finds them at least 5 % faster than AVX2 on a 64 × 64
-/// matrix–vector product (about 50 µs, once a process).
+/// Whether the small Dense products in registers ([`gemm::columns`]: Dense·Dense and
+/// Dense·ket of at most 12 rows) take their AVX-512F kernel: where the CPU has AVX-512F and,
+/// unless [`AVX512_SMALL_PRODUCTS_ENV`] says, where a measurement at first use finds it at
+/// least 5 % faster than AVX2 on a 10 × 10 product (about 50 µs, once a process).
 ///
-/// Whether the wider registers pay depends on the core, not on the instruction set: on the
-/// Intel Xeon VM (two 512-bit FMA ports) Dense·Dense 10 × 10 took 0.240 → 0.196 µs and
-/// Dense·ket 100 2.05 → 1.78 µs with them; on the AMD EPYC (Zen 4, which splits a 512-bit
-/// operation into two 256-bit halves) they were slower, 217 → 260 ns and 1.96 → 2.47 µs
-/// (docs/benchmarks.md). The Dense → Csr count kernel ([`zero_count`]) is faster with AVX-512
-/// on both and is not affected.
+/// Whether the wider registers pay depends on the core, not on the instruction set. On the
+/// Intel Xeon VM (two 512-bit FMA ports) Dense·Dense 10 × 10 took 0.240 → 0.196 µs with them.
+/// On the AMD EPYC VM (Zen 4, which splits a 512-bit operation into two 256-bit halves) it
+/// was slower, 213 → 252 ns, and Dense·ket 10 × 10 84 → 95 ns (docs/benchmarks.md). The
+/// matrix–vector kernel ([`gemv_cols`]) and the Dense → Csr count kernel ([`zero_count`]) are
+/// faster with AVX-512 on both and always take it.
 #[rustversion::since(1.89)]
 #[inline]
-pub(crate) fn avx512_products() -> bool {
+pub(crate) fn avx512_small_products() -> bool {
     // Tests check the AVX-512 kernels against the AVX2 ones wherever the CPU has them.
     #[cfg(test)]
     {
@@ -113,7 +113,7 @@ pub(crate) fn avx512_products() -> bool {
         static WIDE: AtomicU8 = AtomicU8::new(0);
         match WIDE.load(Ordering::Relaxed) {
             0 => {
-                let wide = avx512() && wide_products_pay();
+                let wide = avx512() && wide_small_products_pay();
                 WIDE.store(if wide { 2 } else { 1 }, Ordering::Relaxed);
                 wide
             }
@@ -122,16 +122,19 @@ pub(crate) fn avx512_products() -> bool {
     }
 }
 
-/// [`avx512_products`]'s decision on a CPU with AVX-512F: the environment's, else the
+/// [`avx512_small_products`]'s decision on a CPU with AVX-512F: the environment's, else the
 /// measurement's.
 #[cfg(not(test))]
 #[rustversion::since(1.89)]
 #[cold]
-fn wide_products_pay() -> bool {
-    decide_wide(std::env::var(AVX512_PRODUCTS_ENV).ok().as_deref(), gemv::wide_pays)
+fn wide_small_products_pay() -> bool {
+    decide_wide(
+        std::env::var(AVX512_SMALL_PRODUCTS_ENV).ok().as_deref(),
+        gemm::wide_pays,
+    )
 }
 
-/// [`AVX512_PRODUCTS_ENV`]'s value read: `1` yes, `0` no (spaces around ignored), anything
+/// [`AVX512_SMALL_PRODUCTS_ENV`]'s value read: `1` yes, `0` no (spaces around ignored), anything
 /// else or nothing asks `measure`.
 #[rustversion::since(1.89)]
 fn decide_wide(env: Option<&str>, measure: impl FnOnce() -> bool) -> bool {
@@ -474,7 +477,7 @@ pub(crate) unsafe fn csr_row_dots<const T: usize>(
 mod tests {
     use super::*;
 
-    /// `POLYMAT_AVX512_PRODUCTS`: `1` and `0` decide without a measurement; anything else
+    /// `POLYMAT_AVX512_SMALL_PRODUCTS`: `1` and `0` decide without a measurement; anything else
     /// measures.
     #[test]
     #[rustversion::since(1.89)]
