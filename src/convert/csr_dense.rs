@@ -17,13 +17,13 @@ const ZERO_PIECE: usize = 1 << 16;
 /// On one thread the result goes from the kernel into the `Data`'s allocation directly
 /// ([`Data::with_kind_in_place`]). With the `Dense` returned through the converter's `Result`
 /// and wrapped after, each move reloaded narrow stores as wide loads (stalls): a 2 × 2
-/// conversion took 81 → 60 ns, 10 × 10 103 → 81 ns (AMD EPYC, one thread, medians).
+/// conversion took 81 → 59 ns, 10 × 10 103 → 82 ns (AMD EPYC, one thread, medians).
 ///
 /// # Errors
 /// As [`csr_to_dense`].
 pub(crate) fn csr_to_dense_data(a: &Csr) -> BoxedResult<Data> {
     let (m, n) = a.shape();
-    if m > 0 && n > 0 && engine::workers(Family::Elementwise, m.saturating_mul(n)) == 1 {
+    if one_thread(m, n) {
         return Ok(Data::with_kind_in_place(
             Kind::DENSE,
             csr_to_dense_serial(a, alloc::reserve_mat("to Dense", m, n)?),
@@ -42,8 +42,7 @@ pub(crate) fn csr_to_dense_data(a: &Csr) -> BoxedResult<Data> {
 /// a large Csr is never densified by accident.
 pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
     let (m, n) = a.shape();
-    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
-    if m > 0 && n > 0 && workers == 1 {
+    if one_thread(m, n) {
         return Ok(csr_to_dense_serial(
             a,
             alloc::reserve_mat("to Dense", m, n)?,
@@ -52,6 +51,7 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
     if m == 0 || n == 0 {
         return Ok(Dense::new(alloc::zeros_mat("to Dense", m, n)?));
     }
+    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
     let mut mat = alloc::reserve_mat("to Dense", m, n)?;
     // SAFETY: `mat` was reserved for m × n; every entry is zeroed below before anything reads
     // the matrix, and c64 has no drop glue.
@@ -96,6 +96,13 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
         scatter(0..m);
     }
     Ok(Dense::new(mat))
+}
+
+/// Whether a non-empty m × n result is made on one thread ([`csr_to_dense_serial`]), the
+/// test both [`csr_to_dense`] and [`csr_to_dense_data`] start with.
+#[inline(always)]
+fn one_thread(m: usize, n: usize) -> bool {
+    m > 0 && n > 0 && engine::workers(Family::Elementwise, m.saturating_mul(n)) == 1
 }
 
 /// Csr → Dense on one thread, into `mat` (reserved for a's shape; for 256 entries or fewer

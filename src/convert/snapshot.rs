@@ -194,10 +194,7 @@ impl Chain {
             None
         };
         let out = (e.f)(input, e.to)?;
-        match broken_contract(e, input, &out) {
-            None => Ok(out),
-            Some(err) => Err(err),
-        }
+        broken_contract(e, input, &out).map_or(Ok(out), Err)
     }
 
     /// Total weight.
