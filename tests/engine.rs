@@ -480,35 +480,48 @@ fn streamed_case(m: usize, n: usize) {
         ];
         // Csr → Dense: zeroed in pieces (streamed where the engine says so), then scattered;
         // the buffers freed by the cases above hold non-zeros to be overwritten.
-        let kept = |i: usize, j: usize| (i * 7 + j * 3).is_multiple_of(5);
-        let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
-        for i in 0..m {
-            for j in (0..n).filter(|&j| kept(i, j)) {
-                r.push(i);
-                c.push(j);
-                v.push(at.get(i, j));
-            }
-        }
-        let sparse: Data = Csr::from_triplets((m, n), &r, &c, &v).unwrap().into();
-        let x = at.clone();
-        let mut cases = cases;
-        cases.push((
-            "Csr to Dense",
-            (m, n),
-            // A dirty buffer of the result's size freed just before: the allocator tends to
-            // hand it back, so an entry the zero fill missed would show its 7 − 7i.
-            Box::new(|| {
-                drop(Dense::from_fn(m, n, |_, _| c64::new(7.0, -7.0)));
-                polymat::to(Kind::DENSE, &sparse)
-            }),
-            Box::new(move |i, j| {
-                if kept(i, j) {
-                    x.get(i, j)
-                } else {
-                    c64::new(0.0, 0.0)
+        // The entries of `at` where `kept` holds, as a Csr.
+        let csr_of = |kept: fn(usize, usize) -> bool| -> Data {
+            let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
+            for i in 0..m {
+                for j in (0..n).filter(|&j| kept(i, j)) {
+                    r.push(i);
+                    c.push(j);
+                    v.push(at.get(i, j));
                 }
-            }),
-        ));
+            }
+            Csr::from_triplets((m, n), &r, &c, &v).unwrap().into()
+        };
+        let kept = |i: usize, j: usize| (i * 7 + j * 3).is_multiple_of(5);
+        let sparse = csr_of(kept);
+        // A sparser one (one entry in 29, none in some rows and columns): written column by
+        // column from its column pattern, zeros and entries in one streaming pass.
+        let rare = |i: usize, j: usize| (i * 7 + j * 3).is_multiple_of(29) && i % 4 != 1;
+        let sparser = csr_of(rare);
+        let mut cases = cases;
+        for (what, data, pattern) in [
+            ("Csr to Dense", &sparse, kept as fn(usize, usize) -> bool),
+            ("sparser Csr to Dense", &sparser, rare),
+        ] {
+            let x = at.clone();
+            cases.push((
+                what,
+                (m, n),
+                // A dirty buffer of the result's size freed just before: the allocator tends to
+                // hand it back, so an entry the zero fill missed would show its 7 − 7i.
+                Box::new(move || {
+                    drop(Dense::from_fn(m, n, |_, _| c64::new(7.0, -7.0)));
+                    polymat::to(Kind::DENSE, data)
+                }),
+                Box::new(move |i, j| {
+                    if pattern(i, j) {
+                        x.get(i, j)
+                    } else {
+                        c64::new(0.0, 0.0)
+                    }
+                }),
+            ));
+        }
         for (what, shape, call, def) in &cases {
             let (serial, parallel) = both(call);
             for r in [serial.unwrap(), parallel.unwrap()] {
