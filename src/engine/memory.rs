@@ -31,6 +31,10 @@ pub const PROBE_BYTES: usize = 256 << 20;
 /// }
 /// ```
 pub fn available_memory() -> Option<u64> {
+    #[cfg(test)]
+    if let Some(bytes) = TEST_AVAILABLE.with(std::cell::Cell::get) {
+        return Some(bytes);
+    }
     let system = std::fs::read_to_string("/proc/meminfo")
         .ok()
         .and_then(|t| meminfo_available(&t));
@@ -41,6 +45,22 @@ pub fn available_memory() -> Option<u64> {
         (Some(a), Some(b)) => Some(a.min(b)),
         (a, b) => a.or(b),
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// What [`available_memory`] says on this thread inside [`with_available`].
+    static TEST_AVAILABLE: std::cell::Cell<Option<u64>> = const { std::cell::Cell::new(None) };
+}
+
+/// Runs `f` with [`available_memory`] giving `bytes` on this thread (unit tests of the checks
+/// against it; other threads, and so other tests, read the system as before).
+#[cfg(test)]
+pub(crate) fn with_available<R>(bytes: u64, f: impl FnOnce() -> R) -> R {
+    let before = TEST_AVAILABLE.with(|c| c.replace(Some(bytes)));
+    let r = f();
+    TEST_AVAILABLE.with(|c| c.set(before));
+    r
 }
 
 /// `MemTotal` from `/proc/meminfo`, in bytes.

@@ -12,7 +12,7 @@ use crate::engine;
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
 use crate::scalar::c64;
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, alloc};
 
 pub use super::eigen::{
     EigOrder, Eigen, EigsMethod, EigsOptions, HERMITIAN_ATOL, KRYLOV_MIN_DIM, eigs_plan,
@@ -129,7 +129,9 @@ fn check_count(op: &str, n: usize, o: &EigsOptions) -> Result<()> {
 ///
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::InvalidArgument`] if `count` exceeds its
-/// size; [`Error::Numerical`] if the solver does not converge (e.g. non-finite entries).
+/// size; [`Error::Numerical`] if the solver does not converge (e.g. non-finite entries);
+/// [`Error::TooLarge`] if a dense solver's workspace (about 6 matrices of `a`'s shape with
+/// vectors, 3 without) does not fit in the memory available now.
 ///
 /// ```
 /// use polymat::{Csr, c64};
@@ -160,6 +162,8 @@ pub fn eigs_dense(a: &Dense, options: EigsOptions) -> Result<Eigen> {
     super::square("eigs", a.shape())?;
     let n = a.shape().0;
     check_count("eigs", n, &options)?;
+    // faer's Hessenberg (or tridiagonal) and Schur forms, the vectors, our sorted copy.
+    alloc::check_workspace("eigs", (n, n), if options.vectors { 6 } else { 3 })?;
     let _avx = engine::AvxGuard::for_size(n);
     let hermitian = options
         .hermitian
@@ -253,7 +257,9 @@ pub static SVD: LazyLock<Dispatcher<bool, Svd>> = LazyLock::new(|| {
 /// only if `vectors` (QuTiP's `svd`, numpy's `full_matrices=False`).
 ///
 /// # Errors
-/// [`Error::Numerical`] if the decomposition does not converge (e.g. non-finite entries).
+/// [`Error::Numerical`] if the decomposition does not converge (e.g. non-finite entries);
+/// [`Error::TooLarge`] if the workspace (about 6 matrices of `a`'s shape with vectors, 2
+/// without) does not fit in the memory available now.
 ///
 /// ```
 /// use polymat::{Dense, c64};
@@ -282,6 +288,9 @@ pub fn svd_dense(a: &Dense, vectors: bool) -> Result<Svd> {
             vh: vectors.then(|| Dense::zeros_for("svd", 0, n)).transpose()?,
         });
     }
+    // faer's bidiagonal form and its workspace, U and V (each at most m × n where m ≥ n, and
+    // the other way round), the Dense copies returned.
+    alloc::check_workspace("svd", (m, n), if vectors { 6 } else { 2 })?;
     let _avx = engine::AvxGuard::for_size(m.max(n));
     if !vectors {
         let s = a

@@ -17,7 +17,7 @@ use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::simd::gemm;
 use crate::storage::scratch::{self, Spare};
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, alloc};
 
 /// `exp(a)` for square `a`. Kernels: Dense → Dense, Csr → Csr, Csr → Dense, GpuDense →
 /// GpuDense, GpuCsr → GpuDense (densified on the GPU).
@@ -50,7 +50,10 @@ pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// The matrix exponential.
 ///
 /// # Errors
-/// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if it has non-finite entries.
+/// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if it has non-finite entries;
+/// [`Error::TooLarge`] where a Dense result is over the dense limit, or, dense, where the
+/// algorithm's workspace (about 12 matrices of `a`'s shape) does not fit in the memory
+/// available now.
 ///
 /// ```
 /// use polymat::{Csr, Dense, Out, c64};
@@ -66,6 +69,9 @@ pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 pub fn expm(a: &Data, out: Out) -> Result<Data> {
     EXPM.call(&[a], out, &())
 }
+
+/// The n × n matrices `expm_dense` may hold at once, counted for the check before it starts.
+const WORKSPACE: u32 = 12;
 
 /// θ_m of Higham (2005), table 2.3: the largest ‖A‖₁ for which the degree-m Padé approximant
 /// is accurate to double precision.
@@ -189,13 +195,19 @@ fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Result<Spare<c64>> {
 /// Dense `exp(a)`: degree 3–13 Padé with scaling and squaring. O(n³ (6 + s)) for s squarings.
 ///
 /// # Errors
-/// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] for non-finite input.
+/// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] for non-finite input;
+/// [`Error::TooLarge`] if the workspace (about 12 matrices of `a`'s shape) does not fit in the
+/// memory available now.
 pub fn expm_dense(a: &Dense) -> Result<Dense> {
     super::square("expm", a.shape())?;
     let n = a.shape().0;
     if n == 0 {
         return Dense::zeros_for("expm", 0, 0);
     }
+    // The scaled copy, A², A⁴, A⁶, the Padé sums and their products, the LU's factor and
+    // solution, as many as are held at once (the intermediates are checked one by one as
+    // well, but faer's LU scratch and the copy are not).
+    alloc::check_workspace("expm", (n, n), WORKSPACE)?;
     let finite = a.entries().all(|x| x.is_finite());
     if !finite {
         return Err(Error::Numerical {

@@ -18,11 +18,18 @@ use crate::dispatch::{Dispatcher, DispatcherBuilder, Out};
 use crate::engine;
 use crate::error::{Error, Result};
 use crate::scalar::c64;
-use crate::storage::{Data, Dense};
+use crate::storage::{Data, Dense, alloc};
 
 /// Above this 1-norm condition number of the eigenvector basis, the eigendecomposition is not
 /// trusted and the eigenvector-free algorithm runs instead.
 pub const EIGENBASIS_COND_MAX: f64 = 1e6;
+
+/// The n × n matrices `sqrtm` and `logm` may hold at once, counted for the check before they
+/// start: faer's eigendecomposition (its Hessenberg and Schur forms, their vectors), the
+/// inverse of the eigenvector basis and the products back; or the iterations without
+/// eigenvectors (Denman–Beavers' pair and their inverses, the inverse scaling and squaring's
+/// square roots and Padé terms).
+const WORKSPACE: u32 = 10;
 
 type DenseFn = fn(&Dense) -> Result<Dense>;
 
@@ -72,7 +79,8 @@ pub static LOGM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 ///
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if the input is defective with
-/// an eigenvalue on the closed negative real axis, or not finite.
+/// an eigenvalue on the closed negative real axis, or not finite; [`Error::TooLarge`] if the
+/// workspace (about 10 matrices of `a`'s shape) does not fit in the memory available now.
 ///
 /// ```
 /// use polymat::{Dense, Out, c64};
@@ -91,7 +99,9 @@ pub fn sqrtm(a: &Data, out: Out) -> Result<Data> {
 ///
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if `a` is singular (no
-/// logarithm), or defective with an eigenvalue on the negative real axis, or not finite.
+/// logarithm), or defective with an eigenvalue on the negative real axis, or not finite;
+/// [`Error::TooLarge`] if the workspace (about 10 matrices of `a`'s shape) does not fit in the
+/// memory available now.
 ///
 /// ```
 /// use polymat::{Dense, Out, c64};
@@ -127,6 +137,7 @@ fn check_finite(op: &str, a: &Dense) -> Result<()> {
 /// As [`sqrtm`].
 pub fn sqrtm_dense(a: &Dense) -> Result<Dense> {
     super::square("sqrtm", a.shape())?;
+    alloc::check_workspace("sqrtm", a.shape(), WORKSPACE)?;
     check_finite("sqrtm", a)?;
     let _avx = engine::AvxGuard::for_size(a.shape().0);
     match spectral("sqrtm", a, |z| Ok(z.sqrt()))? {
@@ -141,6 +152,7 @@ pub fn sqrtm_dense(a: &Dense) -> Result<Dense> {
 /// As [`logm`].
 pub fn logm_dense(a: &Dense) -> Result<Dense> {
     super::square("logm", a.shape())?;
+    alloc::check_workspace("logm", a.shape(), WORKSPACE)?;
     check_finite("logm", a)?;
     let _avx = engine::AvxGuard::for_size(a.shape().0);
     let log = |z: c64| {

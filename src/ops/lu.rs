@@ -55,6 +55,8 @@ impl Factorised {
     /// below [`RCOND_MIN`].
     pub(crate) fn dense(a: &Dense, op: &'static str) -> Result<Factorised> {
         let n = a.shape().0;
+        // faer's factor (a copy of `a`) and its scratch.
+        crate::storage::alloc::check_workspace(op, (n, n), 2)?;
         let _avx = engine::AvxGuard::for_size(n);
         let lu = a.as_ref().partial_piv_lu();
         let u = lu.U();

@@ -323,6 +323,61 @@ mod tests {
     use super::*;
     use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 
+    /// The dense algorithms whose intermediates faer allocates infallibly check their whole
+    /// workspace against the memory available before any work: told (on this thread) that the
+    /// machine has less than that, each returns `TooLarge` naming itself. 2900 × 2900 (135 MB),
+    /// so that even two copies pass the size from which the memory is checked.
+    #[test]
+    fn dense_algorithms_check_their_workspace_first() {
+        let n = 2900;
+        let (a, b) = (Dense::zeros(n, n), Dense::zeros(n, 1));
+        let available = 200u64 << 20;
+        let values_only = EigsOptions {
+            vectors: false,
+            ..EigsOptions::default()
+        };
+        crate::engine::memory::with_available(available, || {
+            let calls: Vec<(&str, Result<()>)> = vec![
+                ("expm", expm::expm_dense(&a).map(drop)),
+                ("sqrtm", funm::sqrtm_dense(&a).map(drop)),
+                ("logm", funm::logm_dense(&a).map(drop)),
+                (
+                    "eigs",
+                    decomp::eigs_dense(&a, EigsOptions::default()).map(drop),
+                ),
+                ("eigs", decomp::eigs_dense(&a, values_only).map(drop)),
+                ("svd", decomp::svd_dense(&a, true).map(drop)),
+                ("svd", decomp::svd_dense(&a, false).map(drop)),
+                ("norm_trace", norm::trace_dense(&a).map(drop)),
+                ("inv", solve::inv_dense(&a).map(drop)),
+                (
+                    "solve",
+                    solve::solve_dense(&a, &b, &SolveMethod::Lu).map(drop),
+                ),
+                (
+                    "solve",
+                    solve::solve_dense(&a, &b, &SolveMethod::Lstsq).map(drop),
+                ),
+            ];
+            for (op, r) in calls {
+                match r {
+                    Err(crate::Error::TooLarge {
+                        op: named,
+                        shape,
+                        bytes,
+                        reason,
+                        ..
+                    }) => {
+                        assert_eq!((named.as_str(), shape), (op, (n, n)));
+                        assert!(bytes > u128::from(available), "{op}: {bytes}");
+                        assert!(reason.contains("workspace"), "{op}: {reason}");
+                    }
+                    other => panic!("{op}: {other:?}"),
+                }
+            }
+        });
+    }
+
     fn dense(m: usize, n: usize, seed: u64) -> Dense {
         Dense::from_fn(m, n, |i, j| {
             let x = (i as u64 * 31 + j as u64 * 17 + seed) % 23;

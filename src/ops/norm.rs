@@ -205,7 +205,8 @@ pub fn one(a: &Data) -> Result<f64> {
 /// The trace norm (sum of singular values).
 ///
 /// # Errors
-/// [`Error::Numerical`] if the SVD does not converge.
+/// [`Error::Numerical`] if the SVD does not converge; [`Error::TooLarge`] if its dense
+/// workspace (about 2 matrices of `a`'s shape) does not fit in the memory available now.
 ///
 /// ```
 /// use polymat::{Dense, c64};
@@ -360,6 +361,8 @@ pub fn trace_dense(a: &Dense) -> Result<f64> {
     if a.shape().0 == 0 || a.shape().1 == 0 {
         return Ok(0.0);
     }
+    // faer's bidiagonal form and its workspace.
+    crate::storage::alloc::check_workspace("norm_trace", a.shape(), 2)?;
     let _avx = engine::AvxGuard::for_size(a.shape().0.max(a.shape().1));
     let s = a.as_ref().singular_values().map_err(|e| Error::Numerical {
         op: "norm_trace".into(),

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
 use crate::krylov::LinearMap;
 use crate::krylov::iterative::{self, Method};
-use crate::storage::{Csr, Data, Dense};
+use crate::storage::{Csr, Data, Dense, alloc};
 
 /// How [`solve()`] solves `a·x = b`.
 ///
@@ -192,7 +192,8 @@ pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if it is singular to working
 /// precision (estimated reciprocal condition number below [`RCOND_MIN`](super::RCOND_MIN)) or the result is not
-/// finite.
+/// finite; [`Error::TooLarge`] if the dense workspace (about 4 matrices of `a`'s shape) does not
+/// fit in the memory available now.
 ///
 /// ```
 /// use polymat::{Dense, Out, c64};
@@ -214,6 +215,8 @@ pub fn inv(a: &Data, out: Out) -> Result<Data> {
 pub fn inv_dense(a: &Dense) -> Result<Dense> {
     super::square("inv", a.shape())?;
     let n = a.shape().0;
+    // The factor and its scratch, the identity, the result.
+    alloc::check_workspace("inv", (n, n), 4)?;
     Factorised::dense(a, "inv")?.solve(&Dense::try_identity(n)?)
 }
 
@@ -298,7 +301,9 @@ fn check_method(op: &str, m: &SolveMethod) -> Result<()> {
 /// iterative methods, if they do not converge within `max_iter`, break down, or stagnate (no
 /// 1 % fall of the lowest relative residual in `max(4·n, 1000)` iterations, so that a
 /// tolerance below what rounding allows ends even with `max_iter = usize::MAX`); the
-/// residual reached is named.
+/// residual reached is named. [`Error::TooLarge`] if a dense factorisation's workspace (2
+/// matrices of `a`'s shape for LU, 3 for least squares) does not fit in the memory available
+/// now.
 ///
 /// ```
 /// use polymat::{Csr, Dense, Out, c64};
@@ -373,6 +378,8 @@ pub fn solve_dense(a: &Dense, b: &Dense, method: &SolveMethod) -> Result<Dense> 
     }
     match method {
         SolveMethod::Lstsq => {
+            // faer's QR factor (a copy of `a`), its Householder blocks and the solution.
+            alloc::check_workspace("solve", a.shape(), 3)?;
             let _avx = engine::AvxGuard::for_size(a.shape().0);
             let qr = a.as_ref().qr();
             let r = qr.R();

@@ -81,6 +81,35 @@ fn check_available(op: &str, shape: (usize, usize), bytes: u128) -> Result<()> {
     }
 }
 
+/// Checks, before a dense algorithm starts, that its workspace fits: about `copies` matrices of
+/// `shape` held at once (its intermediates, its result, and what faer allocates inside its
+/// decompositions). faer allocates those infallibly: past the memory available the process
+/// would abort, or be killed when it writes the pages, instead of returning this error. Each
+/// matrix is also held to the dense limit.
+///
+/// # Errors
+/// [`Error::TooLarge`] naming `op` and `shape`, with the bytes of all `copies`.
+pub(crate) fn check_workspace(op: &str, shape: (usize, usize), copies: u32) -> Result<()> {
+    check_dense(op, shape)?;
+    let bytes = dense_bytes(shape).saturating_mul(u128::from(copies));
+    check_memory(op, shape, bytes).map_err(|e| match e {
+        Error::TooLarge {
+            op,
+            shape,
+            bytes,
+            limit,
+            reason,
+        } => Error::TooLarge {
+            op,
+            shape,
+            bytes,
+            limit,
+            reason: format!("its workspace, about {copies} matrices of this shape, is {reason}"),
+        },
+        other => other,
+    })
+}
+
 /// Makes a [`Error::TooLarge`] about a buffer name the matrix it holds: the buffer of a
 /// row-major `r × c` matrix is the column-major `c × r` one, and the error should say `r × c`.
 /// Other errors pass unchanged.
