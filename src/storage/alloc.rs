@@ -92,21 +92,11 @@ fn check_available(op: &str, shape: (usize, usize), bytes: u128) -> Result<()> {
 pub(crate) fn check_workspace(op: &str, shape: (usize, usize), copies: u32) -> Result<()> {
     check_dense(op, shape)?;
     let bytes = dense_bytes(shape).saturating_mul(u128::from(copies));
-    check_memory(op, shape, bytes).map_err(|e| match e {
-        Error::TooLarge {
-            op,
-            shape,
-            bytes,
-            limit,
-            reason,
-        } => Error::TooLarge {
-            op,
-            shape,
-            bytes,
-            limit,
-            reason: format!("its workspace, about {copies} matrices of this shape, is {reason}"),
-        },
-        other => other,
+    check_memory(op, shape, bytes).map_err(|mut e| {
+        if let Error::TooLarge { reason, .. } = &mut e {
+            *reason = format!("its workspace, about {copies} matrices of this shape, is {reason}");
+        }
+        e
     })
 }
 
