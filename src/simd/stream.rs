@@ -61,16 +61,21 @@ pub(crate) unsafe fn sparse(out: &mut [MaybeUninit<c64>], rows: &[usize], vals: 
         return;
     }
     let mut t = 0;
-    fill(out, |k| {
-        // `fill` asks for every slot once, in order: the next entry is the only candidate.
-        match (rows.get(t), vals.get(t)) {
-            (Some(&r), Some(&v)) if r == k => {
-                t += 1;
-                v
-            }
-            _ => crate::scalar::ZERO,
+    // `fill` asks for every slot once, in order.
+    fill(out, |k| next_entry(rows, vals, &mut t, k));
+}
+
+/// Slot `k`'s value in [`sparse`], slots asked for in order: entry `t`'s (and `t` moves past
+/// it) where that entry is at `k`, else 0. Rows increase, so entry `t` is the only candidate.
+#[inline(always)]
+fn next_entry(rows: &[usize], vals: &[c64], t: &mut usize, k: usize) -> c64 {
+    match (rows.get(*t), vals.get(*t)) {
+        (Some(&r), Some(&v)) if r == k => {
+            *t += 1;
+            v
         }
-    });
+        _ => crate::scalar::ZERO,
+    }
 }
 
 /// The AVX instance of [`sparse`]: whole 32-byte units, each zero or built in registers from
@@ -88,16 +93,7 @@ unsafe fn sparse_avx(out: &mut [MaybeUninit<c64>], rows: &[usize], vals: &[c64])
     let n = out.len();
     let p = out.as_mut_ptr().cast::<c64>();
     let mut t = 0;
-    // Slot k's value: entry t's, taking it, where it is at k (rows increase, and slots are
-    // asked for in order), else 0.
-    let at = |k: usize, t: &mut usize| match rows.get(*t) {
-        Some(&r) if r == k => {
-            *t += 1;
-            // SAFETY: t − 1 < rows.len() ≤ vals.len() (the caller's contract).
-            unsafe { *vals.get_unchecked(*t - 1) }
-        }
-        _ => crate::scalar::ZERO,
-    };
+    let at = |k: usize, t: &mut usize| next_entry(rows, vals, t, k);
     let mut k = 0;
     if n > 0 && out.as_ptr().cast::<u8>().align_offset(32) != 0 {
         // SAFETY: slot 0 exists and is on a 16-byte boundary (the caller's contract).
@@ -296,10 +292,10 @@ mod tests {
     }
 
     /// Every path writes every slot with the value asked for: outputs starting on a 32-byte
-    /// boundary, 16 bytes past one (the AVX path's first slot written by a 16-byte store) and 8 bytes
-    /// past one (no 16-byte boundary: plain writes); odd and even lengths; the AVX and SSE2
-    /// instances called directly as well as through `map` and `zip` (and `map` as a CPU
-    /// without AVX2 runs it).
+    /// boundary, 16 bytes past one (the AVX path's first slot written by a 16-byte store) and
+    /// 8 bytes past one (no 16-byte boundary: plain writes); odd and even lengths; the AVX and
+    /// SSE2 instances called directly as well as through `map`, `zip` and `sparse` (and `map`
+    /// and `sparse` as a CPU without AVX2 runs them).
     #[test]
     fn every_path_writes_every_slot() {
         let (x, y) = (sample(37), sample(41));
