@@ -438,8 +438,7 @@ pub fn add_csr_dense(a: &Csr, b: &Dense, scale: c64) -> Result<Dense> {
     } else if scale == MINUS_ONE {
         super::dense_flip("add", b, crate::simd::Flip::Both, b.layout())?
     } else {
-        // SAFETY: `scale_into` writes every element of `out`, as long as `x`.
-        unsafe { super::dense_map_cols("add", b, |x, out| crate::simd::scale_into(out, scale, x)) }?
+        super::dense_scale("add", b, scale)?
     };
     scatter_add(&mut out, a, ONE);
     Ok(out)

@@ -120,7 +120,7 @@ pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};
 // The kernels behind the operators on Dense and Csr (crate::operators).
 pub(crate) use add::{add_csr, add_csr_dense, add_dense, add_dense_csr};
 pub(crate) use elementwise::{
-    dense_copy, dense_flip, dense_map, dense_map_cols, dense_sum, dense_zip, dense_zip_cols,
+    dense_copy, dense_flip, dense_map, dense_scale, dense_sum, dense_zip, dense_zip_cols,
 };
 pub(crate) use scale::{mul_csr, mul_dense, neg_csr, neg_dense};
 

@@ -88,8 +88,7 @@ pub fn mul_dense(a: &Dense, s: c64) -> Result<Dense> {
         // `Complex`'s, as `scale_into`'s is (bit for bit).
         return super::dense_map("mul", a, |x| s * x);
     }
-    // SAFETY: `scale_into` writes every element of `out`, as long as `x`.
-    unsafe { super::dense_map_cols("mul", a, |x, out| crate::simd::scale_into(out, s, x)) }
+    super::dense_scale("mul", a, s)
 }
 
 /// `s·a` for Csr. O(nnz); multiplying by zero gives a matrix with no stored entries.

@@ -121,6 +121,7 @@ pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
 ///
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
+#[inline]
 pub fn transpose_dense(a: &Dense) -> Result<Dense> {
     super::dense_copy("transpose", a, a.layout().flipped())
 }

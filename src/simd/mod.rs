@@ -27,7 +27,7 @@ mod mask;
 mod scale;
 pub(crate) mod stream;
 
-pub(crate) use columns::{Flip, flip_cols, sum_cols};
+pub(crate) use columns::{Flip, flip_cols, scale_cols, sum_cols};
 pub(crate) use gemv::gemv_cols;
 pub(crate) use mask::{mask_columns, nonzero_bits, scalar_zero_count, smallest_part, zero_count};
 pub(crate) use scale::{add_scaled_into, scale_into};

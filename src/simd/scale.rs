@@ -439,7 +439,7 @@ unsafe fn kron_runs_shifted<const LB: usize>(
 }
 
 #[cfg(target_arch = "x86_64")]
-mod avx {
+pub(super) mod avx {
     use std::arch::x86_64::*;
     use std::mem::MaybeUninit;
 
@@ -449,7 +449,7 @@ mod avx {
     /// im s · swap(v))`, without a fused multiply-add, so each part is the scalar product's.
     #[target_feature(enable = "avx2,fma")]
     #[inline]
-    pub(super) fn product(sr: __m256d, si: __m256d, v: __m256d) -> __m256d {
+    pub(in crate::simd) fn product(sr: __m256d, si: __m256d, v: __m256d) -> __m256d {
         product_swapped(sr, si, v, swap(v))
     }
 
