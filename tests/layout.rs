@@ -160,6 +160,20 @@ proptest! {
         assert_data_close(&polymat::add(&da, &db, Out::Auto).unwrap(), &zip(&a, &b, |x, y| x + y), "add");
         assert_data_close(&polymat::sub(&da, &db, Out::Auto).unwrap(), &zip(&a, &b, |x, y| x - y), "sub");
         assert_data_close(&polymat::multiply(&da, &db, Out::Auto).unwrap(), &zip(&a, &b, |x, y| x * y), "mul");
+        // The scalar product and the sign flips, each kept in a's layout.
+        let s = c64::new(0.5, -2.0);
+        let sa = polymat::mul(&da, s, Out::Auto).unwrap();
+        assert_data_close(&sa, &map(&a, |x| s * x), "scalar mul");
+        prop_assert_eq!(layout_of(&sa), la);
+        let na = polymat::neg(&da, Out::Auto).unwrap();
+        assert_data_close(&na, &map(&a, |x| -x), "neg");
+        prop_assert_eq!(layout_of(&na), la);
+        let csr_a = polymat::to(polymat::Kind::CSR, &da).unwrap();
+        assert_data_close(
+            &polymat::add_scaled(&csr_a, &db, s, Out::Auto).unwrap(),
+            &zip(&a, &b, |x, y| x + s * y),
+            "csr + s·dense",
+        );
         assert_data_close(&polymat::matmul(&da, &dc, Out::Auto).unwrap(), &matmul(&a, &c), "matmul");
         assert_data_close(&polymat::matmul(&da, &dc, Out::Csr).unwrap(), &matmul(&a, &c), "matmul csr");
         assert_data_close(&polymat::to(polymat::Kind::CSR, &da).unwrap(), &a, "to csr");
