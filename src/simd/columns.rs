@@ -52,9 +52,9 @@ pub(crate) unsafe fn flip_cols(
 }
 
 /// `dst[i + j·ds] = s·src[i + j·ss]` for `i < m`, `j < n`: the product of a strided block of
-/// columns, all columns in one call, as [`flip_cols`] is for the sign
-/// flips. For small results, where a call of [`scale_into`](super::scale_into) per column (and the column
-/// slices handed out for it) cost more than the products: 10 × 10 `mul` 0.115 → 0.078 µs
+/// columns, all columns in one call, as [`flip_cols`] is for the sign flips. For small
+/// results, where a call of [`scale_into`](super::scale_into) per column (and the column
+/// slices handed out for it) cost more than the products: 10 × 10 `mul` 115–122 → 84–92 ns
 /// (docs/benchmarks.md). Each entry is `scale_into`'s product, the scalar one to the bit.
 ///
 /// # Safety
@@ -119,8 +119,8 @@ mod avx {
     use crate::scalar::c64;
     use crate::simd::scale::avx::product;
 
-    /// [`super::scale_cols`] with AVX2: [`product`] (`scale_into`'s) two entries at a time, a column's odd last
-    /// entry by the scalar product.
+    /// [`super::scale_cols`] with AVX2: [`product`] (`scale_into`'s) two entries at a time, a
+    /// column's odd last entry by the scalar product.
     ///
     /// # Safety
     /// As [`super::scale_cols`]; the CPU has AVX2 and FMA.
