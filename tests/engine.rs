@@ -248,6 +248,9 @@ fn elementwise_and_transposes_match() {
     let factors = [
         ("random 37×23", csr(37, 23, 4, 5)),
         ("random 9×1", csr(9, 1, 2, 6)),
+        // Rows of 2 and of 3 entries: banded factors, whose block rows are held in registers.
+        ("random 11×13, 2 a row", csr(11, 13, 2, 7)),
+        ("random 8×9, 3 a row", csr(8, 9, 3, 8)),
         ("identity 6", eye(6)),
         ("identity 1", eye(1)),
         ("permutation 5", perm),
@@ -370,7 +373,13 @@ fn parallel_results_above_thresholds_are_correct() {
         csr(100, 100, 3, 25),
     );
     let wide = csr(420, 420, 3, 26);
-    for (x, y) in [(&eye, &sparse), (&sparse, &eye), (&wide, &wide)] {
+    let banded = csr(700, 700, 3, 27);
+    for (x, y) in [
+        (&eye, &sparse),
+        (&sparse, &eye),
+        (&wide, &wide),
+        (&banded, &banded),
+    ] {
         let nnz = |d: &Data| d.downcast_ref::<Csr>().unwrap().nnz();
         assert!(nnz(x) * nnz(y) > 1 << 20);
         let parallel = polymat::kron(x, y, Out::Auto).unwrap();

@@ -30,9 +30,11 @@ pub(crate) mod stream;
 pub(crate) use columns::{Flip, flip_cols, scale_cols, sum_cols};
 pub(crate) use gemv::gemv_cols;
 pub(crate) use mask::{mask_columns, nonzero_bits, scalar_zero_count, smallest_part, zero_count};
-pub(crate) use scale::{add_scaled_into, scale_into};
 #[cfg(target_arch = "x86_64")]
-pub(crate) use scale::{add_scaled_run, kron_block, kron_block_swapped, scale_run};
+pub(crate) use scale::{
+    SHORT_ROW, add_scaled_run, kron_block, kron_block_swapped, kron_short_rows, scale_run,
+};
+pub(crate) use scale::{add_scaled_into, scale_into};
 
 /// Whether the AVX2 + FMA kernels can run (cached by std).
 #[inline(always)]

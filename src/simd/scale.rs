@@ -227,6 +227,118 @@ pub(crate) unsafe fn kron_block_swapped(
     }
 }
 
+/// Rows of b of at most this many entries let [`kron_short_rows`] take a block row.
+#[cfg(target_arch = "x86_64")]
+pub(crate) const SHORT_ROW: usize = 3;
+
+/// A whole block row of a Csr Kronecker product for a row of a of 2 or 3 entries and a b
+/// whose rows all hold at most [`SHORT_ROW`] entries (banded factors: tridiagonal, `a + a†`):
+/// for each row k of b in turn, the [`kron_block`] of a's row with it, then `ptrs[k] = first
+/// + the entries written so far`. Returns the number of entries written (ra.len()·nnz(b)), or
+/// `None`, having written nothing, for a row of a of another length.
+///
+/// a's row is held in registers (both parts of each value broadcast, each column times nb)
+/// across all of b's rows, where [`kron_block`] takes them again for every block, and a
+/// block is picked by b's row length alone (a test, not [`kron_block`]'s jump table on both
+/// lengths). Each product is the scalar `ra[x]'s value · b's value` to the bit, as there.
+///
+/// # Safety
+/// The CPU has AVX2 and FMA; `ra.len() == rv.len()`; `(pb, ib, db)` are a valid Csr's row
+/// pointers, columns and values with every row of at most [`SHORT_ROW`] entries and
+/// `ptrs.len() + 1 == pb.len()`; `vals` and `cols` are valid for ra.len()·nnz(b) writes and
+/// do not overlap the inputs; every `ra[x]·nb + ib[y]` fits in `usize`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+pub(crate) unsafe fn kron_short_rows(
+    vals: *mut c64,
+    cols: *mut usize,
+    nb: usize,
+    a_row: (&[usize], &[c64]),
+    b: (&[usize], &[usize], &[c64]),
+    ptrs: &mut [MaybeUninit<usize>],
+    first: usize,
+) -> Option<usize> {
+    // SAFETY: the contract, with a's row of LA entries in each arm.
+    unsafe {
+        match a_row.0.len() {
+            2 => Some(short_rows::<2>(vals, cols, nb, a_row, b, ptrs, first)),
+            3 => Some(short_rows::<3>(vals, cols, nb, a_row, b, ptrs, first)),
+            _ => None,
+        }
+    }
+}
+
+/// [`kron_short_rows`] for a row of a of `LA` entries.
+///
+/// # Safety
+/// As [`kron_short_rows`], with `ra.len() == LA`.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+#[inline]
+unsafe fn short_rows<const LA: usize>(
+    vals: *mut c64,
+    cols: *mut usize,
+    nb: usize,
+    (ra, rv): (&[usize], &[c64]),
+    (pb, ib, db): (&[usize], &[usize], &[c64]),
+    ptrs: &mut [MaybeUninit<usize>],
+    first: usize,
+) -> usize {
+    use std::arch::x86_64::*;
+    debug_assert!(ra.len() == LA && rv.len() == LA && ptrs.len() + 1 == pb.len());
+    let mut sr = [_mm256_setzero_pd(); LA];
+    let mut si = [_mm256_setzero_pd(); LA];
+    let mut base = [_mm_setzero_si128(); LA];
+    for x in 0..LA {
+        // SAFETY: x < LA = ra.len() = rv.len() (the contract).
+        (sr[x], si[x], base[x]) = unsafe { run_scalar(ra, rv, x, nb) };
+    }
+    let (po, pc) = (vals.cast::<f64>(), cols);
+    let (pv, pi) = (db.as_ptr().cast::<f64>(), ib.as_ptr());
+    let mut pos = 0usize;
+    let mut b0 = pb[0];
+    for (k, ptr) in ptrs.iter_mut().enumerate() {
+        // SAFETY: k + 1 < pb.len() (the contract).
+        let b1 = unsafe { *pb.get_unchecked(k + 1) };
+        let lb = b1 - b0;
+        // SAFETY: b's row k is entries b0..b1 (at most SHORT_ROW, inside `ib` and `db`: a
+        // valid Csr); the block's LA·lb entries lie at pos.. inside the output (the contract:
+        // pos + LA·lb ≤ LA·nnz(b)); unaligned accesses. Run x of the block is a's entry x
+        // times b's row, at pos + x·lb.
+        unsafe {
+            let (po, pc) = (po.add(2 * pos), pc.add(pos));
+            if lb >= 2 {
+                let v = _mm256_loadu_pd(pv.add(2 * b0));
+                let sw = avx::swap(v);
+                let c = _mm_loadu_si128(pi.add(b0).cast::<__m128i>());
+                for x in 0..LA {
+                    let r = avx::product_swapped(sr[x], si[x], v, sw);
+                    _mm256_storeu_pd(po.add(2 * x * lb), r);
+                    _mm_storeu_si128(pc.add(x * lb).cast(), _mm_add_epi64(c, base[x]));
+                }
+            }
+            if lb % 2 == 1 {
+                // The odd last entry (lb = 1 or 3), in the lower halves.
+                let t = lb - 1;
+                let v = _mm256_castpd128_pd256(_mm_loadu_pd(pv.add(2 * (b0 + t))));
+                let sw = avx::swap(v);
+                let c = *pi.add(b0 + t);
+                for x in 0..LA {
+                    let r = avx::product_swapped(sr[x], si[x], v, sw);
+                    _mm_storeu_pd(po.add(2 * (x * lb + t)), _mm256_castpd256_pd128(r));
+                    let col = _mm_cvtsi128_si64(base[x]) as usize + c;
+                    pc.add(x * lb + t).write(col);
+                }
+            }
+        }
+        pos += LA * lb;
+        ptr.write(first + pos);
+        b0 = b1;
+    }
+    pos
+}
+
 /// The runs of [`kron_block`] for a row of b of `LB` (2 to 10) entries and a row of a of `LA`
 /// entries (`LA = 0`: as many as `ra` has). b's entries are held in registers in pairs, an
 /// odd last one in the lower half of a vector. A block of an even row of 4 or more that
