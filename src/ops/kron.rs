@@ -299,11 +299,9 @@ unsafe fn kron_csr_fill_v3(
     // (`simd::kron_block`).
     let long_rows = a.nnz().saturating_mul(b.nnz()) <= LONG_ROWS_MAX_ENTRIES;
     // Every row of b short (banded factors): rows of a of 2 or 3 entries hold their values in
-    // registers across b's rows (`simd::kron_short_rows`).
-    let short_b = b
-        .indptr()
-        .windows(2)
-        .all(|w| w[1] - w[0] <= crate::simd::SHORT_ROW);
+    // registers across b's rows (`simd::kron_short_rows`). Found at the first such row of a,
+    // so that a factor whose rows of a all hold one entry (I ⊗ H) skips the pass over b.
+    let mut short_b = None;
     let nb = b.shape().1;
     kron_csr_blocks(
         a,
@@ -340,7 +338,12 @@ unsafe fn kron_csr_fill_v3(
             unsafe { crate::simd::scale_run(out_val.add(pos), out_idx.add(pos), s, x, idx, base) }
         },
         |pos, (ra, rv), ptrs, first| {
-            if !short_b {
+            if !(2..=3).contains(&ra.len())
+                || !*short_b.get_or_insert_with(|| {
+                    let mut rows = b.indptr().windows(2);
+                    rows.all(|w| w[1] - w[0] <= crate::simd::SHORT_ROW)
+                })
+            {
                 return None;
             }
             let (out_val, out_idx) = (out_val.wrapping_add(pos), out_idx.wrapping_add(pos));
