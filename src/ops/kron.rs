@@ -157,7 +157,7 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
 /// 100 × 100 1.27–1.30 → 0.94–0.95 µs, 10⁴ × 10⁴ 115 → 85 µs (rows of 10: +3 % instructions).
 /// When every row of b holds at most 3 entries, a row of a of 2 or 3 is held in registers
 /// across the whole of b instead (`simd::kron_short_rows`): tridiagonal factors, result
-/// 100 × 100 682 → 551 ns a call, 10⁴ × 10⁴ 63.3 → 50.0 µs.
+/// 100 × 100 682 → 544 ns a call, 10⁴ × 10⁴ 63.6 → 49.6 µs.
 fn kron_csr_fill(
     a: &Csr,
     b: &Csr,
