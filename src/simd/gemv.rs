@@ -309,10 +309,10 @@ mod avx {
     /// Columns `j..j + 4`: their pointers and their coefficients' broadcast parts
     /// ([`column`]).
     ///
-    /// A plain loop, not `[0, 1, 2, 3].map(…)`: a closure does not take its caller's target
-    /// features, and where the compiler left it out of line (as one unrelated change elsewhere
-    /// in the crate made it do) its broadcasts became calls, four a group of columns: Dense·ket
-    /// at n = 100 1.88 → 2.41 µs.
+    /// A plain loop, not `[0, 1, 2, 3].map(…)`: where the compiler left that closure out of
+    /// line (as one unrelated change elsewhere in the crate made it do), each column became a
+    /// call that returned its broadcasts through memory and ended in a `vzeroupper`, four a
+    /// group of columns: Dense·ket at n = 100 1.88 → 2.41 µs.
     ///
     /// # Safety
     /// The CPU has `L`'s features; columns `j..j + 4` exist in `cols` and `x`.
