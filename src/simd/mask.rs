@@ -203,8 +203,19 @@ mod avx {
         // Eight entries a step, unrolled over a chunk: ~2.4 instructions an entry (two
         // four-entry tests with a table each: ~2.9; one at a time: ~4).
         while k + 8 <= n {
+            // Four loads written out, not `array::from_fn` over a closure: a higher-order call
+            // in a hot loop is inlined only at the compiler's choice (Dense·ket's column
+            // gather once was not, docs/benchmarks.md).
             // SAFETY: entries k..k + 8 exist (doubles 2k..2k + 16); unaligned loads.
-            let v = std::array::from_fn(|q| unsafe { _mm256_loadu_pd(p.add(2 * k + 4 * q)) });
+            let v = unsafe {
+                let at = p.add(2 * k);
+                [
+                    _mm256_loadu_pd(at),
+                    _mm256_loadu_pd(at.add(4)),
+                    _mm256_loadu_pd(at.add(8)),
+                    _mm256_loadu_pd(at.add(12)),
+                ]
+            };
             mask |= u64::from(eight(v)) << k;
             k += 8;
         }
