@@ -346,7 +346,6 @@ unsafe fn kron_csr_fill_v3(
             {
                 return None;
             }
-            let (out_val, out_idx) = (out_val.wrapping_add(pos), out_idx.wrapping_add(pos));
             let b_parts = (b.indptr(), b.indices(), b.data());
             // SAFETY: this function's features; b's rows hold at most SHORT_ROW entries
             // (`short_b`), `ptrs` has one slot per row of b (`kron_csr_blocks`), the block row
@@ -354,7 +353,8 @@ unsafe fn kron_csr_fill_v3(
             // not overlap the inputs, and every column ra[x]·nb + b's column is one of the
             // result's.
             unsafe {
-                crate::simd::kron_short_rows(out_val, out_idx, nb, (ra, rv), b_parts, ptrs, first)
+                let (vals, cols) = (out_val.add(pos), out_idx.add(pos));
+                crate::simd::kron_short_rows(vals, cols, nb, (ra, rv), b_parts, ptrs, first)
             }
         },
     )
