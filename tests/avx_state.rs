@@ -20,8 +20,12 @@ fn xinuse() -> Option<u64> {
     {
         return None;
     }
-    // CPUID leaf 0xD sub-leaf 1, EAX bit 2: XGETBV with ECX = 1 is supported.
-    if __cpuid(0).eax < 0xD || __cpuid_count(0xD, 1).eax & (1 << 2) == 0 {
+    // CPUID leaf 0xD sub-leaf 1, EAX bit 2: XGETBV with ECX = 1 is supported. The two
+    // intrinsics are safe functions from Rust 1.89 on and unsafe before (the MSRV is 1.88).
+    #[allow(unused_unsafe)]
+    // SAFETY: CPUID exists on every x86_64 processor and only writes registers.
+    let (max_leaf, xsave_flags) = unsafe { (__cpuid(0).eax, __cpuid_count(0xD, 1).eax) };
+    if max_leaf < 0xD || xsave_flags & (1 << 2) == 0 {
         return None;
     }
     let (lo, hi): (u32, u32);

@@ -481,8 +481,8 @@ mod tests {
 
     /// `POLYMAT_AVX512_SMALL_PRODUCTS`: `1` and `0` decide without a measurement; anything else
     /// measures.
-    #[test]
     #[rustversion::since(1.89)]
+    #[test]
     fn the_environment_decides_the_product_width_before_a_measurement() {
         let never = || -> bool { panic!("measured although the environment decided") };
         assert!(decide_wide(Some("1"), never));
