@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Arguments: `OP KIND N [SECONDS]`, with OP one of add, sub, matmul, kron, adjoint, conj,
-//! neg, transpose, mul, expm, to_dense, to_csr, expect, trace; KIND one of csr (rand10),
+//! neg, transpose, mul, expm, to_dense, to_csr, expect, inner, trace; KIND one of csr (rand10),
 //! tridiag, dense, eye (the identity, Csr), perm (Csr, one entry a row, as σx for n = 2), or
 //! csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an n×1 Dense), or
 //! `A,B` for operands of two kinds (`matmul csr,ket 1000`). `kron` multiplies factors of
@@ -135,6 +135,10 @@ fn main() -> polymat::Result<()> {
             "to_csr" => polymat::to(Kind::CSR, &a),
             // A scalar result: the returned handle is a clone of `a` (an `Arc` increment).
             "expect" => polymat::expect(&a, &b).map(|v| {
+                black_box(v);
+                a.clone()
+            }),
+            "inner" => polymat::inner(&a, &b).map(|v| {
                 black_box(v);
                 a.clone()
             }),

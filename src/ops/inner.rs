@@ -95,6 +95,15 @@ pub(crate) fn dense_vec(v: &Dense) -> Vec<c64> {
 /// [`Error::Shape`](crate::Error::Shape) on incompatible shapes.
 pub fn inner_dense(l: &Dense, r: &Dense) -> Result<c64> {
     inner_shapes("inner", l.shape(), r.shape())?;
+    // Both vectors contiguous (every ket and bra but a padded one-row buffer): one AVX2 dot.
+    // faer's `row * col` goes through its general product, 33 of a call's 72 ns at n = 10.
+    if let (Some(lv), Some(rv)) = (l.vector_slice(), r.vector_slice()) {
+        return Ok(if is_bra(l.shape()) {
+            crate::simd::dot(lv, rv)
+        } else {
+            crate::simd::dot_conj(lv, rv)
+        });
+    }
     let r = ColRef::from_slice(r.col_major("inner")?.col_as_slice(0));
     Ok(if is_bra(l.shape()) {
         // A 1×n Dense is a row with stride = its column stride.
@@ -165,4 +174,64 @@ pub fn inner_op_dense_csr_dense(l: &Dense, o: &Csr, r: &Dense) -> Result<c64> {
 /// densified).
 pub(crate) fn inner_op_gpucsr(l: &GpuDense, o: &GpuCsr, r: &GpuDense) -> Result<c64> {
     l.inner(&super::matmul::matmul_gpucsr_dense(o, r)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Small integers: every sum is exact in any order, so each path must give the definition.
+    fn values(n: usize, seed: usize) -> Vec<c64> {
+        (0..n)
+            .map(|i| {
+                c64::new(
+                    ((i * 7 + seed * 3) % 11) as f64 - 5.0,
+                    ((i + 2 * seed) % 5) as f64 - 2.0,
+                )
+            })
+            .collect()
+    }
+
+    /// Kets and bras in both layouts (a row-major ket and a column-major bra keep their entries
+    /// in a one-row buffer), against `Σ conj(lᵢ)·rᵢ` for a ket on the left and `Σ lᵢ·rᵢ` for a
+    /// bra (a 1×1 left is a bra).
+    #[test]
+    fn dense_inner_is_the_definition_in_every_layout() {
+        for n in [1, 2, 3, 4, 5, 10, 17] {
+            let (x, y) = (values(n, 1), values(n, 2));
+            let kets = |v: &[c64]| {
+                [
+                    Dense::from_fn(n, 1, |i, _| v[i]),
+                    Dense::from_fn(1, n, |_, j| v[j]).into_transpose(),
+                ]
+            };
+            let bras = |v: &[c64]| {
+                [
+                    Dense::from_fn(1, n, |_, j| v[j]),
+                    Dense::from_fn(n, 1, |i, _| v[i]).into_transpose(),
+                ]
+            };
+            let conj: c64 = x.iter().zip(&y).map(|(a, b)| a.conj() * b).sum();
+            let plain: c64 = x.iter().zip(&y).map(|(a, b)| a * b).sum();
+            for r in kets(&y) {
+                for l in kets(&x) {
+                    let want = if n == 1 { plain } else { conj };
+                    assert_eq!(
+                        inner_dense(&l, &r).unwrap(),
+                        want,
+                        "ket n={n} {:?}",
+                        l.layout()
+                    );
+                }
+                for l in bras(&x) {
+                    assert_eq!(
+                        inner_dense(&l, &r).unwrap(),
+                        plain,
+                        "bra n={n} {:?}",
+                        l.layout()
+                    );
+                }
+            }
+        }
+    }
 }

@@ -250,10 +250,11 @@ mod avx {
 
     use crate::scalar::c64;
 
-    /// `v†·w`: `re += v·w` (the pair sums give the real part), `im += v·swap(w)` (even minus
-    /// odd lanes give the imaginary part).
+    /// `v†·w` (`CONJ`) or `vᵀ·w`: `re += v·w` lane by lane, `im += v·swap(w)`. For `v†·w` the
+    /// real part is the sum of `re`'s lanes and the imaginary part `im`'s even minus odd lanes;
+    /// for `vᵀ·w` it is the other way round.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) fn dot_conj(v: &[c64], w: &[c64]) -> c64 {
+    pub(super) fn dot<const CONJ: bool>(v: &[c64], w: &[c64]) -> c64 {
         let n = v.len().min(w.len());
         let (pv, pw) = (v.as_ptr().cast::<f64>(), w.as_ptr().cast::<f64>());
         let (mut re0, mut re1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
@@ -283,9 +284,13 @@ mod avx {
             _mm256_storeu_pd(re.as_mut_ptr(), _mm256_add_pd(re0, re1));
             _mm256_storeu_pd(im.as_mut_ptr(), _mm256_add_pd(im0, im1));
         }
-        let mut s = c64::new(re.iter().sum(), im[0] - im[1] + im[2] - im[3]);
+        let mut s = if CONJ {
+            c64::new(re.iter().sum(), im[0] - im[1] + im[2] - im[3])
+        } else {
+            c64::new(re[0] - re[1] + re[2] - re[3], im.iter().sum())
+        };
         for (x, y) in v[k..n].iter().zip(&w[k..n]) {
-            s += x.conj() * y;
+            s += if CONJ { x.conj() } else { *x } * y;
         }
         s
     }
@@ -400,9 +405,20 @@ pub(crate) fn dot_conj(v: &[c64], w: &[c64]) -> c64 {
     #[cfg(target_arch = "x86_64")]
     if avx2() {
         // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
-        return unsafe { avx::dot_conj(v, w) };
+        return unsafe { avx::dot::<true>(v, w) };
     }
     v.iter().zip(w).map(|(x, y)| x.conj() * y).sum()
+}
+
+/// `vᵀ·w`, without conjugation (a bra times a ket).
+#[inline(always)]
+pub(crate) fn dot(v: &[c64], w: &[c64]) -> c64 {
+    #[cfg(target_arch = "x86_64")]
+    if avx2() {
+        // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
+        return unsafe { avx::dot::<false>(v, w) };
+    }
+    v.iter().zip(w).map(|(x, y)| x * y).sum()
 }
 
 /// `w ← w − c·v`.
@@ -581,11 +597,24 @@ mod tests {
 
     #[test]
     fn dots_and_subtractions_match_naive_loops() {
-        for n in [0, 1, 2, 5, 8, 13] {
+        for n in [0, 1, 2, 3, 4, 5, 7, 8, 9, 13] {
             let v: Vec<c64> = (0..n).map(|i| val(i, 1)).collect();
             let mut w: Vec<c64> = (0..n).map(|i| val(i, 2)).collect();
             let want: c64 = v.iter().zip(&w).map(|(a, b)| a.conj() * b).sum();
-            assert!((dot_conj(&v, &w) - want).norm() < 1e-9);
+            let plain: c64 = v.iter().zip(&w).map(|(a, b)| a * b).sum();
+            // Small integers: every sum is exact, whatever its order, on both instances.
+            for (name, got) in [
+                ("dot_conj", dot_conj(&v, &w)),
+                ("dot_conj baseline", baseline(|| dot_conj(&v, &w))),
+            ] {
+                assert_eq!(got, want, "{name} n={n}");
+            }
+            for (name, got) in [
+                ("dot", dot(&v, &w)),
+                ("dot baseline", baseline(|| dot(&v, &w))),
+            ] {
+                assert_eq!(got, plain, "{name} n={n}");
+            }
             let c = c64::new(0.5, -2.0);
             let sub: Vec<c64> = w.iter().zip(&v).map(|(b, a)| b - c * a).collect();
             sub_scaled(&mut w, c, &v);
