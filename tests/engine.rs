@@ -292,6 +292,50 @@ fn products_match() {
     }
 }
 
+/// Dense·ket, `matmul_dag` with a bra and a Dense `expect` on a ket split the rows of the
+/// matrix–vector product between workers; every row is computed alike, so the bits are the
+/// same as on one thread, in both layouts, with row counts that do and do not fill the split.
+/// (From 13 rows: up to 12, one thread computes a column-major product in registers, another
+/// kernel, which `products_match` and the unit tests check.)
+#[test]
+fn dense_matrix_vector_products_have_the_same_bits_on_any_split() {
+    let _g = SETTING.lock().unwrap();
+    for m in [13, 16, 37, 130, 257] {
+        for k in [1, 5, 33, 40] {
+            let col = dense(m, k, 21);
+            let row = Dense::from_fn(k, m, |i, j| value(j * k + i, 21)).into_transpose();
+            let ket = dense(k, 1, 22);
+            let bra = Dense::from_fn(1, k, |_, j| value(j, 22).conj()).into();
+            for (layout, a) in [("column-major", col), ("row-major", row.into())] {
+                assert_same(
+                    &format!("Dense({m}×{k}, {layout})·ket"),
+                    both(|| polymat::matmul(&a, &ket, Out::Auto)),
+                );
+                assert_same(
+                    &format!("Dense({m}×{k}, {layout})·bra†"),
+                    both(|| polymat::matmul_dag(&a, &bra, Out::Auto)),
+                );
+            }
+        }
+        let (op, row_op) = (
+            dense(m, m, 23),
+            Dense::from_fn(m, m, |i, j| value(j * m + i, 23)),
+        );
+        let ket = dense(m, 1, 24);
+        for (layout, op) in [
+            ("column-major", op),
+            ("row-major", row_op.into_transpose().into()),
+        ] {
+            let (s, p) = both(|| polymat::expect(&op, &ket).unwrap());
+            assert_eq!(
+                (s.re.to_bits(), s.im.to_bits()),
+                (p.re.to_bits(), p.im.to_bits()),
+                "expect Dense {m} {layout}: {s} vs {p}"
+            );
+        }
+    }
+}
+
 #[test]
 fn reductions_match() {
     let _g = SETTING.lock().unwrap();

@@ -8,9 +8,6 @@
 use std::mem::MaybeUninit;
 use std::sync::LazyLock;
 
-use faer::linalg::matmul::matmul as faer_matmul;
-use faer::{Accum, Col, ColRef};
-
 use super::inner::{csr_entries, inner_op_csr};
 use super::transpose::transpose_csr;
 use crate::dispatch::{Dispatcher, Out};
@@ -78,49 +75,35 @@ pub fn expect_dense(o: &Dense, s: &Dense) -> Result<c64> {
     if s.shape().1 == 1 {
         // A ket (QuTiP reads a 1×1 state as a ket too): ψ†·(O·ψ).
         let psi = s.col_major("expect")?.col_as_slice(0);
-        if engine::workers(Family::Matmul, n.saturating_mul(n)) == 1 {
-            // Up to 12 rows (column-major): O·ψ in registers, as Dense·ket computes it
-            // (`simd::gemm`), without the column slices and row blocks of `dense_gemv`:
-            // 10 × 10 1 765 → 972 instructions a call (docs/benchmarks.md).
-            if n <= gemm::MAX_ROWS && o.layout() == Layout::ColMajor {
-                let mut buf = [MaybeUninit::uninit(); gemm::MAX_ROWS * gemm::MAX_INNER];
-                if let Some(op) = gemm::Operand::of(o.buffer(), &mut buf, |c| o.buffer_col(c)) {
-                    let mut o_psi = [MaybeUninit::<c64>::uninit(); gemm::MAX_ROWS];
-                    gemm::column(&op, psi, &mut o_psi[..n]);
-                    // SAFETY: `gemm::column` wrote all n rows of its result column, and
-                    // `MaybeUninit<c64>` has the layout of `c64`.
-                    let o_psi = unsafe { &*(std::ptr::from_ref(&o_psi[..n]) as *const [c64]) };
-                    return Ok(crate::simd::dot_conj(psi, o_psi));
-                }
+        let workers = engine::workers(Family::Matmul, n.saturating_mul(n));
+        // Up to 12 rows (column-major): O·ψ in registers, as Dense·ket computes it
+        // (`simd::gemm`), without the column slices and row blocks of `dense_gemv`:
+        // 10 × 10 1 765 → 972 instructions a call (docs/benchmarks.md).
+        if workers == 1 && n <= gemm::MAX_ROWS && o.layout() == Layout::ColMajor {
+            let mut buf = [MaybeUninit::uninit(); gemm::MAX_ROWS * gemm::MAX_INNER];
+            if let Some(op) = gemm::Operand::of(o.buffer(), &mut buf, |c| o.buffer_col(c)) {
+                let mut o_psi = [MaybeUninit::<c64>::uninit(); gemm::MAX_ROWS];
+                gemm::column(&op, psi, &mut o_psi[..n]);
+                // SAFETY: `gemm::column` wrote all n rows of its result column, and
+                // `MaybeUninit<c64>` has the layout of `c64`.
+                let o_psi = unsafe { &*(std::ptr::from_ref(&o_psi[..n]) as *const [c64]) };
+                return Ok(crate::simd::dot_conj(psi, o_psi));
             }
-            // Serial sizes: the matrix–vector kernels of Dense·ket (faer's product with one
-            // column ran at half their speed, and its column allocation dominated at n = 10).
-            // Up to 32 rows, O·ψ sits on the stack (with the column slices of `dense_gemv`, a
-            // column-major O's call allocates nothing).
-            let (mut stack, mut heap);
-            let o_psi: &mut [c64] = if n <= 32 {
-                stack = [ZERO; 32];
-                &mut stack[..n]
-            } else {
-                heap = crate::storage::alloc::try_vec("expect", o.shape(), n, ZERO)?;
-                &mut heap
-            };
-            super::matmul::dense_gemv(o, psi, o_psi);
-            return Ok(crate::simd::dot_conj(psi, o_psi));
         }
-        let psi = ColRef::from_slice(psi);
-        let mut o_psi = Col::<c64>::zeros(n);
-        engine::product(n * n, |par| {
-            faer_matmul(
-                o_psi.as_mut(),
-                Accum::Replace,
-                o.as_ref(),
-                psi,
-                crate::scalar::ONE,
-                par,
-            );
-        });
-        return Ok(psi.adjoint() * o_psi.as_ref());
+        // The matrix–vector kernels of Dense·ket, on one worker or several (faer's product with
+        // one column ran at half their speed, and its column allocation dominated at n = 10).
+        // Up to 32 rows, O·ψ sits on the stack (with the column slices of `dense_gemv`, a
+        // column-major O's call allocates nothing).
+        let (mut stack, mut heap);
+        let o_psi: &mut [c64] = if n <= 32 {
+            stack = [ZERO; 32];
+            &mut stack[..n]
+        } else {
+            heap = crate::storage::alloc::try_vec("expect", o.shape(), n, ZERO)?;
+            &mut heap
+        };
+        super::matmul::dense_gemv(o, psi, o_psi, workers);
+        return Ok(crate::simd::dot_conj(psi, o_psi));
     }
     // Tr(O ρ) = Σ_ij O_ij ρ_ji. Opposite layouts: the two buffers line up entry for entry
     // (buffer(ρ)[i, j] = ρ_ji), one contiguous zip. Same layout: buffer(O)[i, j]·buffer(ρ)[j, i]

@@ -5,6 +5,7 @@ use std::sync::LazyLock;
 
 use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
+use rayon::prelude::*;
 
 use super::gemm3m;
 
@@ -149,11 +150,12 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
             return register_product(&ap, b);
         }
     }
-    if n == 1 && serial {
+    if n == 1 {
         let x = b.col_major("matmul")?.col_as_slice(0);
         let mut out = Dense::zeros_for("matmul", m, n)?;
         // A fresh column-major column: its buffer's one column is the result.
-        dense_gemv(a, x, out.buffer_mut().col_as_slice_mut(0));
+        let workers = engine::workers(Family::Matmul, work);
+        dense_gemv(a, x, out.buffer_mut().col_as_slice_mut(0), workers);
         return Ok(out);
     }
     // Not zero-filled (at n = 1000 a 16 MB pass): both products below write every entry.
@@ -230,31 +232,60 @@ fn register_product(ap: &gemm::Operand<'_>, b: &Dense) -> Result<Dense> {
     }))
 }
 
-/// `y ← y + a·x` for column-major `a` (`y = a·x` for row-major `a`): the serial matrix–vector
+/// `y ← y + a·x` for column-major `a` (`y = a·x` for row-major `a`): the matrix–vector
 /// product of Dense·ket, `matmul_dag` and `expect`. Column-major: column axpys in row blocks
 /// ([`crate::simd::gemv_cols`], what BLAS zgemv does); faer's gemm with one column ran at half
 /// the speed of OpenBLAS's zgemv (docs/benchmarks.md). Row-major: one dot product per
 /// contiguous row, yᵢ = conj(rowᵢ† · x̄) (faer's row-major gemv ran at half that speed too).
 /// `x` has a's column count and `y` its row count.
-pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64]) {
-    if a.layout() == Layout::RowMajor {
-        let xbar: Vec<c64> = x.iter().map(|v| v.conj()).collect();
-        for (i, yi) in y.iter_mut().enumerate() {
-            *yi = crate::simd::dot_conj(a.buffer_col(i), &xbar).conj();
+///
+/// On `workers` > 1 the rows are split into one contiguous range per worker (a multiple of
+/// eight rows each), every worker streaming its rows of every column. Each row is computed by
+/// the same operations in the same order whatever the split, so the result has the same bits
+/// on any number of workers. (faer's parallel product, used before for these sizes, reached
+/// 77–88 % of a streaming read on the AMD VM's two threads.)
+pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64], workers: usize) {
+    let m = y.len();
+    let xbar: Vec<c64>;
+    let rows = |y: &mut [c64], r0: usize, xbar: &[c64]| {
+        if a.layout() == Layout::RowMajor {
+            for (i, yi) in y.iter_mut().enumerate() {
+                *yi = crate::simd::dot_conj(a.buffer_col(r0 + i), xbar).conj();
+            }
+        } else {
+            gemv_rows(a, x, y, r0);
         }
-        return;
+    };
+    let xbar: &[c64] = if a.layout() == Layout::RowMajor {
+        xbar = x.iter().map(|v| v.conj()).collect();
+        &xbar
+    } else {
+        &[]
+    };
+    let per = m.div_ceil(workers.max(1)).next_multiple_of(8);
+    if workers <= 1 || per >= m {
+        return rows(y, 0, xbar);
     }
+    y.par_chunks_mut(per)
+        .enumerate()
+        .for_each(|(c, part)| rows(part, c * per, xbar));
+}
+
+/// `y ← y + a·x` over rows `r0..r0 + y.len()` of a column-major `a`: [`crate::simd::gemv_cols`]
+/// on those rows of every column.
+fn gemv_rows(a: &Dense, x: &[c64], y: &mut [c64], r0: usize) {
+    let rows = r0..r0 + y.len();
     // Up to 32 columns, their slices sit on the stack: a small product allocates nothing.
     let k = a.shape().1;
     let (mut stack, heap): ([&[c64]; 32], Vec<&[c64]>);
     let cols: &[&[c64]] = if k <= 32 {
         stack = [&[]; 32];
         for (j, c) in stack[..k].iter_mut().enumerate() {
-            *c = a.buffer_col(j);
+            *c = &a.buffer_col(j)[rows.clone()];
         }
         &stack[..k]
     } else {
-        heap = (0..k).map(|j| a.buffer_col(j)).collect();
+        heap = (0..k).map(|j| &a.buffer_col(j)[rows.clone()]).collect();
         &heap
     };
     crate::simd::gemv_cols(y, cols, x);
@@ -404,11 +435,12 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         return Ok(out);
     }
     let work = m.saturating_mul(k).saturating_mul(n);
-    if n == 1 && a.layout() == Layout::ColMajor && engine::workers(Family::Matmul, work) == 1 {
+    if n == 1 && a.layout() == Layout::ColMajor {
         // Matrix–vector ([`dense_gemv`]); b is 1×k: the vector is its conjugated row.
         let row = b.as_ref();
         let x: Vec<c64> = (0..k).map(|j| row[(0, j)].conj()).collect();
-        dense_gemv(a, &x, out.buffer_mut().col_as_slice_mut(0));
+        let workers = engine::workers(Family::Matmul, work);
+        dense_gemv(a, &x, out.buffer_mut().col_as_slice_mut(0), workers);
         return Ok(out);
     }
     engine::product(work, |par| {
