@@ -246,34 +246,33 @@ fn register_product(ap: &gemm::Operand<'_>, b: &Dense) -> Result<Dense> {
 /// 77–88 % of a streaming read on the AMD VM's two threads.)
 pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64], workers: usize) {
     let m = y.len();
+    // Row-major: the rows' dots take x̄, computed once for every worker.
     let xbar: Vec<c64>;
-    let rows = |y: &mut [c64], r0: usize, xbar: &[c64]| {
-        if a.layout() == Layout::RowMajor {
-            for (i, yi) in y.iter_mut().enumerate() {
-                *yi = crate::simd::dot_conj(a.buffer_col(r0 + i), xbar).conj();
-            }
-        } else {
-            gemv_rows(a, x, y, r0);
-        }
-    };
-    let xbar: &[c64] = if a.layout() == Layout::RowMajor {
+    let x: &[c64] = if a.layout() == Layout::RowMajor {
         xbar = x.iter().map(|v| v.conj()).collect();
         &xbar
     } else {
-        &[]
+        x
     };
     let per = m.div_ceil(workers.max(1)).next_multiple_of(8);
     if workers <= 1 || per >= m {
-        return rows(y, 0, xbar);
+        return gemv_rows(a, x, y, 0);
     }
     y.par_chunks_mut(per)
         .enumerate()
-        .for_each(|(c, part)| rows(part, c * per, xbar));
+        .for_each(|(c, part)| gemv_rows(a, x, part, c * per));
 }
 
-/// `y ← y + a·x` over rows `r0..r0 + y.len()` of a column-major `a`: [`crate::simd::gemv_cols`]
-/// on those rows of every column.
+/// Rows `r0..r0 + y.len()` of [`dense_gemv`]: for a column-major `a`, `y ← y + a·x` by
+/// [`crate::simd::gemv_cols`] on those rows of every column; for a row-major `a`, `y = a·x`
+/// by one dot per row, `x` being x̄ there.
 fn gemv_rows(a: &Dense, x: &[c64], y: &mut [c64], r0: usize) {
+    if a.layout() == Layout::RowMajor {
+        for (i, yi) in y.iter_mut().enumerate() {
+            *yi = crate::simd::dot_conj(a.buffer_col(r0 + i), x).conj();
+        }
+        return;
+    }
     let rows = r0..r0 + y.len();
     // Up to 32 columns, their slices sit on the stack: a small product allocates nothing.
     let k = a.shape().1;
