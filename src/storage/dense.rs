@@ -23,8 +23,9 @@ use crate::scalar::{ONE, ZERO, c64};
 /// * `transpose` and `adjoint` flip the layout: one contiguous copy (a conjugating one for the
 ///   adjoint).
 /// * Products go through faer (`matmul`, `matmul_dag`, `kron`, `expm`, decompositions) on the
-///   strided view, which faer handles in either orientation; Dense·ket with a row-major matrix
-///   runs row dot products.
+///   strided view, which faer handles in either orientation. Dense·ket and `expect` on a ket
+///   run polymat's matrix–vector kernel instead: column axpys for a column-major matrix, row
+///   dot products for a row-major one (`matmul_dag` with a bra: column-major only).
 /// * The column accessors ([`col`](Dense::col), [`columns`](Dense::columns),
 ///   [`as_mat`](Dense::as_mat)) and the kernels written on them normalise a row-major matrix
 ///   once: the column-major copy is made on first use and kept beside the buffer (twice the
