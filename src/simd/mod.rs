@@ -402,23 +402,27 @@ mod avx {
 /// `v†·w`.
 #[inline(always)]
 pub(crate) fn dot_conj(v: &[c64], w: &[c64]) -> c64 {
-    #[cfg(target_arch = "x86_64")]
-    if avx2() {
-        // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
-        return unsafe { avx::dot::<true>(v, w) };
-    }
-    v.iter().zip(w).map(|(x, y)| x.conj() * y).sum()
+    dot_of::<true>(v, w)
 }
 
 /// `vᵀ·w`, without conjugation (a bra times a ket).
 #[inline(always)]
 pub(crate) fn dot(v: &[c64], w: &[c64]) -> c64 {
+    dot_of::<false>(v, w)
+}
+
+/// `v†·w` (`CONJ`) or `vᵀ·w`.
+#[inline(always)]
+fn dot_of<const CONJ: bool>(v: &[c64], w: &[c64]) -> c64 {
     #[cfg(target_arch = "x86_64")]
     if avx2() {
         // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
-        return unsafe { avx::dot::<false>(v, w) };
+        return unsafe { avx::dot::<CONJ>(v, w) };
     }
-    v.iter().zip(w).map(|(x, y)| x * y).sum()
+    v.iter()
+        .zip(w)
+        .map(|(x, y)| if CONJ { x.conj() } else { *x } * y)
+        .sum()
 }
 
 /// `w ← w − c·v`.

@@ -68,23 +68,12 @@ impl Dense {
         self.buf.col_as_slice(j)
     }
 
-    /// The entries of a vector (one row or one column) in order as one contiguous slice, when
-    /// the buffer holds them so: always for a ket stored column-major and a bra stored
-    /// row-major (one buffer column), and for the other layout when faer packed its one-row
-    /// buffer without padding. `None` for anything else.
+    /// The entries of a vector held in one buffer column (a column-major ket, a row-major bra),
+    /// in order. `None` for anything else, among them a vector in a one-row buffer, whose
+    /// entries faer lays out a column stride apart (4 for any one-row `Mat` of faer 0.24).
     #[inline]
     pub(crate) fn vector_slice(&self) -> Option<&[c64]> {
-        let (m, n) = (self.buf.nrows(), self.buf.ncols());
-        if n == 1 {
-            return Some(self.buf.col_as_slice(0));
-        }
-        if m == 1 && (n == 0 || self.buf.col_stride() == 1) {
-            // SAFETY: one row of n entries at column stride 1 are n consecutive initialised
-            // values of the buffer's allocation (a Dense's entries always are), shared-borrowed
-            // with `self`; for n = 0 the pointer is faer's non-null aligned one.
-            return Some(unsafe { std::slice::from_raw_parts(self.buf.as_ptr(), n) });
-        }
-        None
+        (self.buf.ncols() == 1).then(|| self.buf.col_as_slice(0))
     }
 
     /// Rows `rows` of buffer columns `j0..j0 + count`, one slice each. The bounds are checked
