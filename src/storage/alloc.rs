@@ -18,6 +18,22 @@ pub(crate) fn dense_bytes(shape: (usize, usize)) -> u128 {
         .saturating_mul(std::mem::size_of::<c64>() as u128)
 }
 
+/// Rows faer reserves for a column of `rows` complex entries: a multiple of four (64 bytes, its
+/// alignment for `c64`). A column-major `Dense` of one row (a bra made by `Dense::zeros(1, n)`,
+/// `from_fn` or from a Csr) so takes four entries of memory per entry; one made row-major
+/// (the adjoint of a ket, `Dense::from_row_major`) holds its entries in one column.
+const ROW_ALIGN: usize = 4;
+
+/// Bytes faer allocates for a column-major `rows × cols` complex matrix: each column padded to
+/// [`ROW_ALIGN`] rows (`u128`: never overflows). What the memory check counts, against
+/// [`dense_bytes`] for the dense limit (the entries of the result).
+pub(crate) fn dense_alloc_bytes(shape: (usize, usize)) -> u128 {
+    (shape.0 as u128)
+        .next_multiple_of(ROW_ALIGN as u128)
+        .saturating_mul(shape.1 as u128)
+        .saturating_mul(std::mem::size_of::<c64>() as u128)
+}
+
 /// Checks that a dense `rows × cols` result fits the dense limit.
 ///
 /// # Errors
@@ -46,7 +62,8 @@ pub(crate) fn check_dense(op: &str, shape: (usize, usize)) -> Result<()> {
 #[inline]
 pub(crate) fn check_dense_fits(op: &str, shape: (usize, usize)) -> Result<()> {
     check_dense(op, shape)?;
-    check_memory(op, shape, dense_bytes(shape))
+    // The bytes faer will allocate, padding included: a 1 × n result takes 4·n entries.
+    check_memory(op, shape, dense_alloc_bytes(shape))
 }
 
 /// Checks that `bytes` more can be allocated and written now, against
@@ -91,7 +108,7 @@ fn check_available(op: &str, shape: (usize, usize), bytes: u128) -> Result<()> {
 /// [`Error::TooLarge`] naming `op` and `shape`, with the bytes of all `copies`.
 pub(crate) fn check_workspace(op: &str, shape: (usize, usize), copies: u32) -> Result<()> {
     check_dense(op, shape)?;
-    let bytes = dense_bytes(shape).saturating_mul(u128::from(copies));
+    let bytes = dense_alloc_bytes(shape).saturating_mul(u128::from(copies));
     check_memory(op, shape, bytes).map_err(|mut e| {
         if let Error::TooLarge { reason, .. } = &mut e {
             *reason = format!("its workspace, about {copies} matrices of this shape, is {reason}");
@@ -529,6 +546,30 @@ pub(crate) mod pool {
 mod tests {
     use super::*;
     use crate::scalar::ZERO;
+
+    /// The memory check counts what faer allocates: each column padded to a multiple of four
+    /// rows (a 1 × n matrix takes 4·n entries).
+    #[test]
+    fn the_memory_check_counts_faers_padding() {
+        for rows in 0..=9 {
+            for cols in [1, 2, 7] {
+                let mut mat = Mat::<c64>::new();
+                mat.try_reserve(rows, cols).unwrap();
+                let stride = usize::try_from(mat.col_stride()).unwrap();
+                assert_eq!(
+                    dense_alloc_bytes((rows, cols)),
+                    (stride.max(rows).next_multiple_of(ROW_ALIGN) * cols * 16) as u128,
+                    "{rows} × {cols}"
+                );
+                if rows > 0 {
+                    assert_eq!(stride, rows.next_multiple_of(ROW_ALIGN), "{rows} × {cols}");
+                }
+            }
+        }
+        assert_eq!(dense_alloc_bytes((1, 1000)), 4 * dense_bytes((1, 1000)));
+        assert_eq!(dense_alloc_bytes((1000, 1)), dense_bytes((1000, 1)));
+        assert!(dense_alloc_bytes((usize::MAX, usize::MAX)) > 0);
+    }
 
     #[test]
     fn a_buffer_error_names_the_matrix_shape() {

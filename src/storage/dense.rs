@@ -35,6 +35,29 @@ use crate::scalar::{ONE, ZERO, c64};
 ///   have `try_` forms ([`try_col`](Dense::try_col), [`try_as_mat`](Dense::try_as_mat), …)
 ///   that return it, and the plain ones panic with it.
 ///
+/// # Memory of a one-row matrix
+///
+/// faer pads every column of a buffer to a multiple of four rows (64 bytes). A column-major
+/// `Dense` of one row (a bra made by [`zeros`](Dense::zeros), [`from_fn`](Dense::from_fn),
+/// [`from_rows`](Dense::from_rows) or converted from a Csr) so takes four entries of memory
+/// for each of its entries, and a pass over it reads one entry per cache line. A bra made
+/// row-major (the [`adjoint`](crate::adjoint) of a ket, a bra times an operator,
+/// [`from_row_major`](Dense::from_row_major)) holds its entries in one buffer column, without
+/// padding: make large bras that way. The memory check before a dense allocation counts the
+/// padding.
+///
+/// ```
+/// use polymat::{Dense, Layout, Out, c64};
+///
+/// let ket = Dense::from_fn(1000, 1, |i, _| c64::new(i as f64, 1.0));
+/// let bra = polymat::adjoint(&ket.into(), Out::Auto)?;
+/// let bra = bra.downcast_ref::<Dense>().unwrap();
+/// assert_eq!(bra.shape(), (1, 1000));
+/// assert_eq!(bra.layout(), Layout::RowMajor); // its 1000 entries in one buffer column
+/// assert_eq!(bra.buffer().nrows(), 1000);
+/// # Ok::<(), polymat::Error>(())
+/// ```
+///
 /// ```
 /// use polymat::{Dense, c64};
 ///
