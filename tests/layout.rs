@@ -190,3 +190,128 @@ proptest! {
         prop_assert_eq!(t.downcast_ref::<Dense>().unwrap(), da.downcast_ref::<Dense>().unwrap());
     }
 }
+
+/// A bra made by the public constructors or converted from a Csr holds its entries in one
+/// buffer column, row-major: faer pads a column-major one-row buffer to four rows (four entries
+/// of memory for each). The same bra column-major gives the same results in the operations a
+/// bra takes part in.
+#[test]
+fn bras_are_made_without_padding() {
+    let c = |re: f64, im: f64| c64::new(re, im);
+    for n in [2, 7, 64, 1000] {
+        let f = |j: usize| c(j as f64 - 3.0, 0.5 * (j % 5) as f64);
+        let row: Vec<c64> = (0..n).map(f).collect();
+        let cols: Vec<usize> = (0..n).filter(|j| j % 3 != 1).collect();
+        let csr = Csr::from_triplets(
+            (1, n),
+            &vec![0; cols.len()],
+            &cols,
+            &cols.iter().map(|&j| f(j)).collect::<Vec<_>>(),
+        )
+        .unwrap();
+        let from_csr = polymat::to(polymat::Kind::DENSE, &csr.clone().into()).unwrap();
+        let made = [
+            ("zeros", Dense::zeros(1, n)),
+            ("try_zeros", Dense::try_zeros(1, n).unwrap()),
+            ("from_fn", Dense::from_fn(1, n, |_, j| f(j))),
+            (
+                "from_rows",
+                Dense::from_rows(std::slice::from_ref(&row)).unwrap(),
+            ),
+            ("Csr", from_csr.downcast_ref::<Dense>().unwrap().clone()),
+        ];
+        for (name, d) in made {
+            assert_eq!(d.shape(), (1, n), "{name}");
+            assert_eq!(d.layout(), Layout::RowMajor, "{name}");
+            assert_eq!(d.buffer().shape(), (n, 1), "{name}: one buffer column");
+            let want = |j: usize| match name {
+                "zeros" | "try_zeros" => c64::new(0.0, 0.0),
+                "Csr" if j % 3 == 1 => c64::new(0.0, 0.0),
+                _ => f(j),
+            };
+            for j in 0..n {
+                assert_eq!(d.get(0, j), want(j), "{name} ({j})");
+            }
+            // The same bra column-major: equal, and the same in a bra's operations.
+            let padded = d.clone().into_layout(Layout::ColMajor).unwrap();
+            assert_eq!(padded, d, "{name}");
+            let (a, b): (Data, Data) = (d.into(), padded.into());
+            let ket: Data = Dense::from_fn(n, 1, |i, _| c(1.0, i as f64)).into();
+            let op: Data = Csr::identity(n).into();
+            let same = |x: Data, y: Data, what: &str| {
+                assert_eq!(
+                    x.downcast_ref::<Dense>().unwrap(),
+                    y.downcast_ref::<Dense>().unwrap(),
+                    "{name} {what}"
+                );
+            };
+            assert_eq!(
+                polymat::inner(&a, &ket).unwrap(),
+                polymat::inner(&b, &ket).unwrap(),
+                "{name} inner"
+            );
+            same(
+                polymat::matmul(&a, &op, Out::Dense).unwrap(),
+                polymat::matmul(&b, &op, Out::Dense).unwrap(),
+                "bra·op",
+            );
+            same(
+                polymat::matmul(&a, &ket, Out::Dense).unwrap(),
+                polymat::matmul(&b, &ket, Out::Dense).unwrap(),
+                "bra·ket",
+            );
+            same(
+                polymat::add(&a, &b, Out::Dense).unwrap(),
+                polymat::add(&b, &b, Out::Dense).unwrap(),
+                "add",
+            );
+            same(
+                polymat::adjoint(&a, Out::Dense).unwrap(),
+                polymat::adjoint(&b, Out::Dense).unwrap(),
+                "adjoint",
+            );
+            // Results that are bras are made unpadded too, from either layout.
+            let dop: Data = Dense::from_fn(n, n, |i, j| c((i + 2 * j) as f64, 1.0)).into();
+            for (what, x, y) in [
+                (
+                    "bra·Dense",
+                    polymat::matmul(&a, &dop, Out::Auto).unwrap(),
+                    polymat::matmul(&b, &dop, Out::Auto).unwrap(),
+                ),
+                (
+                    "bra ⊗ bra",
+                    polymat::kron(&a, &b, Out::Auto).unwrap(),
+                    polymat::kron(&b, &a, Out::Auto).unwrap(),
+                ),
+            ] {
+                // From the row-major bra always; from the column-major one where the product
+                // is not a small one in registers (written column-major, at most 64 entries).
+                for (k, r) in [&x, &y].into_iter().enumerate() {
+                    let d = r.downcast_ref::<Dense>().unwrap();
+                    if k == 0 || d.shape().1 > 64 {
+                        assert_eq!(d.buffer().ncols(), 1, "{name} {what}: one buffer column");
+                    }
+                }
+                same(x, y, what);
+            }
+            let back = polymat::to(polymat::Kind::CSR, &a).unwrap();
+            let back_b = polymat::to(polymat::Kind::CSR, &b).unwrap();
+            assert_eq!(
+                back.downcast_ref::<Csr>().unwrap(),
+                back_b.downcast_ref::<Csr>().unwrap(),
+                "{name} to Csr"
+            );
+        }
+    }
+    let z = polymat::ops::zeros(1, 300, Out::Dense).unwrap();
+    assert_eq!(
+        z.downcast_ref::<Dense>().unwrap().buffer().shape(),
+        (300, 1)
+    );
+    // One entry, or one column: column-major as before.
+    assert_eq!(Dense::zeros(1, 1).layout(), Layout::ColMajor);
+    assert_eq!(
+        Dense::from_fn(5, 1, |i, _| c(i as f64, 0.0)).layout(),
+        Layout::ColMajor
+    );
+}

@@ -9,13 +9,14 @@ use super::conversion::BoxedResult;
 use crate::engine::{self, Entries, Family};
 use crate::error::Result;
 use crate::scalar::c64;
-use crate::storage::{Csr, Data, Dense, Kind, alloc};
+use crate::storage::{Csr, Data, Dense, Kind, Layout, alloc};
 
 /// The zero fill of the parallel path is split into pieces of this many entries (1 MiB) or
 /// more, four per worker at least.
 const ZERO_PIECE: usize = 1 << 16;
 
-/// The built-in Csr → Dense converter: [`csr_to_dense`] into a [`Data`].
+/// The built-in Csr → Dense converter: [`csr_to_dense`] into a [`Data`], but a bra (one row,
+/// several columns) row-major ([`csr_row_to_dense`]), without faer's padding.
 /// On one thread the result goes from the kernel into the `Data`'s allocation directly
 /// ([`Data::with_kind_in_place`]). With the `Dense` returned through the converter's `Result`
 /// and wrapped after, each move reloaded narrow stores as wide loads (stalls): a 2 × 2
@@ -25,6 +26,9 @@ const ZERO_PIECE: usize = 1 << 16;
 /// As [`csr_to_dense`].
 pub(crate) fn csr_to_dense_data(a: &Csr) -> BoxedResult<Data> {
     let (m, n) = a.shape();
+    if m == 1 && n > 1 {
+        return Ok(Data::from(csr_row_to_dense(a)?));
+    }
     if one_thread(m, n) {
         return Ok(Data::with_kind_in_place(
             Kind::DENSE,
@@ -110,6 +114,20 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
         scatter(0..m);
     }
     Ok(Dense::new(mat))
+}
+
+/// A one-row Csr (a bra) as a row-major Dense: its entries scattered into one zeroed buffer
+/// column. Column-major, faer would pad the one row to four, four entries of memory for each
+/// (`Dense`'s docs, "Memory of a one-row matrix").
+fn csr_row_to_dense(a: &Csr) -> Result<Dense> {
+    let n = a.shape().1;
+    let mut mat = alloc::zeros_mat("to Dense", n, 1).map_err(alloc::for_shape((1, n)))?;
+    let col = mat.col_as_slice_mut(0);
+    for (&c, &v) in a.indices().iter().zip(a.data()) {
+        // c < n: a column of a valid Csr.
+        col[c] = v;
+    }
+    Ok(Dense::with_layout(mat, Layout::RowMajor))
 }
 
 /// Whether a non-empty m × n result is made on one thread ([`csr_to_dense_serial`]), the

@@ -19,7 +19,7 @@ pub static ZEROS: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
             GpuDense::zeros(r, c)
         })
         .nullary("zeros_dense", |&(r, c): &(usize, usize)| {
-            Dense::zeros_for("zeros", r, c)
+            Dense::zeros_public("zeros", r, c)
         })
         .nullary("zeros_dia", |&(r, c): &(usize, usize)| Ok(Dia::zeros(r, c)))
         .nullary("zeros_csr", |&(r, c): &(usize, usize)| {

@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::shape::{indptr_len, kron_shape, product};
-use crate::storage::{Csr, Data, Dense, Dia, alloc};
+use crate::storage::{Csr, Data, Dense, Dia, Layout, alloc};
 
 /// `a ⊗ b`. Kernels: Dense⊗Dense, Csr⊗Csr, and Dense⊗Csr, Csr⊗Dense → Csr (the Dense factor
 /// converted to Csr: a small dense factor next to a large sparse one never densifies the
@@ -60,6 +60,9 @@ pub fn kron(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// [`Error::Shape`](crate::Error::Shape) if the result's size overflows.
 pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (r, c) = kron_shape("kron", a.shape(), b.shape())?;
+    if r == 1 && c > 1 {
+        return kron_bras(a, b, c);
+    }
     let workers = engine::workers(Family::Elementwise, r.saturating_mul(c));
     // Column ja·nb + jb of the result is a[:, ja] ⊗ b[:, jb]: runs of b's column scaled by
     // a's entries, written once.
@@ -72,6 +75,33 @@ pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         })
     }?;
     Ok(Dense::new(mat))
+}
+
+/// a ⊗ b of two bras (c entries): row-major, its entries in one buffer column (column-major,
+/// faer pads a one-row buffer to four rows: `Dense`'s docs). Entry ja·nb + jb is
+/// a[ja]·b[jb], the product [`kron_cols`] takes.
+fn kron_bras(a: &Dense, b: &Dense, c: usize) -> Result<Dense> {
+    let owned: Vec<c64>;
+    let bv: &[c64] = match b.vector_slice() {
+        Some(v) => v,
+        None => {
+            owned = b.entries().copied().collect();
+            &owned
+        }
+    };
+    // SAFETY: the loop below writes every entry: c = a's entries × b's entries, one chunk of
+    // b's length for each entry of a (c > 1, so b has at least one entry).
+    let mut out = unsafe { alloc::unfilled_mat("kron", c, 1) }.map_err(alloc::for_shape((1, c)))?;
+    for (chunk, x) in out
+        .col_as_slice_mut(0)
+        .chunks_exact_mut(bv.len())
+        .zip(a.entries())
+    {
+        for (o, y) in chunk.iter_mut().zip(bv) {
+            *o = x * y;
+        }
+    }
+    Ok(Dense::with_layout(out, Layout::RowMajor))
 }
 
 crate::simd::avx2_fn! {

@@ -19,9 +19,9 @@ pub(crate) fn dense_bytes(shape: (usize, usize)) -> u128 {
 }
 
 /// Rows faer reserves for a column of `rows` complex entries: a multiple of four (64 bytes, its
-/// alignment for `c64`). A column-major `Dense` of one row (a bra made by `Dense::zeros(1, n)`,
-/// `from_fn` or from a Csr) so takes four entries of memory per entry; one made row-major
-/// (the adjoint of a ket, `Dense::from_row_major`) holds its entries in one column.
+/// alignment for `c64`). A column-major `Dense` of one row so takes four entries of memory per
+/// entry, which is why bras are made row-major (`Dense`'s docs, "Memory of a one-row
+/// matrix").
 const ROW_ALIGN: usize = 4;
 
 /// Bytes faer allocates for a column-major `rows × cols` complex matrix: each column padded to

@@ -37,24 +37,28 @@ use crate::scalar::{ONE, ZERO, c64};
 ///
 /// # Memory of a one-row matrix
 ///
-/// faer pads every column of a buffer to a multiple of four rows (64 bytes). A column-major
-/// `Dense` of one row (a bra made by [`zeros`](Dense::zeros), [`from_fn`](Dense::from_fn),
-/// [`from_rows`](Dense::from_rows) or converted from a Csr) so takes four entries of memory
-/// for each of its entries, and a pass over it reads one entry per cache line. A bra made
-/// row-major (the [`adjoint`](crate::adjoint) of a ket, a bra times an operator,
-/// [`from_row_major`](Dense::from_row_major)) holds its entries in one buffer column, without
-/// padding: make large bras that way. The memory check before a dense allocation counts the
-/// padding.
+/// faer pads every column of a buffer to a multiple of four rows (64 bytes), so a
+/// column-major one-row buffer would take four entries of memory for each entry, and a pass
+/// over it would read one entry per cache line. A bra (one row, several columns) is therefore
+/// made row-major, its entries in one buffer column: by [`zeros`](Dense::zeros),
+/// [`from_fn`](Dense::from_fn), [`from_rows`](Dense::from_rows), the
+/// [`zeros`](crate::ops::zeros) operation, conversion from Csr, the
+/// [`adjoint`](crate::adjoint) or [`transpose`](crate::transpose()) of a ket, a bra times a
+/// matrix, and the Kronecker product of two bras. A column-major bra comes from asking for one
+/// ([`from_col_major`](Dense::from_col_major), [`into_layout`](Dense::into_layout)) or from a
+/// small product held in registers (at most 64 entries). The memory check before a dense
+/// allocation counts the padding.
 ///
 /// ```
 /// use polymat::{Dense, Layout, Out, c64};
 ///
-/// let ket = Dense::from_fn(1000, 1, |i, _| c64::new(i as f64, 1.0));
-/// let bra = polymat::adjoint(&ket.into(), Out::Auto)?;
-/// let bra = bra.downcast_ref::<Dense>().unwrap();
+/// let bra = Dense::from_fn(1, 1000, |_, j| c64::new(j as f64, 1.0));
 /// assert_eq!(bra.shape(), (1, 1000));
 /// assert_eq!(bra.layout(), Layout::RowMajor); // its 1000 entries in one buffer column
 /// assert_eq!(bra.buffer().nrows(), 1000);
+/// let ket = Dense::from_fn(1000, 1, |i, _| c64::new(i as f64, 1.0));
+/// let dag = polymat::adjoint(&ket.into(), Out::Auto)?;
+/// assert_eq!(dag.downcast_ref::<Dense>().unwrap().layout(), Layout::RowMajor);
 /// # Ok::<(), polymat::Error>(())
 /// ```
 ///
@@ -156,6 +160,9 @@ impl Dense {
 
     /// The `rows × cols` zero matrix. O(1) when `rows` or `cols` is 0.
     ///
+    /// A bra (one row, several columns) is made row-major, its entries in one buffer column
+    /// (see [`Dense`]'s "Memory of a one-row matrix").
+    ///
     /// # Errors
     /// [`Error::TooLarge`] over the dense limit ([`set_dense_limit`](crate::set_dense_limit))
     /// or when the allocator refuses.
@@ -168,7 +175,20 @@ impl Dense {
     /// # Ok::<(), Error>(())
     /// ```
     pub fn try_zeros(rows: usize, cols: usize) -> Result<Dense> {
-        Dense::zeros_for("Dense::zeros", rows, cols)
+        Dense::zeros_public("Dense::zeros", rows, cols)
+    }
+
+    /// The zero matrix as the public constructors make it, with allocation errors naming `op`:
+    /// a bra (one row, several columns) row-major, its entries in one unpadded buffer column
+    /// (see "Memory of a one-row matrix"). The crate's kernels that write into a fresh zero
+    /// matrix's buffer use [`Dense::zeros_for`], column-major whatever its shape.
+    pub(crate) fn zeros_public(op: &str, rows: usize, cols: usize) -> Result<Dense> {
+        if rows == 1 && cols > 1 {
+            return alloc::zeros_mat(op, cols, 1)
+                .map(|m| Dense::with_layout(m, Layout::RowMajor))
+                .map_err(alloc::for_shape((rows, cols)));
+        }
+        Dense::zeros_for(op, rows, cols)
     }
 
     /// The zero matrix, with allocation errors naming `op`.
@@ -207,6 +227,9 @@ impl Dense {
 
     /// A matrix whose entry `(i, j)` is `f(i, j)`, called once per entry, column by column.
     ///
+    /// A bra (one row, several columns) is made row-major, its entries in one buffer column
+    /// (see [`Dense`]'s "Memory of a one-row matrix").
+    ///
     /// # Errors
     /// As [`Dense::try_zeros`].
     pub fn try_from_fn(
@@ -214,7 +237,25 @@ impl Dense {
         cols: usize,
         f: impl FnMut(usize, usize) -> c64,
     ) -> Result<Dense> {
-        Dense::from_fn_for("Dense::from_fn", rows, cols, f)
+        Dense::from_fn_public("Dense::from_fn", rows, cols, f)
+    }
+
+    /// The public constructors' [`Dense::from_fn_for`]: a bra (one row, several columns) is
+    /// made row-major, its entries in one unpadded buffer column (see "Memory of a one-row
+    /// matrix"), with `f` called in the same order. (The crate's kernels keep
+    /// `from_fn_for`, whose result is column-major whatever its shape.)
+    fn from_fn_public(
+        op: &str,
+        rows: usize,
+        cols: usize,
+        mut f: impl FnMut(usize, usize) -> c64,
+    ) -> Result<Dense> {
+        if rows == 1 && cols > 1 {
+            return alloc::mat_from_fn(op, cols, 1, |j, _| f(0, j))
+                .map(|m| Dense::with_layout(m, Layout::RowMajor))
+                .map_err(alloc::for_shape((rows, cols)));
+        }
+        Dense::from_fn_for(op, rows, cols, f)
     }
 
     /// [`Dense::try_from_fn`] with allocation errors naming `op`.
@@ -228,6 +269,9 @@ impl Dense {
     }
 
     /// A matrix from its rows, for small literals.
+    ///
+    /// A bra (one row, several columns) is made row-major, its entries in one buffer column
+    /// (see [`Dense`]'s "Memory of a one-row matrix").
     ///
     /// # Errors
     /// [`Error::InvalidDense`] if the rows have different lengths, [`Error::TooLarge`] as for
@@ -246,7 +290,7 @@ impl Dense {
                 ),
             });
         }
-        Dense::from_fn_for("Dense::from_rows", rows.len(), ncols, |i, j| {
+        Dense::from_fn_public("Dense::from_rows", rows.len(), ncols, |i, j| {
             rows[i].as_ref()[j]
         })
     }

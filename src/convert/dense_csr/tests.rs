@@ -95,12 +95,13 @@ fn parallel_row_blocks_match_in_both_layouts() {
 fn mask_walk_matches_across_words() {
     for m in [1, 63, 64, 65, 128, 130] {
         for keep in [0, 1, 2, 6, 7] {
-            let a = Dense::from_fn(m, 9, |i, j| match (i * 31 + j * 17) % 7 {
+            let a = Dense::from_fn_for("test", m, 9, |i, j| match (i * 31 + j * 17) % 7 {
                 _ if i == 5 && j == 3 => c64::new(f64::NAN, 1.0),
                 _ if i == 2 && j == 1 => c64::new(-0.0, 0.0),
                 h if h < keep => c64::new(i as f64, j as f64 + 1.0),
                 _ => c64::new(0.0, 0.0),
-            });
+            })
+            .unwrap();
             let want = reference(&a);
             same(parts(&by_masks(&a).unwrap()), want.clone());
             if m * 9 > TINY && m * 9 <= SMALL {
@@ -145,13 +146,14 @@ fn branch_free_walk_matches_a_row_major_walk() {
         (1, 128),
     ] {
         for keep in [0, 1, 3, 7] {
-            let a = Dense::from_fn(m, n, |i, j| match (i * 31 + j * 17) % 7 {
+            let a = Dense::from_fn_for("test", m, n, |i, j| match (i * 31 + j * 17) % 7 {
                 _ if (i, j) == (2, 0) => c64::new(f64::NAN, -1.0),
                 _ if (i, j) == (0, 2) => c64::new(-0.0, 0.0),
                 _ if (i, j) == (m - 1, n - 1) => c64::new(0.0, -0.0),
                 h if h < keep => c64::new(i as f64 + 1.0, j as f64),
                 _ => c64::new(0.0, 0.0),
-            });
+            })
+            .unwrap();
             let want = reference(&a);
             same(parts(&branch_free_walk(&a).unwrap()), want.clone());
             same(parts(&dense_to_csr(&a).unwrap()), want);

@@ -158,6 +158,25 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         dense_gemv(a, x, out.buffer_mut().col_as_slice_mut(0), workers);
         return Ok(out);
     }
+    if m == 1 {
+        // A bra times a matrix: the result row-major, its n entries in one buffer column
+        // (column-major, faer pads the one row to four: `Dense`'s docs), computed as bᵀ·aᵀ.
+        // SAFETY: faer's product under `Accum::Replace` writes every entry of `out` without
+        // reading any, so every entry is written before the result is read.
+        let mut out =
+            unsafe { alloc::unfilled_mat("matmul", n, 1) }.map_err(alloc::for_shape((1, n)))?;
+        engine::product(work, |par| {
+            faer_matmul(
+                out.as_mut(),
+                Accum::Replace,
+                b.as_ref().transpose(),
+                a.as_ref().transpose(),
+                ONE,
+                par,
+            );
+        });
+        return Ok(Dense::with_layout(out, Layout::RowMajor));
+    }
     // Not zero-filled (at n = 1000 a 16 MB pass): both products below write every entry.
     // SAFETY: `gemm_3m` writes all of `out` when it returns true and nothing otherwise, and
     // faer's product under `Accum::Replace` writes every entry without reading any (with
