@@ -303,6 +303,22 @@ fn bras_are_made_without_padding() {
             );
         }
     }
+    // A ket reshaped into a bra, and a bra's entries permuted.
+    let ket: Data = Dense::from_fn(300, 1, |i, _| c(i as f64, 1.0)).into();
+    let bra = polymat::ops::reshape(&ket, (1, 300), Out::Dense).unwrap();
+    let flip = polymat::ops::permute::Permutation {
+        rows: None,
+        cols: Some((0..300).rev().collect()),
+    };
+    let back = polymat::ops::permute::indices(&bra, &flip, Out::Dense).unwrap();
+    for (what, d) in [("reshape", &bra), ("permute", &back)] {
+        let d = d.downcast_ref::<Dense>().unwrap();
+        assert_eq!(d.buffer().shape(), (300, 1), "{what}: one buffer column");
+        for j in [0, 7, 299] {
+            let i = if what == "permute" { 299 - j } else { j };
+            assert_eq!(d.get(0, j), c(i as f64, 1.0), "{what} ({j})");
+        }
+    }
     let z = polymat::ops::zeros(1, 300, Out::Dense).unwrap();
     assert_eq!(
         z.downcast_ref::<Dense>().unwrap().buffer().shape(),

@@ -243,7 +243,8 @@ pub fn indices_dense(a: &Dense, p: &Permutation) -> Result<Dense> {
     let (m, n) = a.shape();
     let (ri, ci) = (inverse(p.rows.as_ref()), inverse(p.cols.as_ref()));
     let src = a.as_ref();
-    Dense::from_fn_for("permute_indices", m, n, |i, j| {
+    // A bra made row-major, unpadded (`Dense`'s docs, "Memory of a one-row matrix").
+    Dense::from_fn_public("permute_indices", m, n, |i, j| {
         src[(through(&ri, i), through(&ci, j))]
     })
 }

@@ -57,7 +57,8 @@ pub fn reshape_dense(a: &Dense, to: (usize, usize)) -> Result<Dense> {
     let n = a.shape().1;
     let src = a.as_ref();
     // Entries exist only when every dimension is nonzero, so `flat` stays below m·n.
-    Dense::from_fn_for("reshape", to.0, to.1, |i, j| {
+    // A bra made row-major, unpadded (`Dense`'s docs, "Memory of a one-row matrix").
+    Dense::from_fn_public("reshape", to.0, to.1, |i, j| {
         let flat = i * to.1 + j;
         src[(flat / n, flat % n)]
     })

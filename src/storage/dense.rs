@@ -44,7 +44,8 @@ use crate::scalar::{ONE, ZERO, c64};
 /// [`from_fn`](Dense::from_fn), [`from_rows`](Dense::from_rows), the
 /// [`zeros`](crate::ops::zeros) operation, conversion from Csr, the
 /// [`adjoint`](crate::adjoint) or [`transpose`](crate::transpose()) of a ket, a bra times a
-/// matrix, and the Kronecker product of two bras. A column-major bra comes from asking for one
+/// matrix, the Kronecker product of two bras, [`reshape`](crate::ops::reshape()) and
+/// [`permute::indices`](crate::ops::permute::indices). A column-major bra comes from asking for one
 /// ([`from_col_major`](Dense::from_col_major), [`into_layout`](Dense::into_layout)) or from a
 /// small product held in registers (at most 64 entries). The memory check before a dense
 /// allocation counts the padding.
@@ -242,9 +243,10 @@ impl Dense {
 
     /// The public constructors' [`Dense::from_fn_for`]: a bra (one row, several columns) is
     /// made row-major, its entries in one unpadded buffer column (see "Memory of a one-row
-    /// matrix"), with `f` called in the same order. (The crate's kernels keep
-    /// `from_fn_for`, whose result is column-major whatever its shape.)
-    fn from_fn_public(
+    /// matrix"), with `f` called in the same order. Kernels that fill their result through
+    /// `f` alone use it too (`reshape`, `permute::indices`); those that write into the
+    /// buffer afterwards keep `from_fn_for`, column-major whatever its shape.
+    pub(crate) fn from_fn_public(
         op: &str,
         rows: usize,
         cols: usize,
