@@ -625,4 +625,34 @@ mod tests {
             assert!(w.iter().zip(&sub).all(|(a, b)| (a - b).norm() < 1e-9));
         }
     }
+
+    /// `dot(v, w)` has the bits of `conj(dot_conj(v, w̄))` on both instances (negation is
+    /// exact and rounding symmetric), so the row-major matrix–vector product could take `dot`
+    /// instead of a conjugated copy of its vector without changing a result.
+    #[test]
+    fn dot_is_the_conjugate_of_dot_conj_with_the_vector_conjugated() {
+        for n in [1, 2, 3, 5, 8, 13, 100, 1001] {
+            let v: Vec<c64> = (0..n)
+                .map(|i| c64::new((i as f64 + 0.3).sin(), (1.7 * i as f64).cos() / 3.0))
+                .collect();
+            let w: Vec<c64> = (0..n)
+                .map(|i| c64::new((i as f64).sqrt() - 1.1, (0.2 * i as f64).tan()))
+                .collect();
+            let wbar: Vec<c64> = w.iter().map(|x| x.conj()).collect();
+            for (name, a, b) in [
+                ("avx", dot(&v, &w), dot_conj(&v, &wbar).conj()),
+                (
+                    "baseline",
+                    baseline(|| dot(&v, &w)),
+                    baseline(|| dot_conj(&v, &wbar).conj()),
+                ),
+            ] {
+                assert_eq!(
+                    (a.re.to_bits(), a.im.to_bits()),
+                    (b.re.to_bits(), b.im.to_bits()),
+                    "{name} n={n}"
+                );
+            }
+        }
+    }
 }

@@ -255,7 +255,7 @@ fn register_product(ap: &gemm::Operand<'_>, b: &Dense) -> Result<Dense> {
 /// product of Dense·ket, `matmul_dag` and `expect`. Column-major: column axpys in row blocks
 /// ([`crate::simd::gemv_cols`], what BLAS zgemv does); faer's gemm with one column ran at half
 /// the speed of OpenBLAS's zgemv (docs/benchmarks.md). Row-major: one dot product per
-/// contiguous row, yᵢ = conj(rowᵢ† · x̄) (faer's row-major gemv ran at half that speed too).
+/// contiguous row, yᵢ = rowᵢᵀ · x (faer's row-major gemv ran at half that speed too).
 /// `x` has a's column count and `y` its row count.
 ///
 /// On `workers` > 1 the rows are split into one contiguous range per worker (a multiple of
@@ -265,14 +265,6 @@ fn register_product(ap: &gemm::Operand<'_>, b: &Dense) -> Result<Dense> {
 /// 77–88 % of a streaming read on the AMD VM's two threads.)
 pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64], workers: usize) {
     let m = y.len();
-    // Row-major: the rows' dots take x̄, computed once for every worker.
-    let xbar: Vec<c64>;
-    let x: &[c64] = if a.layout() == Layout::RowMajor {
-        xbar = x.iter().map(|v| v.conj()).collect();
-        &xbar
-    } else {
-        x
-    };
     let per = m.div_ceil(workers.max(1)).next_multiple_of(8);
     if workers <= 1 || per >= m {
         return gemv_rows(a, x, y, 0);
@@ -284,11 +276,12 @@ pub(crate) fn dense_gemv(a: &Dense, x: &[c64], y: &mut [c64], workers: usize) {
 
 /// Rows `r0..r0 + y.len()` of [`dense_gemv`]: for a column-major `a`, `y ← y + a·x` by
 /// [`crate::simd::gemv_cols`] on those rows of every column; for a row-major `a`, `y = a·x`
-/// by one dot per row, `x` being x̄ there.
+/// by one dot per row (`simd::dot`, not conjugated: no conjugated copy of x, which for a
+/// bra of 10⁷ entries was most of the call).
 fn gemv_rows(a: &Dense, x: &[c64], y: &mut [c64], r0: usize) {
     if a.layout() == Layout::RowMajor {
         for (i, yi) in y.iter_mut().enumerate() {
-            *yi = crate::simd::dot_conj(a.buffer_col(r0 + i), x).conj();
+            *yi = crate::simd::dot(a.buffer_col(r0 + i), x);
         }
         return;
     }
