@@ -311,6 +311,23 @@ fn bras_are_made_without_padding() {
         cols: Some((0..300).rev().collect()),
     };
     let back = polymat::ops::permute::indices(&bra, &flip, Out::Dense).unwrap();
+    // Row 4 of a 300 × 300 matrix, in either layout.
+    let op = Dense::from_fn(300, 300, |i, j| c(i as f64, j as f64));
+    let mut rows = Vec::new();
+    for layout in [Layout::ColMajor, Layout::RowMajor] {
+        let m: Data = op.clone().into_layout(layout).unwrap().into();
+        rows.push(polymat::ops::block_extract(&m, (4..5, 0..300), Out::Dense).unwrap());
+    }
+    for row in &rows {
+        let d = row.downcast_ref::<Dense>().unwrap();
+        assert_eq!(
+            d.buffer().shape(),
+            (300, 1),
+            "block_extract: one buffer column"
+        );
+        assert_eq!(d.shape(), (1, 300));
+        assert_eq!(d.get(0, 17), c(4.0, 17.0));
+    }
     for (what, d) in [("reshape", &bra), ("permute", &back)] {
         let d = d.downcast_ref::<Dense>().unwrap();
         assert_eq!(d.buffer().shape(), (300, 1), "{what}: one buffer column");

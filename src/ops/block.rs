@@ -72,6 +72,14 @@ pub fn block_extract_dense(a: &Dense, range: &BlockRange) -> Result<Dense> {
     if rows.is_empty() || cols.is_empty() {
         return Dense::zeros_for("block_extract", rows.len(), cols.len());
     }
+    if rows.len() == 1 {
+        // One row (a bra when several columns): made row-major, unpadded (`Dense`'s docs,
+        // "Memory of a one-row matrix"), and allocated fallibly.
+        let src = a.as_ref();
+        return Dense::from_fn_public("block_extract", 1, cols.len(), |_, j| {
+            src[(rows.start, cols.start + j)]
+        });
+    }
     Ok(Dense::new(
         a.as_ref()
             .submatrix(rows.start, cols.start, rows.len(), cols.len())

@@ -44,8 +44,9 @@ use crate::scalar::{ONE, ZERO, c64};
 /// [`from_fn`](Dense::from_fn), [`from_rows`](Dense::from_rows), the
 /// [`zeros`](crate::ops::zeros) operation, conversion from Csr, the
 /// [`adjoint`](crate::adjoint) or [`transpose`](crate::transpose()) of a ket, a bra times a
-/// matrix, the Kronecker product of two bras, [`reshape`](crate::ops::reshape()) and
-/// [`permute::indices`](crate::ops::permute::indices). A column-major bra comes from asking for one
+/// matrix, the Kronecker product of two bras, [`reshape`](crate::ops::reshape()),
+/// [`permute::indices`](crate::ops::permute::indices) and one row taken by
+/// [`block_extract`](crate::ops::block_extract()). A column-major bra comes from asking for one
 /// ([`from_col_major`](Dense::from_col_major), [`into_layout`](Dense::into_layout)) or from a
 /// small product held in registers (at most 64 entries). The memory check before a dense
 /// allocation counts the padding.
