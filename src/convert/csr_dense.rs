@@ -9,7 +9,7 @@ use super::conversion::BoxedResult;
 use crate::engine::{self, Entries, Family};
 use crate::error::Result;
 use crate::scalar::c64;
-use crate::storage::{Csr, Data, Dense, Kind, Layout, alloc};
+use crate::storage::{Csr, Data, Dense, Kind, alloc};
 
 /// The zero fill of the parallel path is split into pieces of this many entries (1 MiB) or
 /// more, four per worker at least.
@@ -26,7 +26,7 @@ const ZERO_PIECE: usize = 1 << 16;
 /// As [`csr_to_dense`].
 pub(crate) fn csr_to_dense_data(a: &Csr) -> BoxedResult<Data> {
     let (m, n) = a.shape();
-    if m == 1 && n > 1 {
+    if Dense::is_held_bra((m, n)) {
         return Ok(Data::from(csr_row_to_dense(a)?));
     }
     if one_thread(m, n) {
@@ -120,14 +120,14 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
 /// column. Column-major, faer would pad the one row to four, four entries of memory for each
 /// (`Dense`'s docs, "Memory of a one-row matrix").
 fn csr_row_to_dense(a: &Csr) -> Result<Dense> {
-    let n = a.shape().1;
-    let mut mat = alloc::zeros_mat("to Dense", n, 1).map_err(alloc::for_shape((1, n)))?;
-    let col = mat.col_as_slice_mut(0);
+    let mut bra = Dense::zeros_public("to Dense", 1, a.shape().1)?;
+    // The bra's entries, in order, are its buffer's one column.
+    let col = bra.buffer_mut().col_as_slice_mut(0);
     for (&c, &v) in a.indices().iter().zip(a.data()) {
         // c < n: a column of a valid Csr.
         col[c] = v;
     }
-    Ok(Dense::with_layout(mat, Layout::RowMajor))
+    Ok(bra)
 }
 
 /// Whether a non-empty m × n result is made on one thread ([`csr_to_dense_serial`]), the

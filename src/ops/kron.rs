@@ -12,7 +12,7 @@ use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::shape::{indptr_len, kron_shape, product};
-use crate::storage::{Csr, Data, Dense, Dia, Layout, alloc};
+use crate::storage::{Csr, Data, Dense, Dia, alloc};
 
 /// `a ⊗ b`. Kernels: Dense⊗Dense, Csr⊗Csr, and Dense⊗Csr, Csr⊗Dense → Csr (the Dense factor
 /// converted to Csr: a small dense factor next to a large sparse one never densifies the
@@ -60,7 +60,7 @@ pub fn kron(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// [`Error::Shape`](crate::Error::Shape) if the result's size overflows.
 pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (r, c) = kron_shape("kron", a.shape(), b.shape())?;
-    if r == 1 && c > 1 {
+    if Dense::is_held_bra((r, c)) {
         return kron_bras(a, b, c);
     }
     let workers = engine::workers(Family::Elementwise, r.saturating_mul(c));
@@ -101,7 +101,7 @@ fn kron_bras(a: &Dense, b: &Dense, c: usize) -> Result<Dense> {
             *o = x * y;
         }
     }
-    Ok(Dense::with_layout(out, Layout::RowMajor))
+    Ok(Dense::bra_from_column(out))
 }
 
 crate::simd::avx2_fn! {

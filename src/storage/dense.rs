@@ -185,12 +185,27 @@ impl Dense {
     /// (see "Memory of a one-row matrix"). The crate's kernels that write into a fresh zero
     /// matrix's buffer use [`Dense::zeros_for`], column-major whatever its shape.
     pub(crate) fn zeros_public(op: &str, rows: usize, cols: usize) -> Result<Dense> {
-        if rows == 1 && cols > 1 {
+        if Dense::is_held_bra((rows, cols)) {
             return alloc::zeros_mat(op, cols, 1)
-                .map(|m| Dense::with_layout(m, Layout::RowMajor))
+                .map(Dense::bra_from_column)
                 .map_err(alloc::for_shape((rows, cols)));
         }
         Dense::zeros_for(op, rows, cols)
+    }
+
+    /// Whether a result of this shape is a bra the crate makes row-major (one row, several
+    /// columns; see "Memory of a one-row matrix"), the test of every maker that does.
+    #[inline]
+    pub(crate) fn is_held_bra((rows, cols): (usize, usize)) -> bool {
+        rows == 1 && cols > 1
+    }
+
+    /// The bra whose entries are the one column of `buf`, in order: row-major, so its buffer
+    /// is unpadded (see "Memory of a one-row matrix").
+    #[inline]
+    pub(crate) fn bra_from_column(buf: Mat<c64>) -> Dense {
+        debug_assert_eq!(buf.ncols(), 1, "bra_from_column: one buffer column");
+        Dense::with_layout(buf, Layout::RowMajor)
     }
 
     /// The zero matrix, with allocation errors naming `op`.
@@ -253,9 +268,9 @@ impl Dense {
         cols: usize,
         mut f: impl FnMut(usize, usize) -> c64,
     ) -> Result<Dense> {
-        if rows == 1 && cols > 1 {
+        if Dense::is_held_bra((rows, cols)) {
             return alloc::mat_from_fn(op, cols, 1, |j, _| f(0, j))
-                .map(|m| Dense::with_layout(m, Layout::RowMajor))
+                .map(Dense::bra_from_column)
                 .map_err(alloc::for_shape((rows, cols)));
         }
         Dense::from_fn_for(op, rows, cols, f)

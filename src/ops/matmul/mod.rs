@@ -175,7 +175,7 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
                 par,
             );
         });
-        return Ok(Dense::with_layout(out, Layout::RowMajor));
+        return Ok(Dense::bra_from_column(out));
     }
     // Not zero-filled (at n = 1000 a 16 MB pass): both products below write every entry.
     // SAFETY: `gemm_3m` writes all of `out` when it returns true and nothing otherwise, and
