@@ -341,6 +341,158 @@ fn bras_are_made_without_padding() {
         z.downcast_ref::<Dense>().unwrap().buffer().shape(),
         (300, 1)
     );
+    // Kernels that write into a fresh result through a view: a bra result is row-major and
+    // unpadded, with the entries of the definition.
+    let ket: Data = Dense::from_fn(300, 1, |i, _| c(i as f64, 1.0)).into();
+    let bra: Data = Dense::from_fn(1, 300, |_, j| c(1.0, j as f64)).into();
+    let one: Data = Dense::from_fn(1, 1, |_, _| c(2.0, 0.0)).into();
+    let halves = [
+        polymat::ops::Block {
+            row: 0,
+            col: 0,
+            data: &bra,
+        },
+        polymat::ops::Block {
+            row: 0,
+            col: 1,
+            data: &bra,
+        },
+    ];
+    let dia_bra = polymat::to(polymat::Kind::DIA, &bra).unwrap();
+    let wide: Data = Dense::from_fn(3, 300, |i, j| c((i * j) as f64, 0.0)).into();
+    let results = [
+        (
+            "block_build",
+            polymat::block_build(&halves, &[1], &[300, 300], Out::Dense).unwrap(),
+            600,
+        ),
+        (
+            "kron_transpose",
+            polymat::kron_transpose(&ket, &one, Out::Dense).unwrap(),
+            300,
+        ),
+        (
+            "diag",
+            // Offset j of a 1 × 300 matrix is its one entry (0, j).
+            polymat::diag(
+                (1..300).map(|j| vec![c(1.0, j as f64)]).collect(),
+                (1..300).collect(),
+                (1, 300),
+                Out::Dense,
+            )
+            .unwrap(),
+            300,
+        ),
+        (
+            "matmul_outer",
+            polymat::matmul_outer(&one, &bra, Out::Dense).unwrap(),
+            300,
+        ),
+        (
+            "Dia → Dense",
+            polymat::to(polymat::Kind::DENSE, &dia_bra).unwrap(),
+            300,
+        ),
+        (
+            "matmul_dag",
+            polymat::matmul_dag(&bra, &wide, Out::Dense).unwrap(),
+            3,
+        ),
+        (
+            "svd vh",
+            polymat::svd(&bra, true).unwrap().vh.unwrap().into(),
+            300,
+        ),
+    ];
+    for (what, r, n) in results {
+        let d = r.downcast_ref::<Dense>().unwrap();
+        assert_eq!(d.shape(), (1, n), "{what}");
+        assert_eq!(d.buffer().shape(), (n, 1), "{what}: one buffer column");
+        let want = |j: usize| match what {
+            "block_build" => c(1.0, (j % 300) as f64),
+            "kron_transpose" => c(2.0 * j as f64, 2.0),
+            "diag" if j == 0 => c(0.0, 0.0),
+            "diag" => c(1.0, j as f64),
+            "matmul_outer" => c(2.0, 2.0 * j as f64),
+            "Dia → Dense" => c(1.0, j as f64),
+            // Σⱼ bra[j]·conj(wide[i, j]), wide real: i·Σⱼ j·(1 + i·j).
+            "matmul_dag" => {
+                let (s1, s2) = (
+                    (0..300).sum::<usize>(),
+                    (0..300).map(|j| j * j).sum::<usize>(),
+                );
+                c((j * s1) as f64, (j * s2) as f64)
+            }
+            _ => c(f64::NAN, 0.0),
+        };
+        if what == "svd vh" {
+            // The bra's direction: |vh[j]| = |bra[j]| / ‖bra‖.
+            let norm = (0..300).map(|j| 1.0 + (j * j) as f64).sum::<f64>().sqrt();
+            for j in [0, 7, 299] {
+                let want = c(1.0, j as f64).norm() / norm;
+                assert!((d.get(0, j).norm() - want).abs() < 1e-12, "{what} ({j})");
+            }
+            continue;
+        }
+        for j in [0, 1, 7, n - 1].into_iter().filter(|&j| j < n) {
+            assert_eq!(d.get(0, j), want(j), "{what} ({j})");
+        }
+    }
+    // Products with a bra on the left (Csr, column-major Dense, Dia; a Dense bra times Dia):
+    // the same as the row-major Dense product, unpadded.
+    let tri = polymat::diag(
+        vec![
+            (0..299).map(|j| c(1.0, j as f64)).collect(),
+            (0..300).map(|j| c(0.5, -(j as f64))).collect(),
+            (0..299).map(|j| c(-2.0, 0.25 * j as f64)).collect(),
+        ],
+        vec![-1, 0, 1],
+        (300, 300),
+        Out::Dia,
+    )
+    .unwrap();
+    let tri_dense = polymat::to(polymat::Kind::DENSE, &tri).unwrap();
+    let square: Data = Dense::from_fn(300, 300, |i, j| c(i as f64 - j as f64, 1.0)).into();
+    let csr_bra = polymat::to(polymat::Kind::CSR, &bra).unwrap();
+    let padded_bra: Data = bra
+        .downcast_ref::<Dense>()
+        .unwrap()
+        .clone()
+        .into_layout(Layout::ColMajor)
+        .unwrap()
+        .into();
+    for (what, got, want) in [
+        (
+            "Csr bra · Dense",
+            polymat::matmul(&csr_bra, &square, Out::Dense).unwrap(),
+            polymat::matmul(&bra, &square, Out::Dense).unwrap(),
+        ),
+        (
+            "column-major bra · Dense",
+            polymat::matmul(&padded_bra, &square, Out::Dense).unwrap(),
+            polymat::matmul(&bra, &square, Out::Dense).unwrap(),
+        ),
+        (
+            "Dia bra · Dense",
+            polymat::matmul(&dia_bra, &square, Out::Dense).unwrap(),
+            polymat::matmul(&bra, &square, Out::Dense).unwrap(),
+        ),
+        (
+            "bra · Dia",
+            polymat::matmul(&bra, &tri, Out::Dense).unwrap(),
+            polymat::matmul(&bra, &tri_dense, Out::Dense).unwrap(),
+        ),
+    ] {
+        let (d, w) = (
+            got.downcast_ref::<Dense>().unwrap(),
+            want.downcast_ref::<Dense>().unwrap(),
+        );
+        assert_eq!(d.buffer().shape(), (300, 1), "{what}: one buffer column");
+        for j in 0..300 {
+            let (x, y) = (d.get(0, j), w.get(0, j));
+            assert!((x - y).norm() <= 1e-12 * y.norm().max(1.0), "{what} ({j})");
+        }
+    }
     // One entry, or one column: column-major as before.
     assert_eq!(Dense::zeros(1, 1).layout(), Layout::ColMajor);
     assert_eq!(

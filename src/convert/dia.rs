@@ -150,9 +150,9 @@ pub(crate) fn csr_to_dia(a: &Csr) -> Result<Dia> {
 /// [`Error::TooLarge`] over the dense limit.
 pub(crate) fn dia_to_dense(a: &Dia) -> Result<Dense> {
     let (m, n) = a.shape();
-    let mut d = Dense::zeros_for("to Dense", m, n)?;
-    // A fresh column-major matrix: its buffer is the matrix.
-    let mat = d.buffer_mut();
+    // A bra row-major, unpadded (`Dense`'s docs, "Memory of a one-row matrix").
+    let mut d = Dense::zeros_public("to Dense", m, n)?;
+    let mut mat = d.view_mut();
     for (k, &o) in a.offsets().iter().enumerate() {
         let row = &a.data()[k * n..(k + 1) * n];
         for j in valid_cols((m, n), o) {

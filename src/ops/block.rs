@@ -70,7 +70,7 @@ pub fn block_extract_dense(a: &Dense, range: &BlockRange) -> Result<Dense> {
     check_range("block_extract", a.shape(), range)?;
     let (rows, cols) = range;
     if rows.is_empty() || cols.is_empty() {
-        return Dense::zeros_for("block_extract", rows.len(), cols.len());
+        return Dense::zeros_public("block_extract", rows.len(), cols.len());
     }
     if rows.len() == 1 {
         // One row (a bra when several columns): made row-major, unpadded (`Dense`'s docs,
@@ -334,12 +334,11 @@ pub fn block_build(
         _ => out.kind() == Some(Kind::DENSE),
     };
     if dense {
-        let mut m = Dense::zeros_for(OP, shape.0, shape.1)?;
+        // A bra row-major, unpadded (`Dense`'s docs, "Memory of a one-row matrix").
+        let mut m = Dense::zeros_public(OP, shape.0, shape.1)?;
         for b in blocks {
             let v = to_type::<Dense>(b.data)?;
-            // `m` is a fresh column-major matrix: its buffer is the matrix.
-            m.buffer_mut()
-                .as_mut()
+            m.view_mut()
                 .submatrix_mut(row_at[b.row], col_at[b.col], v.shape().0, v.shape().1)
                 .copy_from(v.as_ref());
         }

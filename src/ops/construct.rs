@@ -91,9 +91,9 @@ pub static DIAG: LazyLock<Dispatcher<Diagonals>> = LazyLock::new(|| {
         .check(|op, _, p: &Diagonals| p.triplets(op).map(|_| ()))
         .nullary("diag_dense", |p: &Diagonals| {
             let (rows, cols, vals) = p.triplets("diag")?;
-            let mut d = Dense::zeros_for("diag", p.shape.0, p.shape.1)?;
-            // A fresh column-major matrix: its buffer is the matrix.
-            let m = d.buffer_mut();
+            // A bra row-major, unpadded (`Dense`'s docs, "Memory of a one-row matrix").
+            let mut d = Dense::zeros_public("diag", p.shape.0, p.shape.1)?;
+            let mut m = d.view_mut();
             for ((i, j), v) in rows.into_iter().zip(cols).zip(vals) {
                 m[(i, j)] += v;
             }

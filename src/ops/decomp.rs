@@ -315,7 +315,8 @@ pub fn svd_dense(a: &Dense, vectors: bool) -> Result<Svd> {
     Ok(Svd {
         u: Some(Dense::from_fn_for("svd", m, k, |i, c| u[(i, order[c])])?),
         s: order.iter().map(|&i| s[i].re).collect(),
-        vh: Some(Dense::from_fn_for("svd", k, n, |r, j| {
+        // One singular triple of a wide matrix: vh a bra, row-major and unpadded.
+        vh: Some(Dense::from_fn_public("svd", k, n, |r, j| {
             v[(j, order[r])].conj()
         })?),
     })

@@ -567,16 +567,12 @@ pub fn kron_transpose(a: &Data, b: &Data, out: Out) -> Result<Data> {
 pub fn kron_transpose_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (m, n) = a.shape();
     let (r, c) = kron_shape("kron_transpose", (n, m), b.shape())?;
-    let mut out = Dense::zeros_for("kron_transpose", r, c)?;
+    // A bra row-major, unpadded (`Dense`'s docs, "Memory of a one-row matrix").
+    let mut out = Dense::zeros_public("kron_transpose", r, c)?;
     if r == 0 || c == 0 {
         return Ok(out);
     }
-    faer::linalg::kron::kron(
-        // A fresh column-major matrix: its buffer is the matrix.
-        out.buffer_mut().as_mut(),
-        a.as_ref().transpose(),
-        b.as_ref(),
-    );
+    faer::linalg::kron::kron(out.view_mut(), a.as_ref().transpose(), b.as_ref());
     Ok(out)
 }
 

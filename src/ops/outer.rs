@@ -118,9 +118,9 @@ pub fn matmul_outer_entries(ket: &Data, bra: &Data, out: Out) -> Result<Data> {
     };
     const OP: &str = "matmul_outer";
     if dense {
-        let mut d = Dense::zeros_for(OP, n, m)?;
-        // A fresh column-major matrix: its buffer is the matrix.
-        let mat = d.buffer_mut();
+        // A bra row-major, unpadded (`Dense`'s docs, "Memory of a one-row matrix").
+        let mut d = Dense::zeros_public(OP, n, m)?;
+        let mut mat = d.view_mut();
         for &(j, y) in &r {
             for &(i, x) in &l {
                 mat[(i, j)] = x * y;

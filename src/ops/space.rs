@@ -227,7 +227,8 @@ pub(crate) fn random_dense(m: usize, n: usize, seed: u64) -> Result<Dense> {
         state ^= state >> 27;
         (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64 - 0.5
     };
-    Dense::from_fn_for("random", m, n, |_, _| c64::new(next(), next()))
+    // Same entries in the same order for a bra, which is made row-major and unpadded.
+    Dense::from_fn_public("random", m, n, |_, _| c64::new(next(), next()))
 }
 
 /// An n×n operator given by a closure on vectors.

@@ -45,11 +45,15 @@ use crate::scalar::{ONE, ZERO, c64};
 /// [`zeros`](crate::ops::zeros) operation, conversion from Csr, the
 /// [`adjoint`](crate::adjoint) or [`transpose`](crate::transpose()) of a ket, a bra times a
 /// matrix, the Kronecker product of two bras, [`reshape`](crate::ops::reshape()),
-/// [`permute::indices`](crate::ops::permute::indices) and one row taken by
-/// [`block_extract`](crate::ops::block_extract()). A column-major bra comes from asking for one
-/// ([`from_col_major`](Dense::from_col_major), [`into_layout`](Dense::into_layout)) or from a
-/// small product held in registers (at most 64 entries). The memory check before a dense
-/// allocation counts the padding.
+/// [`permute::indices`](crate::ops::permute::indices), one row taken by
+/// [`block_extract`](crate::ops::block_extract()), [`block_build`](crate::block_build()),
+/// [`kron_transpose`](crate::kron_transpose()), [`diag`](crate::diag()),
+/// [`matmul_outer`](crate::matmul_outer()), [`matmul_dag`](crate::matmul_dag()), conversion
+/// from Dia and products with Dia. A column-major bra comes from asking for one
+/// ([`from_col_major`](Dense::from_col_major), [`into_layout`](Dense::into_layout)), from an
+/// operation that keeps its operand's layout ([`conj`](crate::conj()), [`mul`](crate::mul()),
+/// …) on one, or from a tiny bra product held in registers (at most 64 products, 16 for a Csr
+/// bra). The memory check before a dense allocation counts the padding.
 ///
 /// ```
 /// use polymat::{Dense, Layout, Out, c64};

@@ -3,7 +3,7 @@
 
 use std::sync::OnceLock;
 
-use faer::{Mat, MatRef};
+use faer::{Mat, MatMut, MatRef};
 use rayon::prelude::*;
 
 use super::{Dense, alloc};
@@ -115,6 +115,18 @@ impl Dense {
     pub(crate) fn buffer_mut(&mut self) -> &mut Mat<c64> {
         self.cols = OnceLock::new();
         &mut self.buf
+    }
+
+    /// The matrix as a strided mutable `faer` view of its shape, in either layout (any
+    /// column-major copy is dropped: it would go stale). For kernels that write a fresh
+    /// result made by [`Dense::zeros_public`], which may be a row-major bra.
+    #[inline]
+    pub(crate) fn view_mut(&mut self) -> MatMut<'_, c64> {
+        self.cols = OnceLock::new();
+        match self.layout {
+            Layout::ColMajor => self.buf.as_mut(),
+            Layout::RowMajor => self.buf.as_mut().transpose_mut(),
+        }
     }
 
     /// Every entry once, in buffer order (column by column when column-major, row by row when

@@ -4,7 +4,7 @@ use super::super::kron::kron_csr;
 use super::{Builder, block_cols, diagonals, row_of};
 use crate::convert::dia::{csr_to_dia, dia_to_csr};
 use crate::error::{Error, Result};
-use crate::scalar::ZERO;
+use crate::scalar::{ZERO, c64};
 use crate::shape::{kron_shape, matmul_shapes};
 use crate::storage::{Dense, Dia, valid_cols};
 
@@ -17,6 +17,22 @@ pub fn matmul_dia_dense(a: &Dia, b: &Dense) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let (m, _) = a.shape();
     let n = b.shape().1;
+    if Dense::is_held_bra((m, n)) {
+        // One row: its stored entries (j, a[0, j]) times b's rows, into a row-major bra
+        // (`Dense`'s docs, "Memory of a one-row matrix"); each entry the same sum, in the same
+        // order, as below.
+        let row: Vec<(usize, c64)> = diagonals(a)
+            .filter_map(|(o, r)| block_cols(a.shape(), o, 0, 1).map(|(j, _)| (j, r[j])))
+            .collect();
+        let mut out = Dense::zeros_public("matmul", 1, n)?;
+        let (bv, mut v) = (b.as_ref(), out.view_mut());
+        for c in 0..n {
+            for &(j, x) in &row {
+                v[(0, c)] += x * bv[(j, c)];
+            }
+        }
+        return Ok(out);
+    }
     let mut out = Dense::zeros_for("matmul", m, n)?;
     if m == 0 || n == 0 || a.num_diagonals() == 0 {
         // Nothing to add (and no loop over the columns of an empty-but-wide result).
@@ -54,6 +70,21 @@ pub fn matmul_dense_dia(a: &Dense, b: &Dia) -> Result<Dense> {
     matmul_shapes("matmul", a.shape(), b.shape())?;
     let m = a.shape().0;
     let n = b.shape().1;
+    if Dense::is_held_bra((m, n)) {
+        // A bra times b, into a row-major bra (`Dense`'s docs, "Memory of a one-row matrix"),
+        // read in place; each entry the same sum, in the same order, as below.
+        let mut out = Dense::zeros_public("matmul", 1, n)?;
+        let (av, mut v) = (a.as_ref(), out.view_mut());
+        for (o, r) in diagonals(b) {
+            for j in valid_cols(b.shape(), o) {
+                let s = r[j];
+                if s != ZERO {
+                    v[(0, j)] += s * av[(0, row_of(j, o))];
+                }
+            }
+        }
+        return Ok(out);
+    }
     let mut out = Dense::zeros_for("matmul", m, n)?;
     if m == 0 {
         return Ok(out);

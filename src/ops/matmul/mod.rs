@@ -3,8 +3,8 @@
 use std::mem::MaybeUninit;
 use std::sync::LazyLock;
 
-use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
+use faer::{Accum, MatRef};
 use rayon::prelude::*;
 
 use super::gemm3m;
@@ -136,15 +136,17 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     let (m, k) = a.shape();
     let n = b.shape().1;
     if m == 0 || n == 0 || k == 0 {
-        return Dense::zeros_for("matmul", m, n);
+        return Dense::zeros_public("matmul", m, n);
     }
     let work = m.saturating_mul(k).saturating_mul(n);
     let serial = engine::workers(Family::Matmul, work) == 1;
     // At most 12 rows: each result column in registers (simd::gemm), 1.3–2.3× faster than
     // faer's gemm for square n = 8–12 (docs/benchmarks.md), written once into an
     // uninitialised result; A read in place when its row count is even. Kets too: one column
-    // in registers beats the column axpys of `dense_gemv` at these sizes.
-    if serial && a.layout() == Layout::ColMajor {
+    // in registers beats the column axpys of `dense_gemv` at these sizes. Not a bra past
+    // 64 products (one row: each result column a short dot; faer's bᵀ·aᵀ below, the bra
+    // gathered, is level at 8 × 8 and 1.6× faster at 16 × 16, docs/benchmarks.md).
+    if serial && a.layout() == Layout::ColMajor && !one_row_past_registers(m, k, n, 64) {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
         if let Some(ap) = gemm::Operand::of(a.buffer(), &mut buf, |c| a.buffer_col(c)) {
             return register_product(&ap, b);
@@ -161,21 +163,14 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     if m == 1 {
         // A bra times a matrix: the result row-major, its n entries in one buffer column
         // (column-major, faer pads the one row to four: `Dense`'s docs), computed as bᵀ·aᵀ.
-        // SAFETY: faer's product under `Accum::Replace` writes every entry of `out` without
-        // reading any, so every entry is written before the result is read.
-        let mut out =
-            unsafe { alloc::unfilled_mat("matmul", n, 1) }.map_err(alloc::for_shape((1, n)))?;
-        engine::product(work, |par| {
-            faer_matmul(
-                out.as_mut(),
-                Accum::Replace,
-                b.as_ref().transpose(),
-                a.as_ref().transpose(),
-                ONE,
-                par,
-            );
-        });
-        return Ok(Dense::bra_from_column(out));
+        // A column-major bra's entries are four apart in its padded buffer: gathered first
+        // (faer's product with that stride is 3× slower at 1 000 × 1 000).
+        if a.layout() == Layout::RowMajor {
+            return bra_times(a.as_ref().transpose(), b, work);
+        }
+        let mut x = alloc::try_with_capacity("matmul", (1, k), k)?;
+        x.extend(a.entries().copied());
+        return bra_times(MatRef::from_column_major_slice(&x, k, 1), b, work);
     }
     // Not zero-filled (at n = 1000 a 16 MB pass): both products below write every entry.
     // SAFETY: `gemm_3m` writes all of `out` when it returns true and nothing otherwise, and
@@ -200,6 +195,35 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         );
     });
     Ok(out)
+}
+
+/// Whether an `m × k` times `k × n` product is a bra's past `limit` products, from where
+/// faer's bᵀ·aᵀ into a row-major bra beats the register kernel.
+#[inline]
+fn one_row_past_registers(m: usize, k: usize, n: usize, limit: usize) -> bool {
+    m == 1 && k.saturating_mul(n) > limit
+}
+
+/// `a·b` for a bra `a` (one row, n > 1 result columns) read as the column `x` of its k
+/// entries: faer's bᵀ·x into the result's one buffer column, row-major and unpadded
+/// (`Dense`'s docs, "Memory of a one-row matrix").
+fn bra_times(x: MatRef<'_, c64>, b: &Dense, work: usize) -> Result<Dense> {
+    let n = b.shape().1;
+    // SAFETY: faer's product under `Accum::Replace` writes every entry of `out` without
+    // reading any, so every entry is written before the result is read.
+    let mut out =
+        unsafe { alloc::unfilled_mat("matmul", n, 1) }.map_err(alloc::for_shape((1, n)))?;
+    engine::product(work, |par| {
+        faer_matmul(
+            out.as_mut(),
+            Accum::Replace,
+            b.as_ref().transpose(),
+            x,
+            ONE,
+            par,
+        );
+    });
+    Ok(Dense::bra_from_column(out))
 }
 
 /// A·b for a small A held by `ap` (`simd::gemm`; b's rows = A's columns), one result column
@@ -322,12 +346,26 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     // entries into a padded copy and each result column in registers, as a small Dense·Dense
     // (`simd::gemm`). Every entry stored, so no zero is multiplied that the sparse product
     // would skip.
-    if workers == 1 && n > 1 && b.layout() == Layout::ColMajor && a.stores_every_entry() {
+    if workers == 1
+        && n > 1
+        && b.layout() == Layout::ColMajor
+        && a.stores_every_entry()
+        // A bra from 5 × 5 on: read in place below, faer is faster (8 × 8 1.4×).
+        && !one_row_past_registers(m, k, n, 16)
+    {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
         let rows = (a.indptr(), a.indices(), a.data());
         if let Some(ap) = gemm::Operand::from_rows(&mut buf, (m, k), rows) {
             return register_product(&ap, b);
         }
+    }
+    if m == 1 && n > 1 && a.stores_every_entry() {
+        // A bra with every entry stored: its values are the bra in order (columns sorted and
+        // distinct), read in place as one column. 1 000 × 1 000: 853 → 374 µs, and the result
+        // row-major and unpadded instead of padded four times (docs/benchmarks.md).
+        let p = a.indptr();
+        let x = MatRef::from_column_major_slice(&a.data()[p[0]..p[1]], k, 1);
+        return bra_times(x, b, k.saturating_mul(n));
     }
     if workers == 1 && n == 1 && m > 0 {
         // A ket on one thread: its one column written straight into a fresh buffer, without
@@ -441,7 +479,9 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     matmul_dag_shapes("matmul_dag", a.shape(), b.shape())?;
     let (m, k) = a.shape();
     let n = b.shape().0;
-    let mut out = Dense::zeros_for("matmul_dag", m, n)?;
+    // A bra row-major, unpadded (`Dense`'s docs, "Memory of a one-row matrix"); the
+    // matrix–vector branch below makes a ket, column-major.
+    let mut out = Dense::zeros_public("matmul_dag", m, n)?;
     if m == 0 || n == 0 || k == 0 {
         return Ok(out);
     }
@@ -456,8 +496,7 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     }
     engine::product(work, |par| {
         faer_matmul(
-            // A fresh column-major matrix: its buffer is the matrix.
-            out.buffer_mut(),
+            out.view_mut(),
             Accum::Replace,
             a.as_ref(),
             b.as_ref().adjoint(),
