@@ -67,7 +67,7 @@ fn special_value(rng: &mut Rng) -> c64 {
 }
 
 fn small_shape(rng: &mut Rng) -> (usize, usize) {
-    const SHAPES: [(usize, usize); 13] = [
+    const SHAPES: [(usize, usize); 15] = [
         (0, 0),
         (0, 1),
         (1, 0),
@@ -81,6 +81,9 @@ fn small_shape(rng: &mut Rng) -> (usize, usize) {
         (4, 1),
         (6, 6),
         (8, 2),
+        // A bra past the register kernel's size when times a square (12 × 12: 144 products).
+        (1, 12),
+        (12, 12),
     ];
     SHAPES[(rng.next_u64() % SHAPES.len() as u64) as usize]
 }
@@ -655,11 +658,13 @@ fn every_operation_on_random_input() {
                         comparable = false;
                         continue;
                     }
-                    // Related shapes half the time, so most calls get past the shape checks.
-                    let s = match (k, rng.next_u64() % 4) {
+                    // Related shapes most of the time, so most calls get past the shape
+                    // checks (a square on the right: a bra or a matrix times an operator).
+                    let s = match (k, rng.next_u64() % 5) {
                         (0, _) | (_, 0) => base,
                         (_, 1) => (base.1, base.0),
                         (_, 2) => (base.1, 1),
+                        (_, 3) => (base.1, base.1),
                         _ => small_shape(&mut rng),
                     };
                     inputs.push(pair(&mut rng, s));
