@@ -217,3 +217,38 @@ fn every_builtin_kind_round_trips_through_serde() {
     let back: Csr = serde_json::from_str(&serde_json::to_string(&c).unwrap()).unwrap();
     assert_eq!(back, c);
 }
+
+#[test]
+fn vectors_read_from_files_are_held_in_one_buffer_column() {
+    use polymat::Layout;
+    let c = |re: f64, im: f64| c64::new(re, im);
+    let n = 37;
+    let ket = Dense::from_fn(n, 1, |i, _| c(i as f64, 1.0));
+    let bra = Dense::from_fn(1, n, |_, j| c(1.0, j as f64));
+    // Either file order (numpy's C order, and Fortran order): the same entries, in one
+    // unpadded buffer column (faer pads a one-row buffer to four rows).
+    for v in [&ket, &bra] {
+        for layout in [Layout::ColMajor, Layout::RowMajor] {
+            let held = v.clone().into_layout(layout).unwrap();
+            let mut bytes = Vec::new();
+            io::write_npy_to(&mut bytes, &held).unwrap();
+            let back = io::read_npy_from(bytes.as_slice()).unwrap();
+            assert_eq!(&back, v, "{:?} written {layout:?}", v.shape());
+            assert_eq!(
+                back.buffer().shape(),
+                (n, 1),
+                "{:?} written {layout:?}",
+                v.shape()
+            );
+        }
+    }
+    // A Matrix Market array of one row.
+    let text = "%%MatrixMarket matrix array complex general\n1 3\n1 0\n2 0.5\n3 -1\n";
+    let back = io::read_matrix_market_from(text.as_bytes()).unwrap();
+    let d = back.downcast_ref::<Dense>().unwrap();
+    assert_eq!(d.buffer().shape(), (3, 1));
+    assert_eq!(
+        (d.get(0, 0), d.get(0, 1), d.get(0, 2)),
+        (c(1.0, 0.0), c(2.0, 0.5), c(3.0, -1.0))
+    );
+}

@@ -404,7 +404,9 @@ fn read_array<R: BufRead>(
     symmetry: Symmetry,
 ) -> Result<Data> {
     let (rows, cols) = shape;
-    let mut mat = alloc::zeros_mat(lines.op, rows, cols)?;
+    // A bra row-major, unpadded (`Dense`'s docs, "Memory of a one-row matrix").
+    let mut d = Dense::zeros_public(lines.op, rows, cols)?;
+    let mut mat = d.view_mut();
     // Column-major; symmetric files hold the lower triangle (strictly lower when skew).
     for j in 0..cols {
         let first = match symmetry {
@@ -442,7 +444,7 @@ fn read_array<R: BufRead>(
             format!("more values than the {rows}×{cols} array holds"),
         ));
     }
-    Ok(Dense::new(mat).into())
+    Ok(d.into())
 }
 
 #[cfg(test)]

@@ -255,12 +255,16 @@ pub fn read_npy_from(mut reader: impl Read) -> Result<Dense> {
     let h = parse_header(&dict)?;
     let (rows, cols) = h.shape;
     // The buffer in the file's order: Fortran order column-major, C order row-major (the
-    // buffer then holds the transpose), so every value lands at the next position.
-    let (brows, bcols) = if h.fortran {
-        (rows, cols)
+    // buffer then holds the transpose), so every value lands at the next position. A vector's
+    // values come in the same order either way: it is held in one buffer column, a ket
+    // column-major and a bra row-major (faer pads a one-row buffer to four rows: `Dense`'s
+    // "Memory of a one-row matrix"; numpy writes C order, so a ket would be one row).
+    let fortran = if Dense::is_held_bra(h.shape) {
+        false
     } else {
-        (cols, rows)
+        cols == 1 || h.fortran
     };
+    let (brows, bcols) = if fortran { (rows, cols) } else { (cols, rows) };
     let mut mat = alloc::zeros_mat("read_npy", brows, bcols).map_err(alloc::for_shape(h.shape))?;
     let size = h.element.size();
     // Read in chunks of whole elements.
@@ -284,7 +288,7 @@ pub fn read_npy_from(mut reader: impl Read) -> Result<Dense> {
         }
         done += n;
     }
-    let layout = if h.fortran {
+    let layout = if fortran {
         Layout::ColMajor
     } else {
         Layout::RowMajor
