@@ -25,7 +25,8 @@ impl TryFrom<&DMatrix<c64>> for Dense {
     /// # Ok::<(), polymat::Error>(())
     /// ```
     fn try_from(m: &DMatrix<c64>) -> Result<Dense> {
-        Dense::from_col_major(m.nrows(), m.ncols(), m.as_slice())
+        // A row vector row-major, unpadded (`Dense`'s "Memory of a one-row matrix").
+        Dense::from_col_major_public("from DMatrix", m.nrows(), m.ncols(), m.as_slice())
     }
 }
 
@@ -134,6 +135,22 @@ mod tests {
                 .unwrap()
                 .shape(),
             (0, 4)
+        );
+    }
+
+    #[test]
+    fn a_row_vector_is_held_in_one_buffer_column() {
+        let m = DMatrix::from_fn(1, 9, |_, j| c64::new(j as f64, 1.0));
+        let d = Dense::try_from(&m).unwrap();
+        assert_eq!(d.layout(), crate::Layout::RowMajor);
+        assert_eq!(d.buffer().shape(), (9, 1));
+        assert_eq!(d.get(0, 7), c64::new(7.0, 1.0));
+        assert_eq!(DMatrix::from(&d), m);
+        // A column vector as before: column-major, one buffer column.
+        let k = Dense::try_from(&m.transpose()).unwrap();
+        assert_eq!(
+            (k.layout(), k.buffer().shape()),
+            (crate::Layout::ColMajor, (9, 1))
         );
     }
 }

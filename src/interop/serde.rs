@@ -26,13 +26,13 @@ impl Serialize for Dense {
         let (r, c) = self.shape();
         let mut st = s.serialize_struct("Dense", 2)?;
         st.serialize_field("shape", &(r, c))?;
-        st.serialize_field(
-            "data",
-            &Entries(
-                self.try_columns().map_err(S::Error::custom)?.flatten(),
-                r.saturating_mul(c),
-            ),
-        )?;
+        // Column-major order, read in place in either layout: a row-major matrix's
+        // column-major copy (`try_columns`) would double its memory and stay attached to it.
+        // No columns at all when there are no rows (an empty 0 × 2⁶² matrix).
+        let v = self.as_ref();
+        let cols = if r == 0 { 0 } else { c };
+        let entries = (0..cols).flat_map(move |j| (0..r).map(move |i| v.get(i, j)));
+        st.serialize_field("data", &Entries(entries, r.saturating_mul(c)))?;
         st.end()
     }
 }
@@ -71,7 +71,8 @@ fn entries(data: Vec<(f64, f64)>) -> Vec<c64> {
 impl TryFrom<DenseRepr> for Dense {
     type Error = crate::Error;
     fn try_from(r: DenseRepr) -> crate::Result<Dense> {
-        Dense::from_col_major(r.shape.0, r.shape.1, &entries(r.data))
+        // A bra row-major, unpadded (`Dense`'s "Memory of a one-row matrix").
+        Dense::from_col_major_public("deserialize", r.shape.0, r.shape.1, &entries(r.data))
     }
 }
 
@@ -173,6 +174,30 @@ mod tests {
         let json = serde_json::to_string(&d).unwrap();
         assert_eq!(json, r#"{"shape":[1,2],"data":[[1.0,0.0],[0.0,2.0]]}"#);
         assert_eq!(serde_json::from_str::<Dense>(&json).unwrap(), d);
+    }
+
+    #[test]
+    fn row_major_matrices_and_bras_round_trip_in_place() {
+        use crate::Layout;
+        let z = |re: f64, im: f64| c64::new(re, im);
+        let rows =
+            Dense::from_row_major(2, 3, &[1., 2., 3., 4., 5., 6.].map(|x| z(x, -x))).unwrap();
+        let bra = Dense::from_fn(1, 5, |_, j| z(j as f64, 1.0));
+        for d in [&rows, &bra] {
+            assert_eq!(d.layout(), Layout::RowMajor);
+            let json = serde_json::to_string(d).unwrap();
+            // Column-major order, read in place: no column-major copy made (and kept).
+            assert!(!d.holds_col_major_copy(), "{json}");
+            let back: Dense = serde_json::from_str(&json).unwrap();
+            assert_eq!(&back, d);
+        }
+        assert_eq!(
+            serde_json::to_string(&rows).unwrap(),
+            r#"{"shape":[2,3],"data":[[1.0,-1.0],[4.0,-4.0],[2.0,-2.0],[5.0,-5.0],[3.0,-3.0],[6.0,-6.0]]}"#
+        );
+        // A bra read back is row-major, its entries in one buffer column.
+        let back: Dense = serde_json::from_str(&serde_json::to_string(&bra).unwrap()).unwrap();
+        assert_eq!(back.buffer().shape(), (5, 1));
     }
 
     #[test]

@@ -327,6 +327,23 @@ impl Dense {
             .map(Dense::new)
     }
 
+    /// [`Dense::from_col_major`] for conversions from other libraries' column-major matrices
+    /// (nalgebra, serde): a bra, whose entries are in the same order in either layout, is made
+    /// row-major and unpadded, as the public makers make it (see "Memory of a one-row
+    /// matrix"); errors name `op`.
+    pub(crate) fn from_col_major_public(
+        op: &str,
+        rows: usize,
+        cols: usize,
+        values: &[c64],
+    ) -> Result<Dense> {
+        if Dense::is_held_bra((rows, cols)) {
+            return Dense::buffer_from(op, (rows, cols), (cols, rows), values)
+                .map(Dense::bra_from_column);
+        }
+        Dense::buffer_from(op, (rows, cols), (rows, cols), values).map(Dense::new)
+    }
+
     /// `values` copied into a `buffer.0 × buffer.1` column-major buffer; the length error names
     /// the matrix shape `shape` (the constructors from a flat slice, in either layout).
     pub(super) fn buffer_from(

@@ -117,6 +117,13 @@ impl Dense {
         &mut self.buf
     }
 
+    /// Whether a column-major copy of a row-major matrix is held (for tests of the paths that
+    /// must not make one).
+    #[cfg(test)]
+    pub(crate) fn holds_col_major_copy(&self) -> bool {
+        self.cols.get().is_some()
+    }
+
     /// The matrix as a strided mutable `faer` view of its shape, in either layout (any
     /// column-major copy is dropped: it would go stale). For kernels that write a fresh
     /// result made by [`Dense::zeros_public`], which may be a row-major bra.
