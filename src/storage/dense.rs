@@ -331,6 +331,7 @@ impl Dense {
     /// (nalgebra, serde): a bra, whose entries are in the same order in either layout, is made
     /// row-major and unpadded, as the public makers make it (see "Memory of a one-row
     /// matrix"); errors name `op`.
+    #[cfg(any(feature = "serde", feature = "nalgebra"))]
     pub(crate) fn from_col_major_public(
         op: &str,
         rows: usize,

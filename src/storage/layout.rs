@@ -119,7 +119,7 @@ impl Dense {
 
     /// Whether a column-major copy of a row-major matrix is held (for tests of the paths that
     /// must not make one).
-    #[cfg(test)]
+    #[cfg(all(test, feature = "serde"))]
     pub(crate) fn holds_col_major_copy(&self) -> bool {
         self.cols.get().is_some()
     }
