@@ -461,7 +461,21 @@ fn bras_are_made_without_padding() {
         .into_layout(Layout::ColMajor)
         .unwrap()
         .into();
+    let holes: Data = Dense::from_fn(1, 300, |_, j| {
+        if j % 3 == 0 {
+            c(0.0, 0.0)
+        } else {
+            c(1.0, j as f64)
+        }
+    })
+    .into();
+    let sparse_bra = polymat::to(polymat::Kind::CSR, &holes).unwrap();
     for (what, got, want) in [
+        (
+            "sparse Csr bra · Dense",
+            polymat::matmul(&sparse_bra, &square, Out::Dense).unwrap(),
+            polymat::matmul(&holes, &square, Out::Dense).unwrap(),
+        ),
         (
             "Csr bra · Dense",
             polymat::matmul(&csr_bra, &square, Out::Dense).unwrap(),

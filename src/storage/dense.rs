@@ -49,7 +49,9 @@ use crate::scalar::{ONE, ZERO, c64};
 /// [`block_extract`](crate::ops::block_extract()), [`block_build`](crate::block_build()),
 /// [`kron_transpose`](crate::kron_transpose()), [`diag`](crate::diag()),
 /// [`matmul_outer`](crate::matmul_outer()), [`matmul_dag`](crate::matmul_dag()), conversion
-/// from Dia and products with Dia. A column-major bra comes from asking for one
+/// from Dia, products with Dia, [`read_npy`](crate::io::read_npy) (a ket too is read into one
+/// buffer column, whatever the file's order), Matrix Market arrays, and nalgebra and serde
+/// (features). A column-major bra comes from asking for one
 /// ([`from_col_major`](Dense::from_col_major), [`into_layout`](Dense::into_layout)), from an
 /// operation that keeps its operand's layout ([`conj`](crate::conj()), [`mul`](crate::mul()),
 /// …) on one, or from a tiny bra product held in registers (at most 64 products, 16 for a Csr

@@ -392,6 +392,24 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
         }?;
         return Ok(Dense::with_layout(mat, Layout::RowMajor));
     }
+    if m == 1 && n > 1 && workers == 1 {
+        // A sparse bra on one thread: the kernel below, its one-entry result columns the
+        // entries of one buffer column, so the result is a row-major bra, unpadded (`Dense`'s
+        // docs, "Memory of a one-row matrix"), with the same sums.
+        let mut mat = alloc::reserve_mat("matmul", n, 1).map_err(alloc::for_shape((1, n)))?;
+        let mut outs = alloc::try_with_capacity("matmul", (1, n), n)?;
+        // SAFETY: `mat` has room for n × 1 entries, fresh, overlapping neither operand; each
+        // of the n one-entry slices is result column j's one row, and `csr_dense_cols` writes
+        // every element of every slice, so the dimensions may be set; c64 has no drop glue.
+        unsafe {
+            let all =
+                std::slice::from_raw_parts_mut(mat.as_ptr_mut().cast::<MaybeUninit<c64>>(), n);
+            outs.extend(all.chunks_mut(1));
+            csr_dense_cols(a, b, 0..1, 0, &mut outs);
+            mat.set_dims(n, 1);
+        }
+        return Ok(Dense::bra_from_column(mat));
+    }
     // SAFETY: `csr_dense_cols` writes every element of every output slice (one per row in
     // `rows`).
     let mat = unsafe {
