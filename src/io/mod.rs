@@ -4,7 +4,7 @@
 //! |---|---|---|
 //! | Matrix Market `coordinate` | [`Csr`] (real, double, integer, complex, pattern; general, symmetric, skew-symmetric, hermitian) | [`Csr`] and every kind but the dense ones, `general`, `real` when no entry has an imaginary part, else `complex` |
 //! | Matrix Market `array` | [`Dense`] (real, double, integer, complex; all symmetries) | [`Dense`] and [`GpuDense`](crate::GpuDense) |
-//! | `.npy` (versions 1–3) | [`Dense`] from `complex128/64`, `float64/32`, signed and unsigned integers, either byte order, C or Fortran order; a 1-D array is a column, a 0-D one 1×1 | [`Dense`] as `<c16`, in its [`Layout`](crate::Layout): Fortran order for column-major, C order for row-major (no transposition either way) |
+//! | `.npy` (versions 1–3) | [`Dense`] from `complex128/64`, `float64/32`, signed and unsigned integers, either byte order, C or Fortran order (a vector in either read as a ket column-major, a bra row-major); a 1-D array is a column, a 0-D one 1×1 | [`Dense`] as `<c16`, in its [`Layout`](crate::Layout): Fortran order for column-major, C order for row-major (no transposition either way) |
 //!
 //! Everything read is checked: a malformed header, an index out of range, a count that does
 //! not match, a value that does not parse, a file that ends early or a shape over the dense

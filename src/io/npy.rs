@@ -191,8 +191,10 @@ fn parse_header(dict: &str) -> Result<Header> {
 }
 
 /// Reads a `.npy` file as a [`Dense`] in the file's order: Fortran order gives a column-major
-/// Dense, C order (numpy's default) a row-major one, each value read straight into place. See
-/// [`io`](crate::io) for the dtypes read.
+/// Dense, C order (numpy's default) a row-major one, each value read straight into place. A
+/// vector, whose values come in the same order either way, is read into one buffer column
+/// whatever the file's order: a ket (and a 1-D array) column-major, a bra row-major (see
+/// [`Dense`]'s "Memory of a one-row matrix"). See [`io`](crate::io) for the dtypes read.
 ///
 /// # Errors
 /// [`Error::Io`] if the file cannot be read, [`Error::Format`] if it is not a `.npy` file of a
