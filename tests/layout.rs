@@ -346,18 +346,11 @@ fn bras_are_made_without_padding() {
     let ket: Data = Dense::from_fn(300, 1, |i, _| c(i as f64, 1.0)).into();
     let bra: Data = Dense::from_fn(1, 300, |_, j| c(1.0, j as f64)).into();
     let one: Data = Dense::from_fn(1, 1, |_, _| c(2.0, 0.0)).into();
-    let halves = [
-        polymat::ops::Block {
-            row: 0,
-            col: 0,
-            data: &bra,
-        },
-        polymat::ops::Block {
-            row: 0,
-            col: 1,
-            data: &bra,
-        },
-    ];
+    let halves = [0, 1].map(|col| polymat::ops::Block {
+        row: 0,
+        col,
+        data: &bra,
+    });
     let dia_bra = polymat::to(polymat::Kind::DIA, &bra).unwrap();
     let wide: Data = Dense::from_fn(3, 300, |i, j| c((i * j) as f64, 0.0)).into();
     let results = [
@@ -470,33 +463,28 @@ fn bras_are_made_without_padding() {
     })
     .into();
     let sparse_bra = polymat::to(polymat::Kind::CSR, &holes).unwrap();
-    for (what, got, want) in [
+    // (case, the product, and the row-major Dense product it must equal)
+    for (what, x, y, rx, ry) in [
         (
             "sparse Csr bra · Dense",
-            polymat::matmul(&sparse_bra, &square, Out::Dense).unwrap(),
-            polymat::matmul(&holes, &square, Out::Dense).unwrap(),
+            &sparse_bra,
+            &square,
+            &holes,
+            &square,
         ),
-        (
-            "Csr bra · Dense",
-            polymat::matmul(&csr_bra, &square, Out::Dense).unwrap(),
-            polymat::matmul(&bra, &square, Out::Dense).unwrap(),
-        ),
+        ("Csr bra · Dense", &csr_bra, &square, &bra, &square),
         (
             "column-major bra · Dense",
-            polymat::matmul(&padded_bra, &square, Out::Dense).unwrap(),
-            polymat::matmul(&bra, &square, Out::Dense).unwrap(),
+            &padded_bra,
+            &square,
+            &bra,
+            &square,
         ),
-        (
-            "Dia bra · Dense",
-            polymat::matmul(&dia_bra, &square, Out::Dense).unwrap(),
-            polymat::matmul(&bra, &square, Out::Dense).unwrap(),
-        ),
-        (
-            "bra · Dia",
-            polymat::matmul(&bra, &tri, Out::Dense).unwrap(),
-            polymat::matmul(&bra, &tri_dense, Out::Dense).unwrap(),
-        ),
+        ("Dia bra · Dense", &dia_bra, &square, &bra, &square),
+        ("bra · Dia", &bra, &tri, &bra, &tri_dense),
     ] {
+        let got = polymat::matmul(x, y, Out::Dense).unwrap();
+        let want = polymat::matmul(rx, ry, Out::Dense).unwrap();
         let (d, w) = (
             got.downcast_ref::<Dense>().unwrap(),
             want.downcast_ref::<Dense>().unwrap(),

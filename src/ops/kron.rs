@@ -81,14 +81,7 @@ pub fn kron_dense(a: &Dense, b: &Dense) -> Result<Dense> {
 /// faer pads a one-row buffer to four rows: `Dense`'s docs). Entry ja·nb + jb is
 /// a[ja]·b[jb], the product [`kron_cols`] takes.
 fn kron_bras(a: &Dense, b: &Dense, c: usize) -> Result<Dense> {
-    let owned: Vec<c64>;
-    let bv: &[c64] = match b.vector_slice() {
-        Some(v) => v,
-        None => {
-            owned = b.entries().copied().collect();
-            &owned
-        }
-    };
+    let bv = b.vector_entries("kron")?;
     // SAFETY: the loop below writes every entry: c = a's entries × b's entries, one chunk of
     // b's length for each entry of a (c > 1, so b has at least one entry).
     let mut out = unsafe { alloc::unfilled_mat("kron", c, 1) }.map_err(alloc::for_shape((1, c)))?;
@@ -97,7 +90,7 @@ fn kron_bras(a: &Dense, b: &Dense, c: usize) -> Result<Dense> {
         .chunks_exact_mut(bv.len())
         .zip(a.entries())
     {
-        for (o, y) in chunk.iter_mut().zip(bv) {
+        for (o, y) in chunk.iter_mut().zip(bv.iter()) {
             *o = x * y;
         }
     }

@@ -1,6 +1,7 @@
 //! The [`Layout`] flag of a [`Dense`](crate::Dense) buffer, and the `Dense` methods that read
 //! or change it.
 
+use std::borrow::Cow;
 use std::sync::OnceLock;
 
 use faer::{Mat, MatMut, MatRef};
@@ -74,6 +75,19 @@ impl Dense {
     #[inline]
     pub(crate) fn vector_slice(&self) -> Option<&[c64]> {
         (self.buf.ncols() == 1).then(|| self.buf.col_as_slice(0))
+    }
+
+    /// The entries of a vector in order, as one slice: [`vector_slice`](Dense::vector_slice)
+    /// when it is held in one buffer column, else gathered into a fresh vector (a column-major
+    /// bra, a row-major ket: entries a column stride apart), allocated fallibly naming `op`.
+    pub(crate) fn vector_entries(&self, op: &str) -> Result<Cow<'_, [c64]>> {
+        if let Some(v) = self.vector_slice() {
+            return Ok(Cow::Borrowed(v));
+        }
+        let len = self.buf.nrows().saturating_mul(self.buf.ncols());
+        let mut v = alloc::try_with_capacity(op, self.shape(), len)?;
+        v.extend(self.entries().copied());
+        Ok(Cow::Owned(v))
     }
 
     /// Rows `rows` of buffer columns `j0..j0 + count`, one slice each. The bounds are checked

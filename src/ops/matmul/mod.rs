@@ -165,11 +165,7 @@ pub fn matmul_dense(a: &Dense, b: &Dense) -> Result<Dense> {
         // (column-major, faer pads the one row to four: `Dense`'s docs), computed as bᵀ·aᵀ.
         // A column-major bra's entries are four apart in its padded buffer: gathered first
         // (faer's product with that stride is 3× slower at 1 000 × 1 000).
-        if a.layout() == Layout::RowMajor {
-            return bra_times(a.as_ref().transpose(), b, work);
-        }
-        let mut x = alloc::try_with_capacity("matmul", (1, k), k)?;
-        x.extend(a.entries().copied());
+        let x = a.vector_entries("matmul")?;
         return bra_times(MatRef::from_column_major_slice(&x, k, 1), b, work);
     }
     // Not zero-filled (at n = 1000 a 16 MB pass): both products below write every entry.
@@ -370,16 +366,13 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     if workers == 1 && n == 1 && m > 0 {
         // A ket on one thread: its one column written straight into a fresh buffer, without
         // the column blocks of `build_mat`.
-        let mut mat = alloc::reserve_mat("matmul", m, 1)?;
-        // SAFETY: `mat` has room for m × 1 entries, fresh, overlapping neither operand;
-        // `csr_dense_cols` writes all m entries of the column it is handed, so the dimensions
-        // may be set; c64 has no drop glue.
-        unsafe {
-            let out =
-                std::slice::from_raw_parts_mut(mat.as_ptr_mut().cast::<MaybeUninit<c64>>(), m);
-            csr_dense_cols(a, b, 0..m, 0, &mut [out]);
-            mat.set_dims(m, 1);
-        }
+        // SAFETY: `csr_dense_cols` writes all m entries of the column it is handed.
+        let mat = unsafe {
+            filled_column((m, 1), m, |out| {
+                csr_dense_cols(a, b, 0..m, 0, &mut [out]);
+                Ok(())
+            })
+        }?;
         return Ok(Dense::new(mat));
     }
     if b.layout() == Layout::RowMajor && n > 1 {
@@ -396,18 +389,16 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
         // A sparse bra on one thread: the kernel below, its one-entry result columns the
         // entries of one buffer column, so the result is a row-major bra, unpadded (`Dense`'s
         // docs, "Memory of a one-row matrix"), with the same sums.
-        let mut mat = alloc::reserve_mat("matmul", n, 1).map_err(alloc::for_shape((1, n)))?;
-        let mut outs = alloc::try_with_capacity("matmul", (1, n), n)?;
-        // SAFETY: `mat` has room for n × 1 entries, fresh, overlapping neither operand; each
-        // of the n one-entry slices is result column j's one row, and `csr_dense_cols` writes
-        // every element of every slice, so the dimensions may be set; c64 has no drop glue.
-        unsafe {
-            let all =
-                std::slice::from_raw_parts_mut(mat.as_ptr_mut().cast::<MaybeUninit<c64>>(), n);
-            outs.extend(all.chunks_mut(1));
-            csr_dense_cols(a, b, 0..1, 0, &mut outs);
-            mat.set_dims(n, 1);
-        }
+        // SAFETY: each of the n one-entry slices is result column j's one row, and
+        // `csr_dense_cols` writes every element of every slice.
+        let mat = unsafe {
+            filled_column((1, n), n, |all| {
+                let mut outs = alloc::try_with_capacity("matmul", (1, n), n)?;
+                outs.extend(all.chunks_mut(1));
+                csr_dense_cols(a, b, 0..1, 0, &mut outs);
+                Ok(())
+            })
+        }?;
         return Ok(Dense::bra_from_column(mat));
     }
     // SAFETY: `csr_dense_cols` writes every element of every output slice (one per row in
@@ -418,6 +409,31 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
         })
     }?;
     Ok(Dense::new(mat))
+}
+
+/// A fresh `len × 1` buffer whose one column `fill` writes, for the one-thread Csr·Dense
+/// products of one column or one row (without the column blocks of `build_mat`); allocation
+/// errors name the result's `shape`. An error from `fill` is returned, the buffer dropped.
+///
+/// # Safety
+/// `fill` must initialise every element of the slice it is handed when it returns `Ok`.
+unsafe fn filled_column(
+    shape: (usize, usize),
+    len: usize,
+    fill: impl FnOnce(&mut [MaybeUninit<c64>]) -> Result<()>,
+) -> Result<faer::Mat<c64>> {
+    let mut mat = alloc::reserve_mat("matmul", len, 1).map_err(alloc::for_shape(shape))?;
+    // SAFETY: `mat` has room for len × 1 entries, fresh, overlapping no operand; on `Ok`
+    // `fill` has written every one (this function's contract), so the dimensions may be
+    // set; c64 has no drop glue.
+    unsafe {
+        fill(std::slice::from_raw_parts_mut(
+            mat.as_ptr_mut().cast::<MaybeUninit<c64>>(),
+            len,
+        ))?;
+        mat.set_dims(len, 1);
+    }
+    Ok(mat)
 }
 
 crate::simd::avx2_fn! {
