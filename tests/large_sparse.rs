@@ -360,12 +360,17 @@ fn dense_results_past_the_limit_are_errors() {
     let err = polymat::to(Kind::DENSE, &big).unwrap_err();
     assert!(matches!(err, Error::TooLarge { .. }), "{err}");
     assert!(err.to_string().contains("1000000×1000000"), "{err}");
-    // Every densifying path refuses: kernels that run on Dense copies, Dense outputs, eigs
-    // without a count.
-    assert!(matches!(
-        polymat::expm(&big, Out::Auto),
-        Err(Error::TooLarge { .. })
-    ));
+    // Every densifying path refuses: kernels that run on Dense copies (`expm` of a connected
+    // operator: a hopping chain), Dense outputs, eigs without a count.
+    let chain = polymat::ops::diag(
+        vec![vec![r(1.0); 999_999]; 2],
+        vec![-1, 1],
+        (1_000_000, 1_000_000),
+        Out::Csr,
+    )
+    .unwrap();
+    let err = polymat::expm(&chain, Out::Auto).unwrap_err();
+    assert!(matches!(err, Error::TooLarge { .. }), "{err}");
     assert!(matches!(
         polymat::add(&big, &big, Out::Dense),
         Err(Error::TooLarge { .. })
@@ -689,4 +694,58 @@ fn sparse_results_past_the_memory_available_are_errors() {
             .len(),
         1000
     );
+}
+
+/// `expm` of a sparse operator whose graph falls apart into small connected components (a
+/// diagonal one, local operators on a large space) stays sparse: 2²⁰ dimensions, where the
+/// dense path would need 16 TB. The exponential of `−i t (σz₃ + σx₇)` is
+/// `exp(−i t σz₃)·exp(−i t σx₇)` (they commute): in row `i`, `e^{∓it} cos t` on the
+/// diagonal and `−i e^{∓it} sin t` at column `i ^ bit 7` (qubit 0 the most significant).
+#[test]
+fn expm_of_local_operators_stays_sparse() {
+    let n = 20;
+    let dim = 1usize << n;
+    let t = 0.37;
+    let h = polymat::add(
+        &site(&pauli('z'), 3, n),
+        &site(&pauli('x'), 7, n),
+        Out::Auto,
+    )
+    .unwrap();
+    let h = polymat::mul(&h, c64::new(0.0, -t), Out::Auto).unwrap();
+    let u = polymat::expm(&h, Out::Auto).unwrap();
+    let u = u.downcast_ref::<Csr>().expect("a Csr result");
+    assert_eq!(u.shape(), (dim, dim));
+    assert_eq!(u.nnz(), 2 * dim);
+    let (z, x) = (1usize << (n - 1 - 3), 1usize << (n - 1 - 7));
+    for i in (0..dim).step_by(997).chain([0, dim - 1]) {
+        let phase = c64::new(0.0, if i & z == 0 { -t } else { t }).exp();
+        let want_diag = phase * t.cos();
+        let want_off = phase * c64::new(0.0, -t.sin());
+        assert!((u.get(i, i) - want_diag).norm() < 1e-14, "({i}, {i})");
+        assert!(
+            (u.get(i, i ^ x) - want_off).norm() < 1e-14,
+            "({i}, {})",
+            i ^ x
+        );
+    }
+    // A diagonal operator of 10⁶ rows: exp entry by entry.
+    let d: Data = polymat::ops::diag(
+        vec![
+            (0..1_000_000)
+                .map(|k| c64::new(-1e-6 * k as f64, 0.5))
+                .collect(),
+        ],
+        vec![0],
+        (1_000_000, 1_000_000),
+        Out::Csr,
+    )
+    .unwrap();
+    let e = polymat::expm(&d, Out::Auto).unwrap();
+    let e = e.downcast_ref::<Csr>().expect("a Csr result");
+    assert_eq!(e.nnz(), 1_000_000);
+    for k in [0usize, 1, 499_999, 999_999] {
+        let want = c64::new(-1e-6 * k as f64, 0.5).exp();
+        assert!((e.get(k, k) - want).norm() < 1e-15, "{k}");
+    }
 }

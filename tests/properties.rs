@@ -291,3 +291,44 @@ proptest! {
         prop_assert_eq!(back, c);
     }
 }
+
+/// A square matrix whose indices fall into up to three groups with no entry between two
+/// groups (block diagonal up to a permutation), entries of at most 1 in size.
+fn grouped() -> impl Strategy<Value = Ref> {
+    (1..9usize).prop_flat_map(|n| {
+        (matrix(n, n), prop::collection::vec(0..3usize, n)).prop_map(|(a, group)| {
+            let n = a.len();
+            (0..n)
+                .map(|i| {
+                    (0..n)
+                        .map(|j| {
+                            if group[i] == group[j] {
+                                a[i][j] * 0.25
+                            } else {
+                                c64::new(0.0, 0.0)
+                            }
+                        })
+                        .collect()
+                })
+                .collect()
+        })
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(128))]
+
+    /// The Csr exponential, formed block by block over the connected components, equals the
+    /// dense algorithm's on the whole matrix to rounding (relative to the largest entry).
+    #[test]
+    fn sparse_expm_by_blocks_matches_the_dense_path(a in grouped()) {
+        let want = to_ref(&polymat::expm(&make(&a, Kind::DENSE), Out::Dense).unwrap());
+        let got = polymat::expm(&make(&a, Kind::CSR), Out::Csr).unwrap();
+        prop_assert_eq!(got.kind(), Kind::CSR);
+        let got = to_ref(&got);
+        let scale = want.iter().flatten().fold(1.0f64, |m, z| m.max(z.norm()));
+        for (g, w) in got.iter().flatten().zip(want.iter().flatten()) {
+            prop_assert!((g - w).norm() <= 1e-12 * scale, "{} against {}", g, w);
+        }
+    }
+}

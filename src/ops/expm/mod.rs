@@ -9,6 +9,8 @@ use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
 
 use super::via_dense;
+
+mod blocks;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
@@ -22,9 +24,13 @@ use crate::storage::{Csr, Data, Dense, alloc};
 /// `exp(a)` for square `a`. Kernels: Dense → Dense, Csr → Csr, Csr → Dense, GpuDense →
 /// GpuDense, GpuCsr → GpuDense (densified on the GPU).
 ///
-/// The Csr kernels run the dense algorithm: the exponential of a sparse matrix is in general
-/// dense, and a sparse Padé evaluation is two orders of magnitude slower at small sizes (QuTiP
-/// measures 165× at n = 10). Csr → Csr keeps only the nonzero entries of the result.
+/// Csr → Csr ([`expm_csr`]) splits the matrix into the connected components of its graph and
+/// runs the dense algorithm on each distinct block, so a diagonal operator or a local one on a
+/// large space (`σx ⊗ I`) keeps a sparse exponential; a connected matrix (whose exponential
+/// is in general dense) runs it on the whole matrix, up to the dense limit. Csr → Dense runs
+/// it on the whole matrix. A sparse Padé evaluation, scipy's, is two orders of magnitude
+/// slower at small sizes (QuTiP measures 165× at n = 10) and far slower on large block
+/// operators (docs/benchmarks.md). Only the nonzero entries of a Csr result are kept.
 pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("expm", 1)
         .result_shape(super::first_shape)
@@ -35,9 +41,7 @@ pub static EXPM: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             csr_to_dense,
             |d: &Dense, _: &()| expm_dense(d),
         ))
-        .specialisation(via_dense("expm_csr", csr_to_dense, |d: &Dense, _: &()| {
-            dense_to_csr(&expm_dense(d)?)
-        }))
+        .unary("expm_csr", |a: &Csr, _: &()| expm_csr(a))
         .unary("expm_gpu", |a: &GpuDense, _: &()| a.expm())
         .specialisation(
             // GpuCsr densifies on the GPU (up to the dense limit) and runs the GPU kernel.
@@ -210,10 +214,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     alloc::check_workspace("expm", (n, n), WORKSPACE)?;
     let finite = a.entries().all(|x| x.is_finite());
     if !finite {
-        return Err(Error::Numerical {
-            op: "expm".into(),
-            reason: "the matrix has non-finite entries (NaN or infinity)".into(),
-        });
+        return Err(non_finite());
     }
     let norm = super::norm::one_dense(a);
     if !norm.is_finite() {
@@ -289,15 +290,28 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
         }
     }
     if !all_finite(&r) {
-        return Err(Error::Numerical {
-            op: "expm".into(),
-            reason: format!(
-                "exp(a) overflows: the result has entries beyond the double range \
-                 (‖a‖₁ = {norm:.3e})"
-            ),
-        });
+        return Err(overflow(norm));
     }
     Ok(Dense::new(r.into_inner()))
+}
+
+/// The error for an input with a NaN or infinite entry.
+fn non_finite() -> Error {
+    Error::Numerical {
+        op: "expm".into(),
+        reason: "the matrix has non-finite entries (NaN or infinity)".into(),
+    }
+}
+
+/// The error for a result beyond the double range, `norm` the input's 1-norm.
+fn overflow(norm: f64) -> Error {
+    Error::Numerical {
+        op: "expm".into(),
+        reason: format!(
+            "exp(a) overflows: the result has entries beyond the double range \
+             (‖a‖₁ = {norm:.3e})"
+        ),
+    }
 }
 
 /// `q⁻¹·p` by faer's LU with partial pivoting, factored in place and solved with the same
@@ -347,12 +361,41 @@ fn all_finite(m: &Mat<c64>) -> bool {
     (0..m.ncols()).all(|j| m.col_as_slice(j).iter().all(|x| x.is_finite()))
 }
 
-/// Csr `exp(a)` through the dense algorithm, keeping the nonzero entries.
+/// Csr `exp(a)`, sparse: block by block over the connected components of `a`'s graph (indices
+/// linked by a chain of nonzero entries), each block by the dense algorithm, when `a` has
+/// more than one; through the dense algorithm on the whole matrix when it is connected. Only
+/// the nonzero entries of the result are kept either way.
+///
+/// A diagonal matrix, or a local operator on a large space (`σx ⊗ I`), has many small
+/// components, and its exponential is formed without densifying: O(nnz + n) to find them,
+/// and each distinct block exponentiated once (see `blocks.rs`).
 ///
 /// # Errors
-/// As [`expm_dense`].
+/// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] for a non-finite entry or an
+/// overflowing result; [`Error::TooLarge`] where a block (the whole matrix when connected)
+/// passes the dense limit, or the result does not fit in memory.
+///
+/// ```
+/// use polymat::{Csr, c64};
+/// use polymat::ops::expm::expm_csr;
+/// // exp(iθ σx ⊗ I) on 2 × 2¹⁸: 2¹⁸ blocks of 2 × 2, one exponential, and a Csr result.
+/// let t = 0.3;
+/// let half = 1usize << 18;
+/// let rows: Vec<usize> = (0..2 * half).collect();
+/// let cols: Vec<usize> = (0..2 * half).map(|i| (i + half) % (2 * half)).collect();
+/// let vals = vec![c64::new(0.0, t); 2 * half];
+/// let a = Csr::from_triplets((2 * half, 2 * half), &rows, &cols, &vals).unwrap();
+/// let u = expm_csr(&a).unwrap();
+/// assert_eq!(u.nnz(), 4 * half);
+/// assert!((u.get(0, 0) - c64::new(t.cos(), 0.0)).norm() < 1e-15);
+/// assert!((u.get(0, half) - c64::new(0.0, t.sin())).norm() < 1e-15);
+/// ```
 pub fn expm_csr(a: &Csr) -> Result<Csr> {
-    dense_to_csr(&expm_dense(&csr_to_dense(a)?)?)
+    super::square("expm", a.shape())?;
+    match blocks::expm_csr_blocks(a)? {
+        Some(e) => Ok(e),
+        None => dense_to_csr(&expm_dense(&csr_to_dense(a)?)?),
+    }
 }
 
 #[cfg(test)]
