@@ -749,3 +749,56 @@ fn expm_of_local_operators_stays_sparse() {
         assert!((e.get(k, k) - want).norm() < 1e-15, "{k}");
     }
 }
+
+/// `inv` of a sparse operator whose graph falls apart into small components stays sparse:
+/// `3 + σx₇` on 20 qubits has blocks [[3, 1], [1, 3]] with inverse [[3, −1], [−1, 3]] / 8. A
+/// diagonal one is inverted entry by entry, without overflow at 10²⁰⁰ or 10⁻²⁰⁰ (a naive
+/// complex division squares them), and a zero row is an error naming it.
+#[test]
+fn inv_of_local_operators_stays_sparse() {
+    let n = 20;
+    let dim = 1usize << n;
+    let three: Data = Csr::scaled_identity(dim, r(3.0)).into();
+    let a = polymat::add(&three, &site(&pauli('x'), 7, n), Out::Auto).unwrap();
+    let x = polymat::inv(&a, Out::Auto).unwrap();
+    let x = x.downcast_ref::<Csr>().expect("a Csr result");
+    assert_eq!(x.nnz(), 2 * dim);
+    let flip = 1usize << (n - 1 - 7);
+    for i in (0..dim).step_by(1009).chain([0, dim - 1]) {
+        assert!((x.get(i, i) - r(3.0 / 8.0)).norm() < 1e-15, "({i}, {i})");
+        assert!(
+            (x.get(i, i ^ flip) - r(-1.0 / 8.0)).norm() < 1e-15,
+            "({i}, ..)"
+        );
+    }
+
+    let m = 1_000_000;
+    let value = |k: usize| match k {
+        0 => c64::new(1e200, 1e199),
+        1 => c64::new(0.0, -1e-200),
+        _ => c64::new(k as f64, 1.0),
+    };
+    let d: Data =
+        polymat::ops::diag(vec![(0..m).map(value).collect()], vec![0], (m, m), Out::Csr).unwrap();
+    let x = polymat::inv(&d, Out::Auto).unwrap();
+    let x = x.downcast_ref::<Csr>().expect("a Csr result");
+    assert_eq!(x.nnz(), m);
+    for k in [0usize, 1, 2, 500_000, m - 1] {
+        let (got, v) = (x.get(k, k), value(k));
+        // (1/v)·v = 1, checked in scaled form.
+        assert!((got * v - r(1.0)).norm() < 1e-15, "{k}: {got}");
+    }
+    let mut entries: Vec<c64> = (0..m).map(value).collect();
+    entries[777] = r(0.0);
+    let singular: Data = polymat::ops::diag(vec![entries], vec![0], (m, m), Out::Csr).unwrap();
+    let err = polymat::inv(&singular, Out::Auto).unwrap_err();
+    assert!(matches!(err, Error::Numerical { .. }), "{err}");
+    assert!(err.to_string().contains("row 777"), "{err}");
+    // Singularity is judged block by block: diag(10⁻²⁰, 1) is refused whole (condition number
+    // 10²⁰), each of its blocks is not.
+    let skewed = Csr::from_triplets((2, 2), &[0, 1], &[0, 1], &[r(1e-20), r(1.0)]).unwrap();
+    let x = polymat::inv(&skewed.clone().into(), Out::Auto).unwrap();
+    assert_eq!(x.downcast_ref::<Csr>().unwrap().get(0, 0), r(1e20));
+    let dense = polymat::to(Kind::DENSE, &skewed.into()).unwrap();
+    assert!(polymat::inv(&dense, Out::Dense).is_err());
+}

@@ -44,6 +44,7 @@
 pub mod add;
 pub mod block;
 pub mod compare;
+mod components;
 pub mod construct;
 pub mod decomp;
 pub mod dense_csr;

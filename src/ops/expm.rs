@@ -8,9 +8,8 @@ use faer::Mat;
 use faer::Accum;
 use faer::linalg::matmul::matmul as faer_matmul;
 
+use super::components::by_components;
 use super::via_dense;
-
-mod blocks;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
 use crate::engine;
@@ -368,7 +367,7 @@ fn all_finite(m: &Mat<c64>) -> bool {
 ///
 /// A diagonal matrix, or a local operator on a large space (`σx ⊗ I`), has many small
 /// components, and its exponential is formed without densifying: O(nnz + n) to find them,
-/// and each distinct block exponentiated once (see `blocks.rs`).
+/// and each distinct block exponentiated once (see `ops/components.rs`).
 ///
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] for a non-finite entry or an
@@ -392,15 +391,200 @@ fn all_finite(m: &Mat<c64>) -> bool {
 /// ```
 pub fn expm_csr(a: &Csr) -> Result<Csr> {
     super::square("expm", a.shape())?;
-    match blocks::expm_csr_blocks(a)? {
+    match expm_csr_blocks(a)? {
         Some(e) => Ok(e),
         None => dense_to_csr(&expm_dense(&csr_to_dense(a)?)?),
     }
 }
 
+/// [`expm_csr`] block by block ([`by_components`]), `None` for a connected matrix.
+///
+/// # Errors
+/// As [`expm_csr`].
+fn expm_csr_blocks(a: &Csr) -> Result<Option<Csr>> {
+    if !a.data().iter().all(|z| z.is_finite()) {
+        return Err(non_finite());
+    }
+    by_components(a, "expm", expm_dense, |_, d| {
+        let e = d.exp();
+        if e.is_finite() {
+            Ok(e)
+        } else {
+            Err(overflow(d.norm()))
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scalar::ZERO;
+
+    fn cx(re: f64, im: f64) -> c64 {
+        c64::new(re, im)
+    }
+
+    /// The dense algorithm on the whole matrix, its zeros dropped: what `expm_csr` returned
+    /// before it split the matrix.
+    fn whole(a: &Csr) -> Csr {
+        dense_to_csr(&expm_dense(&csr_to_dense(a).unwrap()).unwrap()).unwrap()
+    }
+
+    /// Entry by entry within `tol` of the largest entry. The stored patterns may differ by
+    /// entries at that rounding level: an entry that is zero in exact arithmetic comes out
+    /// as 0 in one evaluation order and as 10⁻¹² next to entries of 10⁷ in another.
+    fn assert_close(got: &Csr, want: &Csr, tol: f64) {
+        let scale = want.data().iter().fold(1.0f64, |m, z| m.max(z.norm()));
+        let n = want.shape().0;
+        for i in 0..n {
+            for j in 0..n {
+                let (g, w) = (got.get(i, j), want.get(i, j));
+                assert!((g - w).norm() <= tol * scale, "({i}, {j}): {g} against {w}");
+            }
+        }
+    }
+
+    /// Blocks of 1 to 5 rows on a shuffled diagonal, with norms from 10⁻³ to 40 (so some
+    /// blocks are scaled and squared), empty rows, and stored zeros that point into other
+    /// blocks: the blocks' exponentials equal the whole matrix's to rounding, with the same
+    /// pattern.
+    #[test]
+    fn blocks_agree_with_the_dense_algorithm() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed
+        };
+        for (round, scale) in [1e-3, 0.3, 2.0, 40.0]
+            .into_iter()
+            .cycle()
+            .take(24)
+            .enumerate()
+        {
+            // Block sizes, then a permutation of the indices.
+            let mut sizes = Vec::new();
+            let mut n = 0;
+            while n < 3 + round * 2 {
+                let s = 1 + (next() % 5) as usize;
+                sizes.push(s);
+                n += s;
+            }
+            let mut perm: Vec<usize> = (0..n).collect();
+            for k in (1..n).rev() {
+                perm.swap(k, (next() % (k as u64 + 1)) as usize);
+            }
+            let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
+            let mut at = 0;
+            for &s in &sizes {
+                for i in 0..s {
+                    for j in 0..s {
+                        // About a third of the block's entries are absent; an empty block of
+                        // one row leaves its row empty.
+                        if next() % 3 == 0 {
+                            continue;
+                        }
+                        let x = |v: u64| (v % 2001) as f64 / 1000.0 - 1.0;
+                        rows.push(perm[at + i]);
+                        cols.push(perm[at + j]);
+                        vals.push(cx(x(next()), x(next())) * (scale / s as f64));
+                    }
+                }
+                at += s;
+            }
+            // A stored zero between the first and the last block.
+            rows.push(perm[0]);
+            cols.push(perm[n - 1]);
+            vals.push(ZERO);
+            let a = Csr::from_triplets((n, n), &rows, &cols, &vals).unwrap();
+            let got = match expm_csr_blocks(&a).unwrap() {
+                Some(e) => e,
+                None => {
+                    // Connected after all (one block): the caller's dense path.
+                    assert_eq!(sizes.len(), 1, "round {round}");
+                    continue;
+                }
+            };
+            // No entry between two of the blocks it was built from.
+            let block: Vec<usize> = sizes
+                .iter()
+                .enumerate()
+                .flat_map(|(b, &s)| std::iter::repeat_n(b, s))
+                .collect();
+            let mut of = vec![0; n];
+            for (k, &p) in perm.iter().enumerate() {
+                of[p] = block[k];
+            }
+            for i in 0..n {
+                for &j in &got.indices()[got.indptr()[i]..got.indptr()[i + 1]] {
+                    assert_eq!(of[i], of[j], "round {round}: entry ({i}, {j})");
+                }
+            }
+            assert_close(&got, &whole(&a), 1e-13);
+        }
+    }
+
+    /// One block repeated (σx ⊗ I₃₂, blocks of two rows): exponentiated once, every copy the
+    /// same bits; a diagonal matrix takes the scalar path, with exp(d) below the double range
+    /// left out and an empty row given 1.
+    #[test]
+    fn repeated_blocks_and_diagonals() {
+        let n = 64;
+        let rows: Vec<usize> = (0..n).collect();
+        let cols: Vec<usize> = (0..n).map(|i| (i + n / 2) % n).collect();
+        let a = Csr::from_triplets((n, n), &rows, &cols, &vec![cx(0.0, 0.7); n]).unwrap();
+        let e = expm_csr_blocks(&a).unwrap().unwrap();
+        assert_eq!(e.nnz(), 2 * n);
+        for i in 0..n {
+            assert_eq!(e.get(i, i), e.get(0, 0));
+            assert_eq!(e.get(i, (i + n / 2) % n), e.get(0, n / 2));
+        }
+        assert!((e.get(0, 0) - cx(0.7f64.cos(), 0.0)).norm() < 1e-15);
+        assert!((e.get(0, n / 2) - cx(0.0, 0.7f64.sin())).norm() < 1e-15);
+        assert_close(&e, &whole(&a), 1e-14);
+
+        // Row 1 empty, row 2 a stored zero, row 3 under the double range.
+        let d = Csr::from_triplets(
+            (4, 4),
+            &[0, 2, 3],
+            &[0, 2, 3],
+            &[cx(0.5, 1.0), ZERO, cx(-800.0, 0.0)],
+        )
+        .unwrap();
+        let e = expm_csr_blocks(&d).unwrap().unwrap();
+        assert_eq!(e.indices(), &[0, 1, 2]);
+        assert_eq!(e.get(1, 1), cx(1.0, 0.0));
+        assert_eq!(e.get(2, 2), cx(1.0, 0.0));
+        assert_eq!(e.get(0, 0), cx(0.5, 1.0).exp());
+    }
+
+    /// A connected matrix is left to the caller; non-finite entries and overflowing blocks
+    /// are the dense algorithm's errors.
+    #[test]
+    fn connected_matrices_and_errors() {
+        let one = cx(1.0, 0.0);
+        let chain = Csr::from_triplets((3, 3), &[0, 1], &[1, 2], &[one, one]).unwrap();
+        assert!(expm_csr_blocks(&chain).unwrap().is_none());
+        let single = Csr::from_triplets((1, 1), &[0], &[0], &[one]).unwrap();
+        assert!(expm_csr_blocks(&single).unwrap().is_none());
+
+        let nan = Csr::from_triplets((3, 3), &[2], &[2], &[cx(f64::NAN, 0.0)]).unwrap();
+        let e = expm_csr_blocks(&nan).unwrap_err().to_string();
+        assert!(e.contains("non-finite"), "{e}");
+        let big = Csr::from_triplets((3, 3), &[0, 2], &[0, 2], &[one, cx(800.0, 0.0)]).unwrap();
+        let e = expm_csr_blocks(&big).unwrap_err().to_string();
+        assert!(e.contains("overflows"), "{e}");
+        let block = Csr::from_triplets(
+            (3, 3),
+            &[0, 1, 2],
+            &[1, 0, 2],
+            &[cx(800.0, 0.0), cx(800.0, 0.0), one],
+        )
+        .unwrap();
+        let e = expm_csr_blocks(&block).unwrap_err().to_string();
+        assert!(e.contains("overflows"), "{e}");
+    }
 
     /// The Padé solve `q⁻¹·p` through faer's low-level LU: `q·x = p` to rounding, for a `q`
     /// whose zero diagonal needs row exchanges, at sizes on both sides of the engine's product
