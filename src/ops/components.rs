@@ -82,9 +82,9 @@ pub(crate) fn by_components(
     if joins == 0 {
         return diagonal(a, op, scalar).map(Some);
     }
-    // Every index linked straight to its root (a parent precedes its child, so it is linked
-    // already), then each root replaced by its component's number and each other index by
-    // its root's: components numbered in order of their smallest index, in place.
+    // Components numbered in order of their smallest index, in place, in one increasing pass:
+    // a root takes the next number, any other index its parent's (a parent precedes its
+    // child, so the parent's slot holds its number already).
     let mut comp = parent;
     let mut count = 0;
     for i in 0..n {
@@ -119,8 +119,8 @@ pub(crate) fn by_components(
         members[start[c] + at[c]] = i;
         at[c] += 1;
     }
-    // The exponential of each component of two or more rows (one row: a scalar `exp`, taken
-    // when its row is written).
+    // `f` of each component of two or more rows (one row: `scalar`, taken when its row is
+    // written). The distinct blocks' results are held until then, beside the result.
     let mut blocks: Vec<Dense> = Vec::new();
     let mut seen: HashMap<Vec<u64>, usize> = HashMap::new();
     // One block's entries and its key, reused from block to block.

@@ -249,7 +249,7 @@ pub fn inv_csr(a: &Csr) -> Result<Csr> {
         } else {
             Err(Error::Numerical {
                 op: "inv".into(),
-                reason: format!("the solution is not finite: 1/{d} is beyond the double range"),
+                reason: format!("the solution is not finite: 1/({d}) in row {i}"),
             })
         }
     })?;
