@@ -16,6 +16,7 @@
 
 use std::collections::HashMap;
 
+use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::error::Result;
 use crate::scalar::{ZERO, c64};
 use crate::storage::{Csr, Dense, alloc};
@@ -196,6 +197,22 @@ pub(crate) fn by_components(
     Ok(Some(unsafe {
         Csr::from_parts_unchecked(shape, indptr, indices, data)
     }))
+}
+
+/// `f(a)` from [`by_components`]'s result: its blocks when `a` has more than one component,
+/// else `dense` on the whole matrix (densified within the dense limit), exact zeros dropped.
+///
+/// # Errors
+/// Those of the conversions and of `dense`.
+pub(crate) fn or_whole(
+    blocks: Option<Csr>,
+    a: &Csr,
+    dense: impl Fn(&Dense) -> Result<Dense>,
+) -> Result<Csr> {
+    match blocks {
+        Some(x) => Ok(x),
+        None => dense_to_csr(&dense(&csr_to_dense(a)?)?),
+    }
 }
 
 /// `f(a)` for a Csr `a` with no nonzero entry off its diagonal: `scalar(i, aᵢᵢ)` on the

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use faer::linalg::solvers::SolveLstsq;
 
+use super::components;
 use super::lu::{Factorised, finite};
 use super::space::{Dispatched, FnMap, matrix_map};
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
@@ -236,7 +237,7 @@ pub fn inv(a: &Data, out: Out) -> Result<Data> {
 /// ```
 pub fn inv_csr(a: &Csr) -> Result<Csr> {
     super::square("inv", a.shape())?;
-    let blocks = super::components::by_components(a, "inv", inv_dense, |i, d| {
+    let blocks = components::by_components(a, "inv", inv_dense, |i, d| {
         if d == ZERO {
             return Err(Error::Numerical {
                 op: "inv".into(),
@@ -253,10 +254,7 @@ pub fn inv_csr(a: &Csr) -> Result<Csr> {
             })
         }
     })?;
-    match blocks {
-        Some(x) => Ok(x),
-        None => dense_to_csr(&inv_dense(&csr_to_dense(a)?)?),
-    }
+    components::or_whole(blocks, a, inv_dense)
 }
 
 /// `1 / z` for `z ≠ 0` by Smith's algorithm: no intermediate `|z|²`, which overflows from
