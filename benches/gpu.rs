@@ -3,27 +3,31 @@
 //!
 //! ```sh
 //! cargo bench --features cuda --bench gpu            # all cases
+//! GPU_BENCH_GROUPS=expm,matmul cargo bench --features cuda --bench gpu   # some groups
 //! python3 benches/gpu_table.py                       # medians and ratios as a markdown table
 //! ```
 //!
-//! Cases: `matmul`, `add`, `expm` at n = 256 … 8192 (the CPU side stops where one call takes
+//! Cases: `matmul`, `add`, `expm` (`polymat_gpu`: the default, Gauss's products;
+//! `polymat_gpu_zgemm`: `gpu::set_gauss_products(false)`) at n = 256 … 8192 (the CPU side stops where one call takes
 //! seconds: matmul and expm at n ≤ 1024, add at every n); `eigh` and `svd` (cuSOLVER heevd,
 //! gesvd) at n = 256 … 4096 (CPU at n ≤ 1024); GpuCsr SpMV (one ket) and SpMM (16 columns) on
 //! the XXZ chain of N = 16 … 22 spins against Csr on the CPU (`spmv`, `spmm`;
 //! `benches/gpu_sparse_anchor.py` times CuPy's `cupyx.scipy.sparse` and `torch.linalg` on the
 //! same matrices). Every GPU sample ends with
 //! `gpu::synchronize()`, so queued work is counted. `cublas_raw` calls `cublasZgemm_v2` on the
-//! same input buffers into a preallocated output; polymat's call goes through the dispatcher
+//! same input buffers into a preallocated output (`cublas_raw_3m`: `cublasZgemm3m`, Gauss's three
+//! real products); polymat's call goes through the dispatcher
 //! and allocates its result from the stream-ordered pool. Without a GPU the bench prints why and
 //! exits successfully.
 
 use std::hint::black_box;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use criterion::{BenchmarkId, Criterion};
 use cudarc::cublas::CudaBlas;
 use cudarc::cublas::sys as blas;
-use cudarc::driver::{DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use polymat::{Data, Dense, GpuDense, Kind, Out, c64, gpu};
 
 #[path = "../examples/common/xxz.rs"]
@@ -67,6 +71,44 @@ fn configure<'a>(
     g
 }
 
+/// `c ← a·b` for square `a`, `b` straight through cuBLAS on `handle` (`Zgemm`, or `Zgemm3m`
+/// with `gauss`), `c` a buffer of the same size.
+fn raw_gemm(
+    handle: blas::cublasHandle_t,
+    stream: &Arc<CudaStream>,
+    a: &GpuDense,
+    b: &GpuDense,
+    c: &mut CudaSlice<[f64; 2]>,
+    gauss: bool,
+) -> Result<(), cudarc::cublas::result::CublasError> {
+    let ni = a.shape().0 as i32;
+    let one = blas::cuDoubleComplex { x: 1.0, y: 0.0 };
+    let zero = blas::cuDoubleComplex { x: 0.0, y: 0.0 };
+    let op = blas::cublasOperation_t::CUBLAS_OP_N;
+    let (pa, _ga) = a.cuda_slice().device_ptr(stream);
+    let (pb, _gb) = b.cuda_slice().device_ptr(stream);
+    let (pc, _gc) = c.device_ptr_mut(stream);
+    let (pa, pb) = (
+        pa as *const blas::cuDoubleComplex,
+        pb as *const blas::cuDoubleComplex,
+    );
+    let pc = pc as *mut blas::cuDoubleComplex;
+    // SAFETY: three n×n column-major buffers (checked by the callers' shapes) on the handle's
+    // stream; the guards keep them alive across the call.
+    unsafe {
+        if gauss {
+            blas::cublasZgemm3m(
+                handle, op, op, ni, ni, ni, &one, pa, ni, pb, ni, &zero, pc, ni,
+            )
+        } else {
+            blas::cublasZgemm_v2(
+                handle, op, op, ni, ni, ni, &one, pa, ni, pb, ni, &zero, pc, ni,
+            )
+        }
+    }
+    .result()
+}
+
 fn bench_matmul(c: &mut Criterion) {
     let stream = gpu::stream().unwrap();
     let blas_handle = CudaBlas::new(stream.clone()).unwrap();
@@ -89,39 +131,39 @@ fn bench_matmul(c: &mut Criterion) {
                 })
             })
         });
-        let one = blas::cuDoubleComplex { x: 1.0, y: 0.0 };
-        let zero = blas::cuDoubleComplex { x: 0.0, y: 0.0 };
-        let ni = n as i32;
+        let h = *blas_handle.handle();
         g.bench_with_input(BenchmarkId::new("cublas_raw", n), &n, |bch, _| {
             bch.iter_custom(|iters| {
                 timed_gpu(iters, || {
-                    let (pa, _ga) = ga.cuda_slice().device_ptr(&stream);
-                    let (pb, _gb) = gb.cuda_slice().device_ptr(&stream);
-                    let (pc, _gc) = gc.cuda_slice_mut().device_ptr_mut(&stream);
-                    // SAFETY: three n×n column-major buffers on the handle's stream.
-                    unsafe {
-                        blas::cublasZgemm_v2(
-                            *blas_handle.handle(),
-                            blas::cublasOperation_t::CUBLAS_OP_N,
-                            blas::cublasOperation_t::CUBLAS_OP_N,
-                            ni,
-                            ni,
-                            ni,
-                            &one,
-                            pa as *const blas::cuDoubleComplex,
-                            ni,
-                            pb as *const blas::cuDoubleComplex,
-                            ni,
-                            &zero,
-                            pc as *mut blas::cuDoubleComplex,
-                            ni,
-                        )
-                    }
-                    .result()
-                    .unwrap();
+                    raw_gemm(h, &stream, &ga, &gb, gc.cuda_slice_mut(), false).unwrap();
                 })
             })
         });
+        // Raw Zgemm into a result taken from the stream-ordered pool each call (what polymat's
+        // call adds over `cublas_raw` besides the dispatch).
+        g.bench_with_input(BenchmarkId::new("cublas_raw_fresh", n), &n, |bch, _| {
+            bch.iter_custom(|iters| {
+                timed_gpu(iters, || {
+                    // SAFETY: written in full by the product before any read.
+                    let mut out = unsafe { stream.alloc::<[f64; 2]>(n * n) }.unwrap();
+                    raw_gemm(h, &stream, &ga, &gb, &mut out, false).unwrap();
+                    black_box(out);
+                })
+            })
+        });
+        // Gauss's three real products (cublasZgemm3m), where the device has them.
+        match raw_gemm(h, &stream, &ga, &gb, gc.cuda_slice_mut(), true) {
+            Err(e) => eprintln!("cublasZgemm3m refused at n = {n}: {e:?}"),
+            Ok(()) => {
+                g.bench_with_input(BenchmarkId::new("cublas_raw_3m", n), &n, |bch, _| {
+                    bch.iter_custom(|iters| {
+                        timed_gpu(iters, || {
+                            raw_gemm(h, &stream, &ga, &gb, gc.cuda_slice_mut(), true).unwrap();
+                        })
+                    })
+                });
+            }
+        }
         if n <= CPU_MATMUL_MAX {
             let (ca, cb): (Data, Data) = (a.clone().into(), b.clone().into());
             g.bench_with_input(BenchmarkId::new("dense_cpu", n), &n, |bch, _| {
@@ -161,13 +203,22 @@ fn bench_expm(c: &mut Criterion) {
         let a = random(n, 5, 1.0 / n as f64);
         let da: Data = GpuDense::from_dense(&a).unwrap().into();
         let mut g = configure(c, "gpu_expm", n);
-        g.bench_with_input(BenchmarkId::new("polymat_gpu", n), &n, |bch, _| {
-            bch.iter_custom(|iters| {
-                timed_gpu(iters, || {
-                    black_box(polymat::expm(&da, Out::Auto).unwrap());
+        // The default (Gauss's products where safe, `gpu::set_gauss_products`), then Zgemm.
+        for (id, gauss) in [
+            ("polymat_gpu", gpu::gauss_products()),
+            ("polymat_gpu_zgemm", false),
+        ] {
+            let before = gpu::gauss_products();
+            gpu::set_gauss_products(gauss);
+            g.bench_with_input(BenchmarkId::new(id, n), &n, |bch, _| {
+                bch.iter_custom(|iters| {
+                    timed_gpu(iters, || {
+                        black_box(polymat::expm(&da, Out::Auto).unwrap());
+                    })
                 })
-            })
-        });
+            });
+            gpu::set_gauss_products(before);
+        }
         if n <= CPU_MATMUL_MAX {
             let ca: Data = a.into();
             g.bench_with_input(BenchmarkId::new("dense_cpu", n), &n, |bch, _| {
@@ -259,10 +310,21 @@ fn main() {
     }
     println!("GPU: {}", gpu::device_name().unwrap());
     let mut c = Criterion::default().configure_from_args();
-    bench_matmul(&mut c);
-    bench_add(&mut c);
-    bench_expm(&mut c);
-    bench_decompositions(&mut c);
-    bench_sparse(&mut c);
+    // GPU_BENCH_GROUPS=expm,matmul runs (and builds the inputs of) only those groups.
+    let groups = std::env::var("GPU_BENCH_GROUPS").unwrap_or_default();
+    let run = |g: &str| groups.is_empty() || groups.split(',').any(|x| x.trim() == g);
+    type Group = fn(&mut Criterion);
+    let all: [(&str, Group); 5] = [
+        ("matmul", bench_matmul),
+        ("add", bench_add),
+        ("expm", bench_expm),
+        ("decompositions", bench_decompositions),
+        ("sparse", bench_sparse),
+    ];
+    for (name, bench) in all {
+        if run(name) {
+            bench(&mut c);
+        }
+    }
     c.final_summary();
 }

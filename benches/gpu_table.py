@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Markdown table of `cargo bench --features cuda --bench gpu`: criterion's medians per case,
-with the ratios measured in the same run (CPU / GPU, and polymat / raw cuBLAS for matmul)."""
+with the ratios measured in the same run (CPU / GPU, polymat / raw cuBLAS for matmul, and the
+raw-call variants: a fresh result each call, Gauss's Zgemm3m; expm with and without Gauss)."""
 import json
 import pathlib
 import sys
@@ -36,6 +37,19 @@ for group in ("gpu_matmul", "gpu_add", "gpu_expm"):
         ratio = f"{g / raw:.3f}" if raw else "–"
         speed = f"{cpu / g:.1f}×" if cpu else "–"
         print(f"| {group[4:]} | {n} | {fmt(g)} | {fmt(raw)} | {ratio} | {fmt(cpu)} | {speed} |")
+
+print()
+print("| n | matmul: raw Zgemm, fresh result | raw Zgemm3m | expm: default (Gauss) | expm, Zgemm | Zgemm / Gauss |")
+print("|---:|---:|---:|---:|---:|---:|")
+for n in (256, 512, 1024, 2048, 4096, 8192):
+    fresh = median("gpu_matmul", "cublas_raw_fresh", n)
+    m3 = median("gpu_matmul", "cublas_raw_3m", n)
+    eg = median("gpu_expm", "polymat_gpu", n)
+    ez = median("gpu_expm", "polymat_gpu_zgemm", n)
+    if not any((fresh, m3, eg, ez)):
+        continue
+    ratio = f"{ez / eg:.3f}" if eg and ez else "–"
+    print(f"| {n} | {fmt(fresh)} | {fmt(m3)} | {fmt(eg)} | {fmt(ez)} | {ratio} |")
 
 print()
 print("| op | n | polymat GPU | CPU | CPU / GPU |")

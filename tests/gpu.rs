@@ -271,22 +271,32 @@ test_device!(powers_and_exponential, |dev| {
         dev.check(&got, &want, &format!("expm (scale {scale})"));
     }
     // Every Taylor degree the GPU picks from the 1-norm (T1, T2, T4, T8, T12, T18 just under
-    // their thresholds, then T18 with squarings), at n = 10 and n = 33.
-    for n in [10, 33] {
-        for (k, norm) in [1e-16, 2e-8, 3e-4, 0.045, 0.28, 1.0, 7.0]
-            .into_iter()
-            .enumerate()
-        {
-            let r = rand(n, n, 40 + k as u64);
-            let one_norm = (0..n)
-                .map(|j| (0..n).map(|i| r[i][j].norm()).sum::<f64>())
-                .fold(0.0, f64::max);
-            let h = map(&r, |z| z * (norm / one_norm));
-            let want = taylor_expm(&h);
-            let got = polymat::expm(&dev.put(&h), Out::Auto).unwrap();
-            dev.check(&got, &want, &format!("expm n = {n}, ‖h‖₁ = {norm}"));
+    // their thresholds, then T18 with squarings), at n = 10 and n = 33, with the products by
+    // Gauss's method (cublasZgemm3m) and by Zgemm. Only this test changes the setting.
+    let default = polymat::gpu::gauss_products();
+    for gauss in [true, false] {
+        polymat::gpu::set_gauss_products(gauss);
+        for n in [10, 33] {
+            for (k, norm) in [1e-16, 2e-8, 3e-4, 0.045, 0.28, 1.0, 7.0]
+                .into_iter()
+                .enumerate()
+            {
+                let r = rand(n, n, 40 + k as u64);
+                let one_norm = (0..n)
+                    .map(|j| (0..n).map(|i| r[i][j].norm()).sum::<f64>())
+                    .fold(0.0, f64::max);
+                let h = map(&r, |z| z * (norm / one_norm));
+                let want = taylor_expm(&h);
+                let got = polymat::expm(&dev.put(&h), Out::Auto).unwrap();
+                dev.check(
+                    &got,
+                    &want,
+                    &format!("expm n = {n}, ‖h‖₁ = {norm}, Gauss {gauss}"),
+                );
+            }
         }
     }
+    polymat::gpu::set_gauss_products(default);
     // exp(iθσx) in closed form.
     let t = 0.7f64;
     let sx = vec![vec![C(0.0, 0.0), C(0.0, t)], vec![C(0.0, t), C(0.0, 0.0)]];
@@ -1371,6 +1381,39 @@ fn released_pool_memory_leaves_live_buffers_intact() {
     Device::Gpu.check(&live, &keep, "a buffer alive across release_cached_memory");
     let twice = polymat::add(&live, &live, Out::Auto).unwrap();
     Device::Gpu.check(&twice, &map(&keep, |x| x + x), "a result after the release");
+    gpu::release_cached_memory().unwrap();
+}
+
+/// Small results made and dropped in a loop reuse the same few device buffers (`spares`):
+/// work queued on a dropped operand must finish before its buffer is written again, and a
+/// reused buffer must carry nothing of its old contents into a new result.
+#[test]
+fn reused_buffers_keep_results_apart() {
+    if skip_without_gpu("reused_buffers_keep_results_apart") {
+        return;
+    }
+    let n = 24;
+    let want = |a: &Ref| common::zip(&matmul(a, a), &eye(n), |p, q| p + q);
+    let mut held = Vec::new();
+    for k in 0..40u64 {
+        let a = rand(n, n, 100 + k);
+        let g = Device::Gpu.put(&a);
+        let sq = polymat::matmul(&g, &g, Out::Auto).unwrap();
+        drop(g); // its buffer is the next upload's, while the product may still read it
+        let id = Device::Gpu.put(&eye(n));
+        let sum = polymat::add(&sq, &id, Out::Auto).unwrap();
+        drop((sq, id));
+        let zero = polymat::sub(&sum, &sum, Out::Auto).unwrap();
+        Device::Gpu.check(&zero, &vec![vec![C(0.0, 0.0); n]; n], "a reused buffer");
+        if k % 8 == 0 {
+            held.push((sum, a));
+        } else {
+            Device::Gpu.check(&sum, &want(&a), "a·a + I on reused buffers");
+        }
+    }
+    for (sum, a) in &held {
+        Device::Gpu.check(sum, &want(a), "a result held across reuses");
+    }
     gpu::release_cached_memory().unwrap();
 }
 

@@ -10,8 +10,10 @@
 //! (csr2cscEx2) in cuSPARSE, element-wise work, reductions and GpuCsr's sums, traces,
 //! expectation values and Kronecker products in kernels compiled once per process with NVRTC;
 //! buffers come from the driver's stream-ordered memory pool, which keeps freed memory (up to a
-//! quarter of the device's) mapped for the next results: [`release_cached_memory`] hands it
-//! back.
+//! quarter of the device's) mapped for the next results, and freed buffers of at most 4 MiB are
+//! kept host-side for the next result of the same size (no driver call at all):
+//! [`release_cached_memory`] hands both back. `expm` forms its products by Gauss's
+//! three-real-product method where that is safe ([`set_gauss_products`]).
 //! Without the feature, or without a usable GPU at run time, every GPU entry point returns
 //! [`Error::NoGpu`](crate::Error::NoGpu) — never a panic: the driver, cuBLAS and NVRTC
 //! libraries are probed before the first call into them, cuSOLVER and cuSPARSE before their
@@ -75,6 +77,8 @@ use dummy as backend;
 pub use backend::{GpuCsr, GpuDense};
 pub(crate) use backend::{GpuLu, solver_available, sparse_available};
 
+use std::sync::atomic::{AtomicU8, Ordering};
+
 use crate::error::Result;
 use crate::storage::{Data, Kind};
 
@@ -135,6 +139,59 @@ pub fn synchronize() -> Result<()> {
 /// if queued work failed or the driver refused.
 pub fn release_cached_memory() -> Result<()> {
     backend::release_cached_memory()
+}
+
+/// Environment variable read once, on first use, when [`set_gauss_products`] has not been
+/// called: `0` turns Gauss's products off, `1` on (any other value, or none, keeps the default).
+pub const GAUSS_PRODUCTS_ENV: &str = "POLYMAT_GPU_GAUSS";
+
+/// Whether GPU `expm` is allowed Gauss's products. 0 = not decided yet, 1 = off, 2 = on.
+static GAUSS_PRODUCTS: AtomicU8 = AtomicU8::new(0);
+
+/// The default of [`gauss_products`] (see there for the measurement behind it).
+const GAUSS_PRODUCTS_DEFAULT: bool = true;
+
+/// Whether GPU `expm` forms its matrix products by Gauss's method: three real products instead
+/// of four (cuBLAS `Zgemm3m`), as the CPU's large products do (the "3M" method). The setting is
+/// process-wide; it changes results by rounding only, and only `expm` of a `GpuDense` (or of a
+/// `GpuCsr`, which it densifies) reads it: `matmul` of GPU data is always `Zgemm`.
+///
+/// Gauss's method is used only where it cannot overflow where the complex product would not:
+/// for a matrix of 1-norm at most 330, every product `expm` forms (the Taylor terms and the
+/// squarings) has entries below e³³⁰ < 2⁴⁸⁰, the CPU method's bound. Larger norms keep `Zgemm`.
+/// Its error is bounded normwise like the complex product's, with a constant a few times
+/// larger for imaginary parts much smaller than the real ones (Higham, *Accuracy and
+/// Stability of Numerical Algorithms*, §23.2.4).
+///
+/// ```
+/// polymat::gpu::set_gauss_products(false);
+/// assert!(!polymat::gpu::gauss_products());
+/// polymat::gpu::set_gauss_products(true);
+/// assert!(polymat::gpu::gauss_products());
+/// ```
+pub fn set_gauss_products(on: bool) {
+    GAUSS_PRODUCTS.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+}
+
+/// Whether GPU `expm` may use Gauss's three-real-product method. See [`set_gauss_products`];
+/// unless set there or by the environment variable [`GAUSS_PRODUCTS_ENV`], this is the
+/// default.
+pub fn gauss_products() -> bool {
+    if GAUSS_PRODUCTS.load(Ordering::Relaxed) == 0 {
+        let on = match std::env::var(GAUSS_PRODUCTS_ENV).as_deref().map(str::trim) {
+            Ok("0") => false,
+            Ok("1") => true,
+            _ => GAUSS_PRODUCTS_DEFAULT,
+        };
+        // Only fill in the default; a concurrent `set_gauss_products` wins.
+        let _ = GAUSS_PRODUCTS.compare_exchange(
+            0,
+            if on { 2 } else { 1 },
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    }
+    GAUSS_PRODUCTS.load(Ordering::Relaxed) == 2
 }
 
 /// The CUDA stream every [`GpuDense`] lives on, for raw cudarc or cuBLAS calls on

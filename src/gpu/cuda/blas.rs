@@ -81,11 +81,13 @@ impl GpuDense {
     ) -> Result<GpuDense> {
         let (m, n) = gemm_shape(op, a, ta, b, tb)?;
         let out = GpuDense::uninit(device()?, m, n)?;
-        GpuDense::gemm_into(op, a, ta, b, tb, alpha, None, out)
+        GpuDense::gemm_into(op, a, ta, b, tb, alpha, None, out, false)
     }
 
     /// `alpha·op(a)·op(b) + beta·out` in `out`'s own buffer (`beta` `None`: `out` is not read,
-    /// only written).
+    /// only written); `gauss`: by three real products (`Zgemm3m`, or `Zgemm` where the device
+    /// cannot), which the caller has checked cannot overflow (see
+    /// [`crate::gpu::set_gauss_products`]).
     #[allow(clippy::too_many_arguments)]
     fn gemm_into(
         op: &'static str,
@@ -96,6 +98,7 @@ impl GpuDense {
         alpha: c64,
         beta: Option<c64>,
         mut out: GpuDense,
+        gauss: bool,
     ) -> Result<GpuDense> {
         let (m, n) = gemm_shape(op, a, ta, b, tb)?;
         if out.shape() != (m, n) {
@@ -128,30 +131,38 @@ impl GpuDense {
             // SAFETY: dimensions and leading dimensions describe the three buffers exactly
             // (checked above); the guards keep them alive and the handle runs on their stream.
             unsafe {
-                blas::cublasZgemm_v2(
-                    h,
-                    ta,
-                    tb,
-                    mi,
-                    ni,
-                    ki,
-                    &alpha,
-                    pa as Ptr,
-                    lda,
-                    pb as Ptr,
-                    ldb,
-                    &beta,
-                    pc as PtrMut,
-                    ldc,
-                )
+                use blas::cublasStatus_t::{
+                    CUBLAS_STATUS_ARCH_MISMATCH, CUBLAS_STATUS_NOT_SUPPORTED,
+                };
+                let (pa, pb, pc) = (pa as Ptr, pb as Ptr, pc as PtrMut);
+                let status = if gauss {
+                    blas::cublasZgemm3m(
+                        h, ta, tb, mi, ni, ki, &alpha, pa, lda, pb, ldb, &beta, pc, ldc,
+                    )
+                } else {
+                    CUBLAS_STATUS_NOT_SUPPORTED
+                };
+                // Zgemm3m needs compute capability 5.0: where cuBLAS refuses it (before it
+                // touches `out`), the complex product.
+                if matches!(
+                    status,
+                    CUBLAS_STATUS_NOT_SUPPORTED | CUBLAS_STATUS_ARCH_MISMATCH
+                ) {
+                    blas::cublasZgemm_v2(
+                        h, ta, tb, mi, ni, ki, &alpha, pa, lda, pb, ldb, &beta, pc, ldc,
+                    )
+                } else {
+                    status
+                }
             }
         })?;
         drop((_ga, _gb, _gc));
         Ok(out)
     }
 
-    /// `self·b + acc`, accumulated in `acc`'s own buffer (Zgemm with β = 1; nothing copied).
-    pub(crate) fn mul_add(&self, b: &GpuDense, acc: GpuDense) -> Result<GpuDense> {
+    /// `self·b + acc`, accumulated in `acc`'s own buffer (Zgemm with β = 1; nothing copied);
+    /// `gauss` as in `gemm_into`.
+    pub(crate) fn mul_add(&self, b: &GpuDense, acc: GpuDense, gauss: bool) -> Result<GpuDense> {
         GpuDense::gemm_into(
             "matmul",
             self,
@@ -161,7 +172,17 @@ impl GpuDense {
             ONE,
             Some(ONE),
             acc,
+            gauss,
         )
+    }
+
+    /// `self·b` by three real products (`Zgemm3m`), which the caller has checked cannot
+    /// overflow.
+    pub(crate) fn matmul_gauss(&self, b: &GpuDense) -> Result<GpuDense> {
+        const OP: &str = "matmul";
+        let (m, n) = gemm_shape(OP, self, CUBLAS_OP_N, b, CUBLAS_OP_N)?;
+        let out = GpuDense::uninit(device()?, m, n)?;
+        GpuDense::gemm_into(OP, self, CUBLAS_OP_N, b, CUBLAS_OP_N, ONE, None, out, true)
     }
 
     /// `a·b` (cuBLAS Zgemm).

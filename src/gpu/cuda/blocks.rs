@@ -52,7 +52,7 @@ impl GpuDense {
         let dev = device()?;
         let dims = [src_ld, src_off, dst_ld, dst_off, rows, cols].map(|x| x as u64);
         let mut l = dev.stream.launch_builder(&dev.f.block_copy);
-        l.arg(&src.buf).arg(&mut self.buf);
+        l.arg(&*src.buf).arg(&mut *self.buf);
         for d in &dims {
             l.arg(d);
         }
@@ -130,7 +130,7 @@ impl GpuDense {
         let (r, c) = (upload(rows)?, upload(cols)?);
         let (m, n, null) = (self.rows as u64, self.cols as u64, 0u64);
         let mut l = dev.stream.launch_builder(&dev.f.permute);
-        l.arg(&self.buf).arg(&mut out.buf);
+        l.arg(&*self.buf).arg(&mut *out.buf);
         match &r {
             Some(r) => l.arg(r),
             None => l.arg(&null),
@@ -172,8 +172,8 @@ impl GpuDense {
         let map = dev.stream.clone_htod(&map).map_err(gpu_err(OP))?;
         let (k64, r64, n64) = (k as u64, r as u64, n as u64);
         let mut l = dev.stream.launch_builder(&dev.f.ptrace);
-        l.arg(&self.buf)
-            .arg(&mut out.buf)
+        l.arg(&*self.buf)
+            .arg(&mut *out.buf)
             .arg(&map)
             .arg(&k64)
             .arg(&r64)
@@ -196,7 +196,7 @@ impl GpuDense {
         let mut out = dev.stream.alloc_zeros::<f64>(4).map_err(gpu_err(OP))?;
         let n = self.len() as u64;
         let mut l = dev.stream.launch_builder(&dev.f.sum_nonzero);
-        l.arg(&self.buf).arg(&mut out).arg(&n);
+        l.arg(&*self.buf).arg(&mut out).arg(&n);
         // SAFETY: reads the `len` entries of this buffer, writes the four f64 of `out`.
         unsafe { launch(OP, l, one_block()) }?;
         let v = dev.stream.clone_dtoh(&out).map_err(gpu_err(OP))?;
@@ -224,7 +224,10 @@ impl GpuDense {
         let mut out = GpuDense::uninit(dev, 1, 1)?;
         let n64 = n as u64;
         let mut l = dev.stream.launch_builder(&dev.f.expect_super);
-        l.arg(&self.buf).arg(&rho.buf).arg(&mut out.buf).arg(&n64);
+        l.arg(&*self.buf)
+            .arg(&*rho.buf)
+            .arg(&mut *out.buf)
+            .arg(&n64);
         // SAFETY: with n² = rows of ρ and S of n²×n² (checked above), every read index
         // i·(n+1) + k·n² (i < n, k < n²) is below n⁴, and ρ is read at k < n².
         unsafe { launch(OP, l, one_block()) }?;

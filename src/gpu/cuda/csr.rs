@@ -164,7 +164,7 @@ impl GpuCsr {
         l.arg(&self.indptr)
             .arg(&self.indices)
             .arg(&self.data)
-            .arg(&mut out.buf)
+            .arg(&mut *out.buf)
             .arg(&rows);
         // SAFETY: offsets and columns describe a valid rows×cols CSR matrix (the invariant of
         // GpuCsr), so every write i + col·rows lands inside the rows·cols output.
@@ -256,7 +256,7 @@ impl GpuCsr {
         let mut l = dev.stream.launch_builder(f);
         l.arg(&self.indptr).arg(&self.indices).arg(&self.data);
         if let Some(st) = state {
-            l.arg(&st.buf);
+            l.arg(&*st.buf);
         }
         l.arg(&mut partial).arg(&n);
         if let Some(flag) = &flag {

@@ -192,12 +192,13 @@ fn keep_freed_memory(ctx: &CudaContext) {
     };
 }
 
-/// Hands the memory the pool keeps for reuse back to the driver (after waiting for queued
-/// work, whose frees it may include).
+/// Hands the memory the pool keeps for reuse, and the small buffers `spares` keeps, back to the
+/// driver (after waiting for queued work, whose frees it may include).
 pub(crate) fn release_cached_memory() -> Result<()> {
     use cudarc::driver::result::{device as cu_device, mem_pool};
     const OP: &str = "release_cached_memory";
     let dev = device()?;
+    super::spares::clear();
     dev.stream.synchronize().map_err(gpu_err(OP))?;
     let cu = dev.ctx.cu_device();
     // SAFETY: `cu` is the device the context was opened on; trimming to 0 bytes releases only

@@ -101,11 +101,11 @@ unsafe impl DeviceRepr for Lincombs {}
 impl GpuDense {
     /// `f(a)` entry by entry into a new matrix; `extra` are the kernel's scalar parameters.
     fn map(&self, op: &'static str, f: &CudaFunction, extra: &[f64]) -> Result<GpuDense> {
-        Ok(GpuDense {
-            rows: self.rows,
-            cols: self.cols,
-            buf: map_slice(op, f, &self.buf, self.len(), extra)?,
-        })
+        Ok(GpuDense::from_slice(
+            self.rows,
+            self.cols,
+            map_slice(op, f, &self.buf, self.len(), extra)?,
+        ))
     }
 
     /// `s·a`.
@@ -133,7 +133,7 @@ impl GpuDense {
             return Ok(out);
         }
         let mut l = dev.stream.launch_builder(&dev.f.multiply);
-        l.arg(&self.buf).arg(&b.buf).arg(&mut out.buf).arg(&n);
+        l.arg(&*self.buf).arg(&*b.buf).arg(&mut *out.buf).arg(&n);
         // SAFETY: three buffers of at least `n` entries (same shapes, checked above).
         unsafe { launch("multiply", l, grid(self.len())) }?;
         Ok(out)
@@ -149,7 +149,7 @@ impl GpuDense {
         }
         let (m, n, c) = (self.rows as u64, self.cols as u64, i32::from(conj));
         let mut l = dev.stream.launch_builder(&dev.f.transpose);
-        l.arg(&self.buf).arg(&mut out.buf).arg(&m).arg(&n).arg(&c);
+        l.arg(&*self.buf).arg(&mut *out.buf).arg(&m).arg(&n).arg(&c);
         // SAFETY: reads and writes `m·n` entries of buffers that hold them.
         unsafe { launch(op, l, grid(self.len())) }?;
         Ok(out)
@@ -166,7 +166,7 @@ impl GpuDense {
         }
         let dims = [self.rows, self.cols, b.rows, b.cols].map(|x| x as u64);
         let mut l = dev.stream.launch_builder(&dev.f.kron);
-        l.arg(&self.buf).arg(&b.buf).arg(&mut out.buf);
+        l.arg(&*self.buf).arg(&*b.buf).arg(&mut *out.buf);
         for d in &dims {
             l.arg(d);
         }
@@ -185,7 +185,7 @@ impl GpuDense {
         }
         let dims = [self.rows, self.cols, to.0, to.1].map(|x| x as u64);
         let mut l = dev.stream.launch_builder(&dev.f.reshape);
-        l.arg(&self.buf).arg(&mut out.buf);
+        l.arg(&*self.buf).arg(&mut *out.buf);
         for d in &dims {
             l.arg(d);
         }
@@ -235,7 +235,7 @@ impl GpuDense {
         let (start, stride, n) = (start as u64, stride as u64, count as u64);
         let null = 0u64;
         let mut l = dev.stream.launch_builder(&dev.f.add_strided);
-        l.arg(&mut self.buf);
+        l.arg(&mut *self.buf);
         match vals {
             Some(v) => l.arg(v),
             None => l.arg(&null),
@@ -292,14 +292,14 @@ impl GpuDense {
         let null = 0u64;
         let nn = n as u64;
         let mut l = dev.stream.launch_builder(&dev.f.lincomb);
-        l.arg(&x1.buf);
+        l.arg(&*x1.buf);
         for xi in &x {
             match xi {
-                Some(m) => l.arg(&m.buf),
+                Some(m) => l.arg(&*m.buf),
                 None => l.arg(&null),
             };
         }
-        l.arg(&mut out.buf);
+        l.arg(&mut *out.buf);
         for ci in &c {
             l.arg(ci);
         }
@@ -335,12 +335,12 @@ impl GpuDense {
         let (null, nn) = (0u64, n as u64);
         let mut l = dev.stream.launch_builder(&dev.f.lincombs);
         for x in &xs {
-            l.arg(&x.buf);
+            l.arg(&*x.buf);
         }
         let mut rest = outs.iter_mut();
         for _ in 0..5 {
             match rest.next() {
-                Some(o) => l.arg(&mut o.buf),
+                Some(o) => l.arg(&mut *o.buf),
                 None => l.arg(&null),
             };
         }
@@ -370,9 +370,9 @@ impl GpuDense {
         let dev = device()?;
         let mut out = dev.stream.alloc_zeros::<f64>(1).map_err(gpu_err(op))?;
         let mut l = dev.stream.launch_builder(f);
-        l.arg(&self.buf);
+        l.arg(&*self.buf);
         if let Some(b) = other {
-            l.arg(&b.buf);
+            l.arg(&*b.buf);
         }
         l.arg(&mut out);
         for s in scalars {
@@ -475,8 +475,8 @@ impl GpuDense {
         let mut out = GpuDense::uninit(dev, 1, 1)?;
         let (start, stride, count) = (start as u64, stride as u64, count as u64);
         let mut l = dev.stream.launch_builder(&dev.f.strided_sum);
-        l.arg(&self.buf)
-            .arg(&mut out.buf)
+        l.arg(&*self.buf)
+            .arg(&mut *out.buf)
             .arg(&start)
             .arg(&stride)
             .arg(&count);

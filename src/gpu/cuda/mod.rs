@@ -2,7 +2,7 @@
 //! discovery in `device`, the NVRTC kernels in `launch` (element-wise work and reductions) and
 //! `blocks` (block copies and comparisons), cuBLAS in `blas`, matrix functions in `expm`,
 //! cuSOLVER (LU, Hermitian eigensolver, SVD) in `solver`; [`GpuCsr`] in `csr` (its kernels in
-//! `sparse.cu`) and `sparse_blas` (cuSPARSE).
+//! `sparse.cu`) and `sparse_blas` (cuSPARSE); freed small buffers kept for reuse in `spares`.
 
 mod blas;
 mod blocks;
@@ -11,9 +11,11 @@ mod device;
 mod expm;
 mod launch;
 mod solver;
+mod spares;
 mod sparse_blas;
 
 use std::fmt;
+use std::mem::ManuallyDrop;
 
 use cudarc::driver::CudaSlice;
 
@@ -51,8 +53,16 @@ pub struct GpuDense {
     rows: usize,
     cols: usize,
     /// `max(rows·cols, 1)` entries: an empty matrix keeps one unused entry, since a zero-byte
-    /// allocation is not portable.
-    buf: CudaSlice<Elem>,
+    /// allocation is not portable. Taken out only in `drop`.
+    buf: ManuallyDrop<CudaSlice<Elem>>,
+}
+
+impl Drop for GpuDense {
+    fn drop(&mut self) {
+        // SAFETY: `buf` is not used again: this is the matrix's last use.
+        let buf = unsafe { ManuallyDrop::take(&mut self.buf) };
+        spares::put(buf);
+    }
 }
 
 impl fmt::Debug for GpuDense {
@@ -72,15 +82,28 @@ impl GpuDense {
         self.rows * self.cols
     }
 
-    /// Uninitialised storage; every caller writes all `rows·cols` entries before reading.
+    /// The matrix of a device buffer of `max(rows·cols, 1)` entries.
+    fn from_slice(rows: usize, cols: usize, buf: CudaSlice<Elem>) -> GpuDense {
+        GpuDense {
+            rows,
+            cols,
+            buf: ManuallyDrop::new(buf),
+        }
+    }
+
+    /// Uninitialised storage (a kept spare or new pool memory); every caller writes all
+    /// `rows·cols` entries before reading.
     fn uninit(dev: &Device, rows: usize, cols: usize) -> Result<GpuDense> {
         let len = rows.checked_mul(cols).ok_or_else(|| Error::Gpu {
             op: "alloc".into(),
             reason: format!("{rows}×{cols} entries overflow usize"),
         })?;
-        // SAFETY: the memory is unset; see the function's contract.
-        let buf = unsafe { dev.stream.alloc::<Elem>(len.max(1)) }.map_err(gpu_err("alloc"))?;
-        Ok(GpuDense { rows, cols, buf })
+        let buf = match spares::take(len.max(1)) {
+            Some(buf) => buf,
+            // SAFETY: the memory is unset; see the function's contract.
+            None => unsafe { dev.stream.alloc::<Elem>(len.max(1)) }.map_err(gpu_err("alloc"))?,
+        };
+        Ok(GpuDense::from_slice(rows, cols, buf))
     }
 
     /// The `rows × cols` zero matrix on the GPU.
@@ -91,7 +114,7 @@ impl GpuDense {
         let dev = device()?;
         let mut m = GpuDense::uninit(dev, rows, cols)?;
         dev.stream
-            .memset_zeros(&mut m.buf)
+            .memset_zeros(&mut *m.buf)
             .map_err(gpu_err("zeros"))?;
         Ok(m)
     }
@@ -122,7 +145,7 @@ impl GpuDense {
             // the first one are exactly the matrix.
             let all = unsafe { std::slice::from_raw_parts(mat.as_ptr(), rows * cols) };
             dev.stream
-                .memcpy_htod(as_pairs(all), &mut m.buf)
+                .memcpy_htod(as_pairs(all), &mut *m.buf)
                 .map_err(gpu_err("upload"))?;
         } else {
             let mut packed = Vec::with_capacity(rows * cols);
@@ -130,7 +153,7 @@ impl GpuDense {
                 packed.extend(mat.col(j).iter().map(|z| [z.re, z.im]));
             }
             dev.stream
-                .memcpy_htod(&packed, &mut m.buf)
+                .memcpy_htod(&packed, &mut *m.buf)
                 .map_err(gpu_err("upload"))?;
         }
         Ok(m)
@@ -160,12 +183,11 @@ impl GpuDense {
     /// [`Error::Gpu`] if the allocation fails.
     pub fn try_clone(&self) -> Result<GpuDense> {
         let dev = device()?;
-        let buf = dev.stream.clone_dtod(&self.buf).map_err(gpu_err("clone"))?;
-        Ok(GpuDense {
-            rows: self.rows,
-            cols: self.cols,
-            buf,
-        })
+        let buf = dev
+            .stream
+            .clone_dtod(&*self.buf)
+            .map_err(gpu_err("clone"))?;
+        Ok(GpuDense::from_slice(self.rows, self.cols, buf))
     }
 
     /// `(rows, columns)`.
