@@ -148,7 +148,7 @@ pub const GAUSS_PRODUCTS_ENV: &str = "POLYMAT_GPU_GAUSS";
 /// Whether GPU `expm` is allowed Gauss's products. 0 = not decided yet, 1 = off, 2 = on.
 static GAUSS_PRODUCTS: AtomicU8 = AtomicU8::new(0);
 
-/// The default of [`gauss_products`] (see there for the measurement behind it).
+/// The default of [`gauss_products`]: on, by the measurement in [`set_gauss_products`].
 const GAUSS_PRODUCTS_DEFAULT: bool = true;
 
 /// Whether GPU `expm` forms its matrix products by Gauss's method: three real products instead
@@ -162,6 +162,10 @@ const GAUSS_PRODUCTS_DEFAULT: bool = true;
 /// Its error is bounded normwise like the complex product's, with a constant a few times
 /// larger for imaginary parts much smaller than the real ones (Higham, *Accuracy and
 /// Stability of Numerical Algorithms*, §23.2.4).
+///
+/// On an H200, `expm` of an n × n matrix of 1-norm about 1 took 0.86 / 6.2 / 49 / 397 ms at
+/// n = 1024 / 2048 / 4096 / 8192 with Gauss's products against 0.93 / 6.8 / 57 / 448 ms without
+/// (`docs/benchmarks.md`, "Second run on a GPU"); at n = 512 the two were level.
 ///
 /// ```
 /// polymat::gpu::set_gauss_products(false);
