@@ -241,7 +241,11 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
     /// A direct hit reads this thread's cached table (no atomic read-modify-write, no pin),
     /// computes the index and makes one indirect call; nothing is allocated by the dispatcher.
     /// An indirect hit pins the state for the call and adds the conversions.
-    #[inline]
+    ///
+    /// Always inlined into the operation's function (`polymat::trace` and the like): left to
+    /// the compiler, it stopped being inlined as the crate grew, and a direct `trace` 2×2 cost
+    /// 18 instructions more (callgrind, `examples/dispatch_probe`; docs/benchmarks.md).
+    #[inline(always)]
     pub fn call(&self, args: &[&Data], out: Out, params: &P) -> Result<R> {
         if args.len() != self.arity {
             return Err(self.arity_error(args.len()));
@@ -388,6 +392,10 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
     }
 
     /// Runs an entry with its conversions. Inputs that need none are passed as they are.
+    ///
+    /// Out of line, so that the copies of [`call`](Self::call) in every operation stay small:
+    /// a converting call costs far more than the call into this function.
+    #[inline(never)]
     fn call_entry(
         &self,
         e: &Entry<P, R>,
