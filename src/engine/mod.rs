@@ -79,6 +79,23 @@ fn setting(cell: &AtomicUsize, default: impl FnOnce() -> usize) -> usize {
     }
 }
 
+/// A process-wide on/off setting kept in `cell` (0 = not decided yet, 1 = off, 2 = on), read
+/// through [`setting`]: on first use it is on unless the environment variable `var` is `0`.
+pub(crate) fn flag(cell: &AtomicUsize, var: &str) -> bool {
+    setting(cell, || {
+        if std::env::var(var).is_ok_and(|v| v.trim() == "0") {
+            1
+        } else {
+            2
+        }
+    }) == 2
+}
+
+/// Sets a [`flag`].
+pub(crate) fn set_flag(cell: &AtomicUsize, on: bool) {
+    cell.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+}
+
 fn default_threads() -> usize {
     let from_env = std::env::var(THREADS_ENV)
         .ok()

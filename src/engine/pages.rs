@@ -16,7 +16,7 @@
 //! The advice changes no contents and may be refused; it only affects how the kernel maps the
 //! pages. Outside Linux it does nothing.
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::AtomicUsize;
 
 /// Environment variable read once, on first use, when [`set_huge_pages`] has not been called:
 /// `0` turns the advice off (any other value, or none, leaves it on).
@@ -26,7 +26,7 @@ pub const HUGE_PAGES_ENV: &str = "POLYMAT_HUGE_PAGES";
 pub(crate) const MIN_BYTES: usize = 4 << 20;
 
 /// 0 = not decided yet, 1 = off, 2 = on.
-static HUGE_PAGES: AtomicU8 = AtomicU8::new(0);
+static HUGE_PAGES: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether polymat asks Linux to back dense buffers and sparse arrays of 4 MiB and more with
 /// transparent huge pages (`madvise(MADV_HUGEPAGE)`, as numpy does for its arrays). On by
@@ -40,26 +40,13 @@ static HUGE_PAGES: AtomicU8 = AtomicU8::new(0);
 /// assert!(polymat::huge_pages());
 /// ```
 pub fn set_huge_pages(on: bool) {
-    HUGE_PAGES.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+    super::set_flag(&HUGE_PAGES, on);
 }
 
 /// Whether large buffers (dense matrices, sparse arrays) are advised as huge-page candidates.
 /// See [`set_huge_pages`].
 pub fn huge_pages() -> bool {
-    match HUGE_PAGES.load(Ordering::Relaxed) {
-        0 => {
-            let on = std::env::var(HUGE_PAGES_ENV).map_or(true, |v| v.trim() != "0");
-            // Only fill in the default; a concurrent `set_huge_pages` wins.
-            let _ = HUGE_PAGES.compare_exchange(
-                0,
-                if on { 2 } else { 1 },
-                Ordering::Relaxed,
-                Ordering::Relaxed,
-            );
-            HUGE_PAGES.load(Ordering::Relaxed) == 2
-        }
-        v => v == 2,
-    }
+    super::flag(&HUGE_PAGES, HUGE_PAGES_ENV)
 }
 
 /// Advises the whole pages inside `[ptr, ptr + bytes)` as huge-page candidates when `bytes` is

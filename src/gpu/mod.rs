@@ -77,7 +77,7 @@ use dummy as backend;
 pub use backend::{GpuCsr, GpuDense};
 pub(crate) use backend::{GpuLu, solver_available, sparse_available};
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::AtomicUsize;
 
 use crate::error::Result;
 use crate::storage::{Data, Kind};
@@ -142,14 +142,11 @@ pub fn release_cached_memory() -> Result<()> {
 }
 
 /// Environment variable read once, on first use, when [`set_gauss_products`] has not been
-/// called: `0` turns Gauss's products off, `1` on (any other value, or none, keeps the default).
+/// called: `0` turns Gauss's products off (any other value, or none, leaves them on).
 pub const GAUSS_PRODUCTS_ENV: &str = "POLYMAT_GPU_GAUSS";
 
-/// Whether GPU `expm` is allowed Gauss's products. 0 = not decided yet, 1 = off, 2 = on.
-static GAUSS_PRODUCTS: AtomicU8 = AtomicU8::new(0);
-
-/// The default of [`gauss_products`]: on, by the measurement in [`set_gauss_products`].
-const GAUSS_PRODUCTS_DEFAULT: bool = true;
+/// Whether GPU `expm` is allowed Gauss's products (an `engine::flag`).
+static GAUSS_PRODUCTS: AtomicUsize = AtomicUsize::new(0);
 
 /// Whether GPU `expm` forms its matrix products by Gauss's method: three real products instead
 /// of four (cuBLAS `Zgemm3m`), as the CPU's large products do (the "3M" method). The setting is
@@ -174,28 +171,14 @@ const GAUSS_PRODUCTS_DEFAULT: bool = true;
 /// assert!(polymat::gpu::gauss_products());
 /// ```
 pub fn set_gauss_products(on: bool) {
-    GAUSS_PRODUCTS.store(if on { 2 } else { 1 }, Ordering::Relaxed);
+    crate::engine::set_flag(&GAUSS_PRODUCTS, on);
 }
 
-/// Whether GPU `expm` may use Gauss's three-real-product method. See [`set_gauss_products`];
-/// unless set there or by the environment variable [`GAUSS_PRODUCTS_ENV`], this is the
-/// default.
+/// Whether GPU `expm` may use Gauss's three-real-product method: on unless turned off by
+/// [`set_gauss_products`] or the environment variable [`GAUSS_PRODUCTS_ENV`]. See
+/// [`set_gauss_products`] for the measurement behind the default.
 pub fn gauss_products() -> bool {
-    if GAUSS_PRODUCTS.load(Ordering::Relaxed) == 0 {
-        let on = match std::env::var(GAUSS_PRODUCTS_ENV).as_deref().map(str::trim) {
-            Ok("0") => false,
-            Ok("1") => true,
-            _ => GAUSS_PRODUCTS_DEFAULT,
-        };
-        // Only fill in the default; a concurrent `set_gauss_products` wins.
-        let _ = GAUSS_PRODUCTS.compare_exchange(
-            0,
-            if on { 2 } else { 1 },
-            Ordering::Relaxed,
-            Ordering::Relaxed,
-        );
-    }
-    GAUSS_PRODUCTS.load(Ordering::Relaxed) == 2
+    crate::engine::flag(&GAUSS_PRODUCTS, GAUSS_PRODUCTS_ENV)
 }
 
 /// The CUDA stream every [`GpuDense`] lives on, for raw cudarc or cuBLAS calls on

@@ -235,21 +235,27 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     let (u_inner, v) = if m == 13 {
         let a4 = mul(&a2, &a2)?;
         let a6 = mul(&a4, &a2)?;
-        let w1 = lincomb(n, 0.0, &[(b[13], &a6), (b[11], &a4), (b[9], &a2)])?;
-        let a6w1 = mul(&a6, &w1)?;
-        let w = lincomb(
-            n,
-            b[1],
-            &[(1.0, &a6w1), (b[7], &a6), (b[5], &a4), (b[3], &a2)],
-        )?;
-        let z1 = lincomb(n, 0.0, &[(b[12], &a6), (b[10], &a4), (b[8], &a2)])?;
-        let a6z1 = mul(&a6, &z1)?;
-        let v = lincomb(
-            n,
-            b[0],
-            &[(1.0, &a6z1), (b[6], &a6), (b[4], &a4), (b[2], &a2)],
-        )?;
-        (w, v)
+        // The odd part's polynomial (k = 1, times A below) and the even part (k = 0):
+        // b[k] + b[k+2]·A² + b[k+4]·A⁴ + b[k+6]·A⁶ + A⁶·(b[k+8]·A² + b[k+10]·A⁴ + b[k+12]·A⁶).
+        let half = |k: usize| {
+            let z = lincomb(
+                n,
+                0.0,
+                &[(b[k + 12], &a6), (b[k + 10], &a4), (b[k + 8], &a2)],
+            )?;
+            let a6z = mul(&a6, &z)?;
+            lincomb(
+                n,
+                b[k],
+                &[
+                    (1.0, &a6z),
+                    (b[k + 6], &a6),
+                    (b[k + 4], &a4),
+                    (b[k + 2], &a2),
+                ],
+            )
+        };
+        (half(1)?, half(0)?)
     } else {
         // Powers A², A⁴, ... up to A^(m-1).
         let mut powers = vec![a2];

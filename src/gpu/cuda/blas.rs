@@ -78,10 +78,11 @@ impl GpuDense {
         b: &GpuDense,
         tb: blas::cublasOperation_t,
         alpha: c64,
+        gauss: bool,
     ) -> Result<GpuDense> {
         let (m, n) = gemm_shape(op, a, ta, b, tb)?;
         let out = GpuDense::uninit(device()?, m, n)?;
-        GpuDense::gemm_into(op, a, ta, b, tb, alpha, None, out, false)
+        GpuDense::gemm_into(op, a, ta, b, tb, alpha, None, out, gauss)
     }
 
     /// `alpha·op(a)·op(b) + beta·out` in `out`'s own buffer (`beta` `None`: `out` is not read,
@@ -179,20 +180,17 @@ impl GpuDense {
     /// `self·b` by three real products (`Zgemm3m`), which the caller has checked cannot
     /// overflow.
     pub(crate) fn matmul_gauss(&self, b: &GpuDense) -> Result<GpuDense> {
-        const OP: &str = "matmul";
-        let (m, n) = gemm_shape(OP, self, CUBLAS_OP_N, b, CUBLAS_OP_N)?;
-        let out = GpuDense::uninit(device()?, m, n)?;
-        GpuDense::gemm_into(OP, self, CUBLAS_OP_N, b, CUBLAS_OP_N, ONE, None, out, true)
+        GpuDense::gemm("matmul", self, CUBLAS_OP_N, b, CUBLAS_OP_N, ONE, true)
     }
 
     /// `a·b` (cuBLAS Zgemm).
     pub(crate) fn matmul(&self, b: &GpuDense) -> Result<GpuDense> {
-        GpuDense::gemm("matmul", self, CUBLAS_OP_N, b, CUBLAS_OP_N, ONE)
+        GpuDense::gemm("matmul", self, CUBLAS_OP_N, b, CUBLAS_OP_N, ONE, false)
     }
 
     /// `a·b†` (cuBLAS Zgemm with the conjugate-transpose flag).
     pub(crate) fn matmul_dag(&self, b: &GpuDense) -> Result<GpuDense> {
-        GpuDense::gemm("matmul_dag", self, CUBLAS_OP_N, b, CUBLAS_OP_C, ONE)
+        GpuDense::gemm("matmul_dag", self, CUBLAS_OP_N, b, CUBLAS_OP_C, ONE, false)
     }
 
     /// `a + s·b` (cuBLAS Zgeam).
@@ -304,7 +302,7 @@ impl GpuDense {
                 "the operand must be a ket (n×1) or a bra (1×n)",
             ));
         };
-        GpuDense::gemm("project", self, ta, self, tb, ONE)
+        GpuDense::gemm("project", self, ta, self, tb, ONE, false)
     }
 
     /// `‖A‖_F` (cuBLAS Dznrm2, which scales against overflow).
