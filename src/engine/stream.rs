@@ -97,21 +97,32 @@ pub(crate) fn copy_by_memcpy() -> bool {
     intel()
 }
 
-/// Zero fills of at least this many complex slots (4 MiB, past one core's L2) that do not
-/// stream are left to `memset` on Intel CPUs ([`fill_by_memset`]).
-pub(crate) const MEMSET_FILL_SLOTS: usize = 1 << 18;
+/// Zero fills of at least this many complex slots (1 MiB) that do not stream are left to
+/// `memset` ([`fill_by_memset`]).
+pub(crate) const MEMSET_FILL_SLOTS: usize = 1 << 16;
 
 /// Whether a one-thread zero fill of `slots` complex entries below the streaming size is left
-/// to the C library's `memset` instead of `simd::fill`'s plain vector stores: on Intel CPUs,
-/// from [`MEMSET_FILL_SLOTS`] up. glibc's `rep stosb` writes whole lines there without
-/// reading them first; each plain store reads its line for ownership. Csr → Dense of 1000 ×
-/// 1000 with 10 per row (a 16 MB fill) took 613–630 against 769–806 µs a call on the Intel
-/// Xeon VM, 1424–1511 against 1502–1699 µs starting out of cache; 1400 × 1400 1211–1251
-/// against 1262–1773 µs; 700 × 700 (7.8 MB) was level hot (308 against 309–320 µs) and
-/// 523–612 against 653–739 µs cold. On the AMD EPYC VM the plain stores were the faster at
-/// 16 MB (1.48 against 1.61 ms), so every other CPU keeps them.
+/// to the C library's `memset` instead of `simd::fill`'s plain vector stores: from
+/// [`MEMSET_FILL_SLOTS`] up, on every CPU. glibc picks its fill per CPU (`rep stosb` where the
+/// CPU has fast string stores), which writes whole lines without reading them first; each
+/// plain 32-byte store reads its line for ownership.
+///
+/// Measured, Csr → Dense with 10 entries a row on one thread, malloc reusing memory (the
+/// side-by-side's mode), per call:
+/// - Intel Xeon VM: 1000 × 1000 (a 16 MB fill) 769–806 → 613–630 µs, 1424–1511 → 1502–1699 µs
+///   starting out of cache; 1400 × 1400 1262–1773 → 1211–1251 µs.
+/// - AMD EPYC (Zen 4) VM, 2026-11-28: 1000 × 1000 208–220 → 141–146 µs (cold 425–435 →
+///   295 µs), 1400 × 1400 475–548 → 381–387 µs, 700 × 700 81–85 → 67–68 µs, 450 × 450 (3.2 MB)
+///   34.6–34.9 → 27.7–27.9 µs, 300 × 300 (1.4 MB) 13.7–13.9 → 11.1–11.2 µs; level at 240 × 240
+///   (0.9 MB), slower below (150 × 150: 2.27–2.30 → 2.89 µs), hence the threshold. A C loop
+///   on that machine: 16 MB in cache, `memset` 129–140 µs against 177–182 µs for 32-byte
+///   stores; out of cache 392–419 against 457–465 µs.
+///
+/// An earlier AMD EPYC VM had the plain stores faster at 16 MB (1.48 against 1.61 ms, out of
+/// cache), which is why this was Intel-only until 2026-11-28; `memset` is the C library's
+/// choice for the CPU it runs on, the plain stores are not.
 pub(crate) fn fill_by_memset(slots: usize) -> bool {
-    slots >= MEMSET_FILL_SLOTS && intel()
+    slots >= MEMSET_FILL_SLOTS
 }
 
 /// Whether this is an Intel CPU (read once).
@@ -180,14 +191,13 @@ fn parse_size(text: &str) -> Option<usize> {
 mod tests {
     use super::*;
 
-    /// Fills below 4 MiB never go to `memset`; from there, exactly on the CPUs whose large
-    /// copies do (Intel), whatever the size.
+    /// Fills below 1 MiB never go to `memset`; from there they always do, on every CPU.
     #[test]
-    fn large_fills_go_to_memset_on_intel_only() {
+    fn large_fills_go_to_memset() {
         assert!(!fill_by_memset(0));
         assert!(!fill_by_memset(MEMSET_FILL_SLOTS - 1));
         for slots in [MEMSET_FILL_SLOTS, usize::MAX] {
-            assert_eq!(fill_by_memset(slots), copy_by_memcpy());
+            assert!(fill_by_memset(slots));
         }
     }
 

@@ -324,8 +324,8 @@ pub(crate) fn zeros_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>> 
 /// between its columns, as one span. Plain AVX stores for a matrix that stays in cache
 /// (`simd::fill`; 100 × 100, 160 KB, as part of a Csr → Dense conversion: 4.31 → 3.61 µs),
 /// glibc's `memset` for one the engine streams (10⁴ × 10⁴ took 3 times as long with plain
-/// stores) and, on Intel CPUs, from 4 MiB up (`engine::fill_by_memset`; a 1000 × 1000 Csr →
-/// Dense 769–806 → 613–630 µs).
+/// stores) and from 1 MiB up (`engine::fill_by_memset`; a 1000 × 1000 Csr → Dense 769–806 →
+/// 613–630 µs on the Intel Xeon VM, 208–220 → 141–146 µs on the AMD EPYC VM).
 pub(crate) fn zero_fill(mat: &mut Mat<c64>) {
     let (rows, cols) = (mat.nrows(), mat.ncols());
     if rows == 0 || cols == 0 {
