@@ -637,6 +637,50 @@ fn mixed_kind_calls_keep_a_large_operator_sparse() {
     assert!((got.unwrap() - want).norm() <= 1e-12 * want.norm().max(1.0));
 }
 
+/// `a·b†` of Csr operands with 10⁹ columns: nothing of the size of the columns is allocated
+/// (the adjoint of `b` as Csr would need 10⁹ + 1 row pointers), and the overlap of two wide
+/// bras, and of a few-row operator with a bra, are what the stored entries give.
+#[test]
+fn matmul_dag_of_wide_csr_operands_stays_sparse() {
+    let n: usize = 1_000_000_000;
+    let v = |re: f64, im: f64| c64::new(re, im);
+    let bra = |cols: &[usize], vals: &[c64]| -> Data {
+        Csr::from_triplets((1, n), &vec![0; cols.len()], cols, vals)
+            .unwrap()
+            .into()
+    };
+    let a = bra(
+        &[0, 12_345, n - 1],
+        &[v(1.0, 1.0), v(2.0, 0.0), v(0.0, -3.0)],
+    );
+    let b = bra(
+        &[12_345, 777, n - 1],
+        &[v(0.0, 1.0), v(5.0, 0.0), v(2.0, 2.0)],
+    );
+    let p = polymat::matmul_dag(&a, &b, Out::Auto).unwrap();
+    assert_eq!((p.kind(), p.shape()), (Kind::CSR, (1, 1)));
+    // 2·conj(i) + (−3i)·conj(2 + 2i) = −2i + (−3i)(2 − 2i) = −2i − 6i − 6
+    let want = v(-6.0, -8.0);
+    let got = p.downcast_ref::<Csr>().unwrap().get(0, 0);
+    assert!((got - want).norm() < 1e-14, "{got}");
+    // An operator of a few rows against the same bra: one column of results.
+    let rows = Csr::from_triplets(
+        (3, n),
+        &[0, 1, 1, 2],
+        &[777, 12_345, n - 1, 5],
+        &[v(1.0, 0.0), v(1.0, 0.0), v(0.0, 1.0), v(9.0, 0.0)],
+    )
+    .unwrap()
+    .into();
+    let q = polymat::matmul_dag(&rows, &b, Out::Auto).unwrap();
+    let q = q.downcast_ref::<Csr>().unwrap();
+    assert_eq!(q.shape(), (3, 1));
+    assert_eq!(q.get(0, 0), v(5.0, 0.0));
+    // conj(i) + i·conj(2 + 2i) = −i + 2i + 2
+    assert_eq!(q.get(1, 0), v(2.0, 1.0));
+    assert_eq!(q.nnz(), 2, "row 2 meets nothing of b");
+}
+
 /// Sparse results that need more memory than the machine has left are `Error::TooLarge`
 /// before anything is written. Linux grants such reservations and kills the process when the
 /// pages are written, so before the check `Csr::try_identity(10⁹)` on a 24 GiB machine was

@@ -541,13 +541,91 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     Ok(out)
 }
 
-/// Csr `a·b†`.
+/// Csr `a·b†`: the product with `b`'s adjoint, formed as a Csr matrix.
+///
+/// Where the operands are wide (more columns than [`WIDE_COLUMNS_PER_ENTRY`] per stored entry
+/// of both), the adjoint's row pointers (one per column of `b`) would cost more than the
+/// product: for two bras of 1 × 2⁴⁰ they cannot be allocated at all. There both operands are
+/// first restricted to the columns `b` stores (renumbered in increasing order), which leaves
+/// every entry of the result, and the order of the sum that makes it, as it was. O(nnz log nnz)
+/// extra for that step; memory O(nnz(a) + nnz(b) + rows), never O(columns).
 ///
 /// # Errors
-/// [`Error::Shape`](crate::Error::Shape) unless the column counts match.
+/// [`Error::Shape`](crate::Error::Shape) unless the column counts match;
+/// [`Error::TooLarge`](crate::Error::TooLarge) if the result does not fit.
+///
+/// ```
+/// use polymat::{Csr, c64};
+/// // Two bras of 2⁴⁰ entries with three stored each: their adjoints cannot be stored as Csr.
+/// let n = 1usize << 40;
+/// let v = |x: f64| c64::new(x, 0.0);
+/// let a = Csr::from_triplets((1, n), &[0, 0, 0], &[7, 1 << 30, n - 1], &[v(1.0), v(2.0), v(3.0)]).unwrap();
+/// let b = Csr::from_triplets((1, n), &[0, 0, 0], &[7, 5, n - 1], &[c64::new(0.0, 1.0), v(4.0), v(2.0)]).unwrap();
+/// let p = polymat::ops::matmul::matmul_dag_csr(&a, &b).unwrap();
+/// assert_eq!(p.shape(), (1, 1));
+/// assert_eq!(p.get(0, 0), c64::new(6.0, -1.0)); // 1·conj(i) + 3·2
+/// ```
 pub fn matmul_dag_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     matmul_dag_shapes("matmul_dag", a.shape(), b.shape())?;
+    let entries = a.nnz().saturating_add(b.nnz());
+    if b.shape().1 / WIDE_COLUMNS_PER_ENTRY > entries.max(1) {
+        let (a, b) = restrict_to_stored_columns(a, b)?;
+        return matmul_csr(&a, &transpose_csr(&b, true)?);
+    }
     matmul_csr(a, &transpose_csr(b, true)?)
+}
+
+/// [`matmul_dag_csr`] restricts its operands to the columns `b` stores when `b` has more than
+/// this many columns per stored entry of `a` and `b` together.
+pub const WIDE_COLUMNS_PER_ENTRY: usize = 8;
+
+/// `a` and `b` (with equal column counts) restricted to the columns where `b` stores an entry,
+/// renumbered in increasing order: `(a', b')` with `a'·b'† = a·b†`, entry by entry and term by
+/// term (a column of `a` that `b` does not store adds nothing to any entry, and the renumbering
+/// keeps the columns' order). Both results have as many columns as `b` stores distinct ones.
+fn restrict_to_stored_columns(a: &Csr, b: &Csr) -> Result<(Csr, Csr)> {
+    const OP: &str = "matmul_dag";
+    let mut kept: Vec<usize> = alloc::try_with_capacity(OP, b.shape(), b.nnz())?;
+    kept.extend_from_slice(b.indices());
+    kept.sort_unstable();
+    kept.dedup();
+    let width = kept.len();
+    let renumber = |c: usize| kept.binary_search(&c);
+    let b_indices: Vec<usize> = {
+        let mut v = alloc::try_with_capacity(OP, b.shape(), b.nnz())?;
+        v.extend(b.indices().iter().map(|&c| renumber(c).unwrap_or_default()));
+        v
+    };
+    let mut b_indptr = alloc::try_with_capacity(OP, b.shape(), b.indptr().len())?;
+    b_indptr.extend_from_slice(b.indptr());
+    let mut b_data = alloc::try_with_capacity(OP, b.shape(), b.nnz())?;
+    b_data.extend_from_slice(b.data());
+    let (m, _) = a.shape();
+    let mut a_indptr: Vec<usize> = alloc::try_with_capacity(OP, a.shape(), a.indptr().len())?;
+    let mut a_indices: Vec<usize> = alloc::try_with_capacity(OP, a.shape(), a.nnz())?;
+    let mut a_data: Vec<c64> = alloc::try_with_capacity(OP, a.shape(), a.nnz())?;
+    a_indptr.push(0);
+    let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+    for i in 0..m {
+        for k in p[i]..p[i + 1] {
+            if let Ok(c) = renumber(idx[k]) {
+                a_indices.push(c);
+                a_data.push(val[k]);
+            }
+        }
+        a_indptr.push(a_indices.len());
+    }
+    // SAFETY: `kept` is sorted and free of duplicates, so `renumber` is strictly increasing on
+    // the columns it finds: each row's columns stay strictly increasing, and below `width`.
+    // `b`'s columns are all in `kept` (every one is found); `a`'s rows keep the entries whose
+    // column was found, and `a_indptr` counts them row by row, m + 1 pointers from 0 to their
+    // number. `b`'s row pointers and values are unchanged.
+    unsafe {
+        Ok((
+            Csr::from_parts_unchecked((m, width), a_indptr, a_indices, a_data),
+            Csr::from_parts_unchecked((b.shape().0, width), b_indptr, b_indices, b_data),
+        ))
+    }
 }
 
 /// GpuCsr·GpuDense: cuSPARSE SpMV (one column) or SpMM.

@@ -250,3 +250,122 @@ fn inner_dimension_mismatch() {
     let e = matmul_dense(&Dense::zeros(2, 3), &Dense::zeros(2, 3)).unwrap_err();
     assert!(matches!(e, Error::Shape { .. }));
 }
+
+/// A wide `a·b†` goes through the columns `b` stores: the same Csr matrix (pattern and bits)
+/// as through `b`'s whole adjoint, on random patterns with some columns stored by `a` alone,
+/// some by `b` alone, and rows of either left empty.
+#[test]
+fn wide_matmul_dag_matches_the_whole_adjoint_bit_for_bit() {
+    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+    let mut next = move || {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed
+    };
+    for (m, p, cols, per_row) in [
+        (1, 1, 5000, 3),
+        (4, 3, 6000, 5),
+        (9, 7, 20_000, 9),
+        (2, 5, 800, 0),
+    ] {
+        let random = |rows: usize, next: &mut dyn FnMut() -> u64| {
+            let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
+            for i in 0..rows {
+                // Columns from a small common range (shared between a and b) or anywhere.
+                for _ in 0..(next() as usize % (per_row + 1)) {
+                    let col = if next() & 1 == 0 {
+                        next() as usize % 40
+                    } else {
+                        next() as usize % cols
+                    };
+                    let x = |n: u64| (n % 1000) as f64 / 7.0 - 60.0;
+                    r.push(i);
+                    c.push(col);
+                    v.push(c64::new(x(next()), x(next())));
+                }
+            }
+            Csr::from_triplets((rows, cols), &r, &c, &v).unwrap()
+        };
+        let a = random(m, &mut next);
+        let b = random(p, &mut next);
+        assert!(
+            cols / WIDE_COLUMNS_PER_ENTRY > a.nnz() + b.nnz(),
+            "takes the wide path"
+        );
+        let wide = matmul_dag_csr(&a, &b).unwrap();
+        let whole = matmul_csr(&a, &transpose_csr(&b, true).unwrap()).unwrap();
+        assert_eq!(wide.shape(), (m, p));
+        assert_eq!(wide.indptr(), whole.indptr());
+        assert_eq!(wide.indices(), whole.indices());
+        let bits = |x: &Csr| -> Vec<(u64, u64)> {
+            x.data()
+                .iter()
+                .map(|z| (z.re.to_bits(), z.im.to_bits()))
+                .collect()
+        };
+        assert_eq!(bits(&wide), bits(&whole));
+    }
+}
+
+/// `a·b†` of operands with 2⁴⁰ columns: `b`'s adjoint would need 2⁴⁰ + 1 row pointers; the
+/// product is formed from the stored entries, and a 3 × 2 result matches the definition.
+#[test]
+fn matmul_dag_of_operands_too_wide_to_transpose() {
+    let n = 1usize << 40;
+    let v = |re: f64, im: f64| c64::new(re, im);
+    let a = Csr::from_triplets(
+        (3, n),
+        &[0, 0, 1, 2, 2],
+        &[3, n - 1, 1 << 35, 3, 9],
+        &[
+            v(1.0, 0.0),
+            v(2.0, 1.0),
+            v(-1.0, 0.0),
+            v(0.5, 0.5),
+            v(4.0, 0.0),
+        ],
+    )
+    .unwrap();
+    let b = Csr::from_triplets(
+        (2, n),
+        &[0, 0, 1, 1],
+        &[3, 1 << 35, n - 1, 8],
+        &[v(0.0, 2.0), v(3.0, 0.0), v(1.0, -1.0), v(7.0, 0.0)],
+    )
+    .unwrap();
+    assert!(
+        transpose_csr(&b, true).is_err(),
+        "the adjoint cannot be stored"
+    );
+    let c = matmul_dag_csr(&a, &b).unwrap();
+    assert_eq!(c.shape(), (3, 2));
+    let want = |i: usize, j: usize| -> c64 {
+        let (row_a, row_b) = (
+            a.indices()[a.indptr()[i]..a.indptr()[i + 1]]
+                .iter()
+                .zip(&a.data()[a.indptr()[i]..]),
+            (b.indptr()[j]..b.indptr()[j + 1]).map(|k| (b.indices()[k], b.data()[k])),
+        );
+        let row_b: Vec<(usize, c64)> = row_b.collect();
+        row_a
+            .map(|(&c, &x)| {
+                row_b
+                    .iter()
+                    .filter(|e| e.0 == c)
+                    .map(|e| x * e.1.conj())
+                    .sum::<c64>()
+            })
+            .sum()
+    };
+    for i in 0..3 {
+        for j in 0..2 {
+            assert_eq!(c.get(i, j), want(i, j), "({i}, {j})");
+        }
+    }
+    // Row 0: 1·conj(2i) (column 3) + (2 + i)·conj(1 − i) (column n − 1); row 1: −1·3.
+    assert_eq!(c.get(0, 0), v(0.0, -2.0));
+    assert_eq!(c.get(0, 1), v(1.0, 3.0));
+    assert_eq!(c.get(1, 0), v(-3.0, 0.0));
+    assert_eq!(c.get(2, 1), v(0.0, 0.0));
+}
