@@ -94,7 +94,7 @@ pub(crate) fn streams(m: usize, n: usize, inputs: usize) -> bool {
 /// pages. On the AMD EPYC VM glibc's `memcpy` took 399–440 ms against the map's 113 ms
 /// (docs/benchmarks.md), so every other CPU keeps the map.
 pub(crate) fn copy_by_memcpy() -> bool {
-    intel()
+    crate::simd::intel()
 }
 
 /// Zero fills of at least this many complex slots (1 MiB) that do not stream are left to
@@ -123,33 +123,6 @@ pub(crate) const MEMSET_FILL_SLOTS: usize = 1 << 16;
 /// choice for the CPU it runs on, the plain stores are not.
 pub(crate) fn fill_by_memset(slots: usize) -> bool {
     slots >= MEMSET_FILL_SLOTS
-}
-
-/// Whether this is an Intel CPU (read once).
-fn intel() -> bool {
-    static INTEL: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *INTEL.get_or_init(cpu_is_intel)
-}
-
-/// Whether CPUID's vendor string is `GenuineIntel`.
-fn cpu_is_intel() -> bool {
-    #[cfg(target_arch = "x86_64")]
-    {
-        // Leaf 0: the vendor string in EBX, EDX, ECX.
-        // SAFETY: CPUID leaf 0 exists on every x86-64 CPU and only reads identification
-        // registers. (`__cpuid` is a safe function in newer toolchains, hence the `allow`.)
-        #[allow(unused_unsafe)]
-        let id = unsafe { std::arch::x86_64::__cpuid(0) };
-        let mut vendor = [0u8; 12];
-        vendor[..4].copy_from_slice(&id.ebx.to_le_bytes());
-        vendor[4..8].copy_from_slice(&id.edx.to_le_bytes());
-        vendor[8..].copy_from_slice(&id.ecx.to_le_bytes());
-        &vendor == b"GenuineIntel"
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        false
-    }
 }
 
 /// The size in bytes of the highest-level data or unified cache of CPU 0, on Linux.
@@ -223,7 +196,7 @@ mod tests {
                 .split(':')
                 .nth(1)
                 .is_some_and(|v| v.trim() == "GenuineIntel");
-            assert_eq!(cpu_is_intel(), intel, "{line}");
+            assert_eq!(crate::simd::intel(), intel, "{line}");
             assert_eq!(copy_by_memcpy(), intel);
         }
     }

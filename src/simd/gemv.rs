@@ -1,7 +1,7 @@
 //! The column-major matrix–vector product `y ← y + Σⱼ xⱼ·a[j]`: Dense·ket, `matmul_dag` with a
 //! bra on the right, the `O·ψ` of a Dense `expect`. One kernel body, generic over the register
-//! width ([`Lanes`]): AVX2 + FMA (two entries a register) and, where the CPU has it and the
-//! matrix fits in L2, AVX-512F (four). Both widths do the same operations per entry in the same
+//! width ([`Lanes`]): AVX2 + FMA (two entries a register) and, where the CPU has it (on Intel
+//! CPUs only for a matrix that fits in L2), AVX-512F (four). Both widths do the same operations per entry in the same
 //! order, so their results are the same to the bit.
 
 use crate::scalar::c64;
@@ -9,13 +9,18 @@ use crate::scalar::c64;
 /// Rows per block: 32 KiB of `y`, kept in L1 while every column passes over it.
 const BLOCK: usize = 2048;
 
-/// The largest matrix (entries) whose product with a vector takes the AVX-512 kernel: 2 MiB,
-/// what an L2 cache holds. From the cache the wider FMAs pay; from memory they do not. One
-/// thread, µs a call (`profile_op matmul dense,ket`), AVX2 → AVX-512: n = 100: 2.05–2.06 →
-/// 1.76–1.81, 300: 17.4–18.1 → 14.7–15.7, 500: 134.7–135.5 → 136.3–136.9, 700: 268.9–270.1
-/// → 272.6–274.7, 1000: 552.6–553.2 → 555.7–558.2.
+/// On Intel CPUs, the largest matrix (entries) whose product with a vector takes the AVX-512
+/// kernel: 2 MiB, what an L2 cache holds. On the Intel Xeon VM, from the cache the wider FMAs
+/// paid and from memory they did not. One thread, µs a call (`profile_op matmul dense,ket`),
+/// AVX2 → AVX-512: n = 100: 2.05–2.06 → 1.76–1.81, 300: 17.4–18.1 → 14.7–15.7, 500:
+/// 134.7–135.5 → 136.3–136.9, 700: 268.9–270.1 → 272.6–274.7, 1000: 552.6–553.2 →
+/// 555.7–558.2.
+///
+/// Other CPUs with AVX-512F take it at every size: on the AMD EPYC (Zen 4) VM of 2026-11-28,
+/// AVX2 → AVX-512, n = 1000 190–217 → 174–179 µs in cache and 659–668 → 452–460 µs (medians)
+/// out of it, 2000 out of cache 2.27–2.29 → 1.76–1.77 ms, 10⁴ 62–69 → 50–51 ms; 500 level.
 #[cfg(target_arch = "x86_64")]
-const WIDE_MAX_ENTRIES: usize = 1 << 17;
+const WIDE_MAX_ENTRIES_INTEL: usize = 1 << 17;
 
 /// `y ← y + Σⱼ xⱼ·a[j]` for columns `a[j]` as long as `y`: a column-major matrix–vector
 /// product. Rows go in blocks of 2 048 (32 KiB of `y`, kept in L1) and columns four per pass
@@ -25,7 +30,7 @@ pub(crate) fn gemv_cols(y: &mut [c64], cols: &[&[c64]], x: &[c64]) {
     let end = cols.iter().fold(y.len(), |e, c| e.min(c.len()));
     debug_assert_eq!(end, y.len(), "gemv_cols: a column is shorter than y");
     #[cfg(target_arch = "x86_64")]
-    let wide = cols.len().saturating_mul(end) <= WIDE_MAX_ENTRIES;
+    let wide = !super::intel() || cols.len().saturating_mul(end) <= WIDE_MAX_ENTRIES_INTEL;
     for r0 in (0..end).step_by(BLOCK) {
         let rows = r0..(r0 + BLOCK).min(end);
         #[cfg(target_arch = "x86_64")]
