@@ -128,8 +128,9 @@ pub fn inner_dense(l: &Dense, r: &Dense) -> Result<c64> {
 /// use polymat::{Csr, c64};
 /// let n = 1_000_000; // a bra and a ket of 10⁶ entries, three stored each
 /// let v = |x: f64| c64::new(x, 0.0);
-/// let bra = Csr::from_triplets((1, n), &[0; 3], &[4, 70, n - 1], &[v(1.0), v(2.0), v(3.0)]).unwrap();
-/// let ket = Csr::from_triplets((n, 1), &[70, 5, n - 1], &[0; 3], &[v(4.0), v(8.0), v(0.5)]).unwrap();
+/// let bra = Csr::from_triplets((1, n), &[0; 3], &[4, 70, n - 1], &[v(1.0), v(2.0), v(3.0)]);
+/// let ket = Csr::from_triplets((n, 1), &[70, 5, n - 1], &[0; 3], &[v(4.0), v(8.0), v(0.5)]);
+/// let (bra, ket) = (bra.unwrap(), ket.unwrap());
 /// assert_eq!(polymat::ops::inner::inner_csr(&bra, &ket).unwrap(), v(9.5));
 /// ```
 pub fn inner_csr(l: &Csr, r: &Csr) -> Result<c64> {

@@ -1,8 +1,8 @@
 //! The column-major matrix–vector product `y ← y + Σⱼ xⱼ·a[j]`: Dense·ket, `matmul_dag` with a
 //! bra on the right, the `O·ψ` of a Dense `expect`. One kernel body, generic over the register
 //! width ([`Lanes`]): AVX2 + FMA (two entries a register) and, where the CPU has it (on Intel
-//! CPUs only for a matrix that fits in L2), AVX-512F (four). Both widths do the same operations per entry in the same
-//! order, so their results are the same to the bit.
+//! CPUs only for a matrix that fits in L2), AVX-512F (four). Both widths do the same
+//! operations per entry in the same order, so their results are the same to the bit.
 
 use crate::scalar::c64;
 

@@ -559,8 +559,10 @@ pub fn matmul_dag_dense(a: &Dense, b: &Dense) -> Result<Dense> {
 /// // Two bras of 2⁴⁰ entries with three stored each: their adjoints cannot be stored as Csr.
 /// let n = 1usize << 40;
 /// let v = |x: f64| c64::new(x, 0.0);
-/// let a = Csr::from_triplets((1, n), &[0, 0, 0], &[7, 1 << 30, n - 1], &[v(1.0), v(2.0), v(3.0)]).unwrap();
-/// let b = Csr::from_triplets((1, n), &[0, 0, 0], &[7, 5, n - 1], &[c64::new(0.0, 1.0), v(4.0), v(2.0)]).unwrap();
+/// let i = c64::new(0.0, 1.0);
+/// let a = Csr::from_triplets((1, n), &[0; 3], &[7, 1 << 30, n - 1], &[v(1.0), v(2.0), v(3.0)]);
+/// let b = Csr::from_triplets((1, n), &[0; 3], &[7, 5, n - 1], &[i, v(4.0), v(2.0)]);
+/// let (a, b) = (a.unwrap(), b.unwrap());
 /// let p = polymat::ops::matmul::matmul_dag_csr(&a, &b).unwrap();
 /// assert_eq!(p.shape(), (1, 1));
 /// assert_eq!(p.get(0, 0), c64::new(6.0, -1.0)); // 1·conj(i) + 3·2
