@@ -97,6 +97,8 @@ mod scalar;
 mod shape;
 mod simd;
 pub mod storage;
+#[cfg(test)]
+mod testing;
 
 pub use convert::{Batch, Conversion, ConversionRegistry, Group, registry, to, to_type};
 pub use dispatch::{

@@ -454,13 +454,7 @@ mod tests {
     /// between two blocks.
     #[test]
     fn blocks_agree_with_the_dense_algorithm() {
-        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
-        let mut next = move || {
-            seed ^= seed << 13;
-            seed ^= seed >> 7;
-            seed ^= seed << 17;
-            seed
-        };
+        let mut next = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15u64);
         for (round, scale) in [1e-3, 0.3, 2.0, 40.0]
             .into_iter()
             .cycle()
@@ -486,7 +480,7 @@ mod tests {
                     for j in 0..s {
                         // About a third of the block's entries are absent; an empty block of
                         // one row leaves its row empty.
-                        if next() % 3 == 0 {
+                        if next().is_multiple_of(3) {
                             continue;
                         }
                         let x = |v: u64| (v % 2001) as f64 / 1000.0 - 1.0;

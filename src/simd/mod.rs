@@ -36,7 +36,9 @@ pub(crate) use scale::{
 };
 pub(crate) use scale::{add_scaled_into, scale_into};
 
-/// Whether the AVX2 + FMA kernels can run (cached by std).
+/// Whether the AVX2 + FMA kernels can run (cached by std). Every such CPU also has POPCNT,
+/// which [`avx2_fn`] kernels are compiled for as well (a row's count of set bits in one
+/// instruction); it is checked too.
 #[inline(always)]
 pub(crate) fn avx2() -> bool {
     #[cfg(test)]
@@ -45,7 +47,9 @@ pub(crate) fn avx2() -> bool {
     }
     #[cfg(target_arch = "x86_64")]
     {
-        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+        std::arch::is_x86_feature_detected!("avx2")
+            && std::arch::is_x86_feature_detected!("fma")
+            && std::arch::is_x86_feature_detected!("popcnt")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
@@ -225,8 +229,8 @@ pub(crate) fn conj(x: c64) -> c64 {
     }
 }
 
-/// Defines a function whose body is compiled twice, for AVX2 + FMA and as the crate is
-/// compiled, the instance chosen at run time when the function is called.
+/// Defines a function whose body is compiled twice, for AVX2 + FMA (and POPCNT) and as the
+/// crate is compiled, the instance chosen at run time when the function is called.
 ///
 /// The body goes into an `#[inline(always)]` function called from a `#[target_feature]` one,
 /// so it is compiled with the features — and so are the small closures it calls (the `f` of
@@ -253,12 +257,12 @@ macro_rules! avx2_fn {
             fn body($($arg: $ty),*) $(-> $ret)? $body
             #[cfg(target_arch = "x86_64")]
             if $crate::simd::avx2() {
-                #[target_feature(enable = "avx2,fma")]
+                #[target_feature(enable = "avx2,fma,popcnt")]
                 fn v3($($arg: $ty),*) $(-> $ret)? {
                     body($($arg),*)
                 }
-                // SAFETY: the CPU has AVX2 and FMA (checked just above), the features `v3`
-                // is compiled for.
+                // SAFETY: the CPU has AVX2, FMA and POPCNT (checked just above), the features
+                // `v3` is compiled for.
                 return unsafe { v3($($arg),*) };
             }
             body($($arg),*)

@@ -256,13 +256,7 @@ fn inner_dimension_mismatch() {
 /// some by `b` alone, and rows of either left empty.
 #[test]
 fn wide_matmul_dag_matches_the_whole_adjoint_bit_for_bit() {
-    let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
-    let mut next = move || {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        seed
-    };
+    let mut next = crate::testing::xorshift(0x9e37_79b9_7f4a_7c15_u64);
     for (m, p, cols, per_row) in [
         (1, 1, 5000, 3),
         (4, 3, 6000, 5),

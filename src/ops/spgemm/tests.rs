@@ -27,10 +27,30 @@ fn spread(i: usize, t: usize) -> usize {
     (i * 131 + t * 977).wrapping_mul(2_654_435_761)
 }
 
+/// Two rows of 150 words' width for [`list_columns`]: row 0 marks bit 0 of every word, row
+/// 1 bits 1–6 of words 3, 77 and 149 and bits 1–3 of word 10.
+fn word_bits_rows() -> Csr {
+    let (mut r, mut c) = (vec![], vec![]);
+    for w in 0..150 {
+        r.push(0);
+        c.push(64 * w);
+    }
+    for (w, bits) in [(3, 6), (10, 3), (77, 6), (149, 6)] {
+        for bit in 1..=bits {
+            r.push(1);
+            c.push(64 * w + bit);
+        }
+    }
+    let v: Vec<c64> = (0..r.len())
+        .map(|k| c64::new(k as f64 + 1.0, -1.0))
+        .collect();
+    Csr::from_triplets((2, 150 * 64), &r, &c, &v).unwrap()
+}
+
 /// Each emission path against a plain triple loop (same summation order, so equal bits):
 /// banded rows (narrow span), rows with many products over few words (`span_row`), rows
-/// that cover every column (the pattern's bound), long spread-out rows (non-zero-word
-/// walk), short spread-out rows (sort).
+/// that cover every column (the pattern's bound), rows listed in order from masks of their
+/// non-zero words, long spread-out rows (non-zero-word walk), short spread-out rows (sort).
 #[test]
 fn every_emission_path_matches_the_definition() {
     // At most 64 columns: `gustavson_narrow` (the four cases from the third, the last a
@@ -38,7 +58,8 @@ fn every_emission_path_matches_the_definition() {
     // reserve m·n without counting, the others count). Wider: rows whose products fit two
     // aligned words (banded, across a word boundary, and every row of a 100-column
     // product), `span_row` (160 products over the 5 words of 300 columns), the general
-    // kernel's span scan (9 products over 5 words, all distinct), word walk and sort.
+    // kernel's listed rows (9 products over 5 words, all distinct, and the last two cases),
+    // word walk and sort.
     let cases = [
         (
             patterned((300, 300), 5, 13, |i, t| i + t),
@@ -90,6 +111,15 @@ fn every_emission_path_matches_the_definition() {
             patterned((1, 300), 20, 21, spread),
             patterned((300, 20_000), 30, 22, spread),
         ),
+        // Random rows listed in order (`list_columns`): 100 products over 79 words.
+        (
+            patterned((50, 2000), 10, 23, spread),
+            patterned((2000, 5000), 10, 24, spread),
+        ),
+        // One row listed in order across three 64-word masks: a bit in each of 150 words,
+        // words 3, 77 and 149 (the span's last) with 7 bits (past the four written without a
+        // branch), word 10 with exactly 4.
+        (patterned((1, 2), 2, 25, |_, t| t), word_bits_rows()),
     ];
     for (k, (a, b)) in cases.iter().enumerate() {
         let c = matmul_csr(a, b).unwrap();
@@ -267,4 +297,40 @@ fn streamed_products_match_the_definition() {
     assert_eq!(zero.shape(), (n, n));
     assert_eq!(zero.nnz(), 0);
     assert!(zero.indptr().iter().all(|&p| p == 0));
+}
+
+/// `list_columns` against the marked columns in order: words of 0 to 64 bits, spans within
+/// one mask and across several, junk past each word's last bit overwritten, words cleared.
+#[test]
+fn list_columns_lists_the_marked_columns_in_order() {
+    let mut next = crate::testing::xorshift(0x2545_f491_4f6c_dd1d_u64);
+    for (words, lo, hi) in [
+        (1, 0, 0),
+        (3, 1, 2),
+        (70, 0, 69),
+        (200, 5, 190),
+        (200, 63, 64),
+    ] {
+        let mut seen = vec![0u64; words];
+        for (w, word) in seen.iter_mut().enumerate().take(hi + 1).skip(lo) {
+            *word = match w % 5 {
+                0 => 0,
+                1 => 1 << (next() % 64),
+                2 => next() & next(),
+                3 => u64::MAX,
+                _ => 0b1111 << (next() % 60),
+            };
+        }
+        let want: Vec<usize> = (lo * 64..(hi + 1) * 64)
+            .filter(|&j| seen[j / 64] & (1 << (j % 64)) != 0)
+            .collect();
+        let mut list = vec![usize::MAX; want.len() + 3];
+        let listed = list_columns(&mut seen, (lo, hi), &mut list);
+        assert_eq!(
+            &list[..listed],
+            &want[..],
+            "{words} words, span {lo}..={hi}"
+        );
+        assert!(seen.iter().all(|&w| w == 0));
+    }
 }
