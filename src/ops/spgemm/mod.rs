@@ -339,8 +339,8 @@ fn nonzero_words(words: &[u64]) -> u64 {
 /// Each run of up to 64 words gives a mask of its non-zero words ([`nonzero_words`]); each
 /// such word's bits are written out four at a time without a branch (slots past the word's
 /// last bit get junk that the next word overwrites), with a loop only for a word's fifth bit
-/// on, as simdjson flattens its bitsets. Walking the words bit by bit, a branch per bit and per
-/// word, mispredicted on random rows.
+/// on, as simdjson flattens its bitsets. (Walking the words bit by bit took a branch per bit
+/// and per word, mispredicted on random rows.)
 ///
 /// # Panics
 /// If `span` is not within `seen`, or `list` has fewer than 3 slots more than the columns
