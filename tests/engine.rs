@@ -435,6 +435,48 @@ fn parallel_results_above_thresholds_are_correct() {
     polymat::set_threads(0);
 }
 
+/// The Csr transpose of a large scattered pattern (more than 2¹⁹ entries, many columns) goes
+/// by column blocks: the same arrays serially, on two workers, and on one thread with every
+/// parallel path forced off; and the counting sort's result where the pattern is sliced below
+/// the blocks' threshold (its first rows), row for row.
+#[test]
+fn csr_transposes_by_blocks_match() {
+    let _g = SETTING.lock().unwrap();
+    // 70 000 rows, a seventh of them empty, 10 entries in the others: 600 000 entries.
+    let a = csr(70_000, 65_000, 10, 28);
+    assert!(a.downcast_ref::<Csr>().unwrap().nnz() > 1 << 19);
+    for conj in [false, true] {
+        let op = |x: &Data| {
+            if conj {
+                polymat::adjoint(x, Out::Auto)
+            } else {
+                polymat::transpose(x, Out::Auto)
+            }
+        };
+        assert_same(&format!("blocked transpose, conj {conj}"), both(|| op(&a)));
+        // Against the counting sort: the first 20 000 rows alone (200 000 entries) take it.
+        let t = op(&a).unwrap();
+        // `csr` builds each row from its index alone: the same first rows.
+        let head = csr(20_000, 65_000, 10, 28);
+        let th = op(&head).unwrap();
+        let (t, th) = (
+            t.downcast_ref::<Csr>().unwrap(),
+            th.downcast_ref::<Csr>().unwrap(),
+        );
+        for c in [0, 1, 777, 32_767, 32_768, 64_999] {
+            let (p, q) = (t.indptr(), th.indptr());
+            let kept: Vec<(usize, c64)> = (p[c]..p[c + 1])
+                .map(|k| (t.indices()[k], t.data()[k]))
+                .filter(|&(i, _)| i < 20_000)
+                .collect();
+            let want: Vec<(usize, c64)> = (q[c]..q[c + 1])
+                .map(|k| (th.indices()[k], th.data()[k]))
+                .collect();
+            assert_eq!(kept, want, "column {c}, conj {conj}");
+        }
+    }
+}
+
 /// Large results are written with non-temporal stores (`simd::stream`, where the engine decides
 /// so): every entry of every streamed map and zip (and of a Csr → Dense, whose zero fill is
 /// streamed) must still be the definition's, serial and

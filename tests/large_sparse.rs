@@ -846,3 +846,33 @@ fn inv_of_local_operators_stays_sparse() {
     let dense = polymat::to(Kind::DENSE, &skewed.into()).unwrap();
     assert!(polymat::inv(&dense, Out::Dense).is_err());
 }
+
+/// The adjoint and transpose of a scattered operator of 10⁶ entries on 10⁵ × 1.2·10⁵ (the
+/// column-block path) against the definition: the entries with rows and columns swapped,
+/// built by the triplet constructor; and the adjoint's adjoint is the operator again, array
+/// for array.
+#[test]
+fn a_large_scattered_operator_transposes_by_its_definition() {
+    let (m, n) = (100_000, 120_000);
+    let mut rng = Rng::new(31);
+    let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+    for i in 0..m {
+        for _ in 0..10 {
+            rows.push(i);
+            cols.push(rng.next_u64() as usize % n);
+            vals.push(rng.c());
+        }
+    }
+    let a = Csr::from_triplets((m, n), &rows, &cols, &vals).unwrap();
+    assert!(a.nnz() > 1 << 19);
+    let conj: Vec<c64> = vals.iter().map(|v| v.conj()).collect();
+    let want_t = Csr::from_triplets((n, m), &cols, &rows, &vals).unwrap();
+    let want_h = Csr::from_triplets((n, m), &cols, &rows, &conj).unwrap();
+    let a: Data = a.into();
+    let t = polymat::transpose(&a, Out::Auto).unwrap();
+    let h = polymat::adjoint(&a, Out::Auto).unwrap();
+    assert_eq!(t.downcast_ref::<Csr>().unwrap(), &want_t);
+    assert_eq!(h.downcast_ref::<Csr>().unwrap(), &want_h);
+    let back = polymat::adjoint(&h, Out::Auto).unwrap();
+    assert_eq!(back.downcast_ref::<Csr>(), a.downcast_ref::<Csr>());
+}

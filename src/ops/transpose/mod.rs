@@ -2,6 +2,8 @@
 
 use std::sync::LazyLock;
 
+mod blocked;
+
 use super::csr_map;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
@@ -150,13 +152,21 @@ const STACK_COLUMNS: usize = 64;
 const STACK_CURSORS: usize = 1024;
 
 /// The counting-sort transpose with `f` applied to each value.
-fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> {
+fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64 + Sync) -> Result<Csr> {
     const OP: &str = "transpose";
     let (m, n) = a.shape();
     let idx = a.indices();
     let len = indptr_len(OP, (n, m))?;
     let nnz = idx.len();
     alloc::check_memory(OP, (n, m), alloc::csr_bytes(len, nnz))?;
+    // Large scattered patterns: by column blocks (`blocked`), unless the pattern does not suit.
+    if nnz >= blocked::BLOCKED_FROM
+        && n >= blocked::BLOCKED_MIN_COLUMNS
+        && !banded(a)
+        && let Some(t) = blocked::transpose_blocked(a, &f)?
+    {
+        return Ok(t);
+    }
     // Written once each by the scatter, so no zero fill first.
     let mut indices: Vec<usize> = alloc::try_with_capacity(OP, (n, m), nnz)?;
     let mut data: Vec<c64> = alloc::try_with_capacity(OP, (n, m), nnz)?;
