@@ -48,6 +48,10 @@ const MAX_BLOCKS: usize = 256;
 /// as that block.
 const MAX_SKEW: usize = 16;
 
+/// The scratch buffers may always hold this many entries in all (1.5 MiB), whatever the
+/// share of the result that is (see [`by_blocks`]).
+const MIN_SCRATCH: usize = 1 << 16;
+
 /// A pointer shared by the workers of one pass, each writing its own disjoint slots.
 #[derive(Clone, Copy)]
 struct Shared<T>(*mut T);
@@ -200,13 +204,39 @@ fn by_blocks(
     // The last group ends at the last block, empty ones included (their row pointers too).
     groups[workers] = nb;
     let width = 1usize << shift;
+    // Each group's largest block: its scratch holds that many entries.
+    let most: Vec<usize> = (0..workers)
+        .map(|g| {
+            (groups[g]..groups[g + 1])
+                .map(|b| bstart[b + 1] - bstart[b])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    // The scratch beside the result stays within the counting sort's own extra array (4 bytes
+    // an entry: a sixth of the 24 the result takes), or twice each worker's share of blocks of
+    // the target size (many workers): at 10⁹ entries, one uneven block per worker must not add
+    // gigabytes. Its bytes are checked against the memory available with the result's.
+    let entries: usize = most.iter().sum();
+    let bytes = entries as u128
+        * (std::mem::size_of::<usize>() + std::mem::size_of::<c64>()) as u128
+        + (workers * width.min(n)) as u128 * 4;
+    let allowed = (nnz / 6)
+        .max(MIN_SCRATCH)
+        .max(workers.saturating_mul(blocks.target).saturating_mul(2));
+    if entries > allowed
+        || alloc::check_memory(
+            OP,
+            (n, m),
+            bytes + alloc::csr_bytes(n.saturating_add(1), nnz),
+        )
+        .is_err()
+    {
+        return Ok(None);
+    }
     // One scratch set per group: the block's packed entries and values, and its cursors.
     let mut scratch = Vec::new();
-    for g in 0..workers {
-        let most = (groups[g]..groups[g + 1])
-            .map(|b| bstart[b + 1] - bstart[b])
-            .max()
-            .unwrap_or(0);
+    for &most in &most {
         let (mut ti, mut tv, mut cur) = (Vec::<usize>::new(), Vec::<c64>::new(), Vec::<u32>::new());
         if ti.try_reserve_exact(most).is_err()
             || tv.try_reserve_exact(most).is_err()
@@ -418,6 +448,30 @@ mod tests {
         let at = |target| Blocks::of_width(n, 8, target);
         assert!(by_blocks(&a, |x| x, at(6), 2).unwrap().is_none());
         let t = by_blocks(&a, |x| x, at(7), 2).unwrap().unwrap();
+        assert_eq!(t, super::super::transpose_csr(&a, false).unwrap());
+    }
+
+    /// Blocks each within the skew limit but, one per worker, more scratch in all than the
+    /// counting sort's own extra array: left to the counting sort on eight workers, taken on
+    /// one.
+    #[test]
+    fn the_scratch_beside_the_result_is_capped() {
+        // Eight blocks of 8 columns, 15 000 entries each (one per row in every block).
+        let (m, n) = (15_000, 64);
+        let (mut rows, mut cols) = (vec![], vec![]);
+        for i in 0..m {
+            for b in 0..8 {
+                rows.push(i);
+                cols.push(8 * b + i % 8);
+            }
+        }
+        let vals = vec![c64::new(0.5, -1.0); rows.len()];
+        let a = Csr::from_triplets((m, n), &rows, &cols, &vals).unwrap();
+        let blocks = Blocks::of_width(n, 8, 1000);
+        // 8 · 15 000 entries of scratch against max(nnz / 6, MIN_SCRATCH, 2 · 8 · 1000).
+        assert!(8 * 15_000 > (a.nnz() / 6).max(MIN_SCRATCH).max(16_000));
+        assert!(by_blocks(&a, |x| x, blocks, 8).unwrap().is_none());
+        let t = by_blocks(&a, |x| x, blocks, 1).unwrap().unwrap();
         assert_eq!(t, super::super::transpose_csr(&a, false).unwrap());
     }
 
