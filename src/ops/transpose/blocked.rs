@@ -475,6 +475,42 @@ mod tests {
         assert_eq!(t, super::super::transpose_csr(&a, false).unwrap());
     }
 
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(128))]
+
+        /// Any pattern, any power-of-two width, any number of workers: the counting sort's
+        /// arrays, conjugated or not.
+        #[test]
+        fn blocked_equals_the_counting_sort_on_any_pattern(
+            (m, n) in (1usize..40, 1usize..70),
+            entries in proptest::collection::vec((0usize..1000, 0usize..1000, -3i8..4), 0..300),
+            log_width in 0u32..8,
+            workers in 1usize..6,
+            conj: bool,
+        ) {
+            let (rows, cols): (Vec<usize>, Vec<usize>) =
+                entries.iter().map(|&(i, j, _)| (i % m, j % n)).unzip();
+            let vals: Vec<c64> = entries
+                .iter()
+                .map(|&(i, _, v)| c64::new(f64::from(v), i as f64 / 7.0))
+                .collect();
+            let a = Csr::from_triplets((m, n), &rows, &cols, &vals).unwrap();
+            let blocks = Blocks::of_width(n, 1 << log_width, usize::MAX / MAX_SKEW);
+            let (got, want) = if conj {
+                (
+                    by_blocks(&a, crate::simd::conj, blocks, workers),
+                    super::super::transpose_csr_map(&a, crate::simd::conj),
+                )
+            } else {
+                (by_blocks(&a, |x| x, blocks, workers), super::super::transpose_csr_map(&a, |x| x))
+            };
+            let (got, want) = (got.unwrap().expect("no skew limit"), want.unwrap());
+            proptest::prop_assert_eq!(got.indptr(), want.indptr());
+            proptest::prop_assert_eq!(got.indices(), want.indices());
+            proptest::prop_assert_eq!(got.data(), want.data());
+        }
+    }
+
     /// The layout of `Blocks::new`: power-of-two widths covering the columns, at most
     /// `MAX_BLOCKS` blocks, about `BLOCK_ENTRIES` entries each while that keeps them few.
     #[test]
