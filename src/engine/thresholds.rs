@@ -22,7 +22,9 @@ use crate::error::{Error, Result};
 /// Measured crossover 65 536 entries (256×256): 1.22× there, 1.5–2.0× above.
 pub const ELEMENTWISE: usize = 1 << 16;
 /// Dense transpose and adjoint: entries of the result. Memory-bound and noisy; two threads
-/// gain 1.3–1.6× from 524 288 entries (about 724×724).
+/// gain 1.3–1.6× from 524 288 entries (about 724×724). The Csr transpose by column blocks
+/// counts its stored entries against it too (it starts at 2¹⁹ entries; two workers there,
+/// 6·10⁵ entries, 1.3–1.8× over one).
 pub const TRANSPOSE: usize = 1 << 19;
 /// Csr row kernels (Csr·Dense, Csr + Csr; the Csr Kronecker product counts half a unit for
 /// each entry it writes): stored entries touched. Two threads gain 1.14–2.8× from 524 280
