@@ -136,6 +136,21 @@ fn fits(m: usize, n: usize) -> bool {
     usize::BITS == 64 && u32::try_from(m).is_ok() && u32::try_from(n).is_ok() && n > 0
 }
 
+/// `parts + 1` cut points in `0..=starts.len()` splitting `total` entries into `parts` runs of
+/// about equal size, where `starts` (non-decreasing) holds where each item's entries begin:
+/// cut t is the first item starting at or after t·total / parts; the first cut is 0 and the
+/// last `starts.len()`.
+fn even_split(starts: &[usize], total: usize, parts: usize) -> Vec<usize> {
+    let mut cuts: Vec<usize> = (0..=parts)
+        .map(|t| {
+            let k = (total as u128 * t as u128 / parts as u128) as usize;
+            starts.partition_point(|&x| x < k)
+        })
+        .collect();
+    cuts[parts] = starts.len();
+    cuts
+}
+
 /// [`transpose_blocked`] with the blocks and the workers given (1 or more; the tests try
 /// several of each); `None` also for a shape that does not [`fits`].
 fn by_blocks(
@@ -152,13 +167,9 @@ fn by_blocks(
     let nnz = idx.len();
     let (shift, nb) = (blocks.shift, blocks.count);
     let workers = workers.max(1);
-    // Ranges of rows with about nnz / workers entries each: range t is rows[t]..rows[t + 1].
-    let rows: Vec<usize> = (0..=workers)
-        .map(|t| {
-            let k = (nnz as u128 * t as u128 / workers as u128) as usize;
-            p.partition_point(|&x| x < k).min(m)
-        })
-        .collect();
+    // Ranges of rows with about nnz / workers entries each: range t is rows[t]..rows[t + 1]
+    // (trailing empty rows hold no entries to place).
+    let rows = even_split(&p[..m], nnz, workers);
     let ranges = workers;
     // counts[t·nb + b]: the entries of row range t in block b.
     let mut counts: Vec<usize> = alloc::try_vec(OP, (n, m), ranges * nb, 0)?;
@@ -195,14 +206,8 @@ fn by_blocks(
     }
     // Groups of consecutive blocks for the sort, about nnz / workers entries each: group g is
     // blocks groups[g]..groups[g + 1].
-    let mut groups: Vec<usize> = (0..=workers)
-        .map(|g| {
-            let k = (nnz as u128 * g as u128 / workers as u128) as usize;
-            bstart[..nb].partition_point(|&x| x < k)
-        })
-        .collect();
     // The last group ends at the last block, empty ones included (their row pointers too).
-    groups[workers] = nb;
+    let groups = even_split(&bstart[..nb], nnz, workers);
     let width = 1usize << shift;
     // Each group's largest block: its scratch holds that many entries.
     let most: Vec<usize> = (0..workers)
