@@ -435,6 +435,31 @@ fn parallel_results_above_thresholds_are_correct() {
     polymat::set_threads(0);
 }
 
+/// Csr·Csr above the products' floor (2¹⁵ multiply-adds) splits its rows between workers,
+/// each writing in place after a count of its entries: the same arrays as on one thread, for
+/// scattered and banded patterns, a product with empty rows, and on two threads at the
+/// default thresholds (2¹⁶ multiply-adds and more).
+#[test]
+fn csr_products_on_workers_match() {
+    let _g = SETTING.lock().unwrap();
+    let cases = [
+        (csr(3000, 2500, 10, 31), csr(2500, 4000, 10, 32)),
+        (csr(20_000, 20_000, 3, 33), csr(20_000, 20_000, 3, 34)),
+        (csr(9000, 300, 5, 35), csr(300, 9000, 7, 36)),
+    ];
+    for (a, b) in &cases {
+        let (s, p) = both(|| polymat::matmul(a, b, Out::Auto));
+        assert_eq!(s.as_ref().unwrap().kind(), Kind::CSR);
+        assert_same("Csr·Csr", (s, p));
+        polymat::set_threads(2);
+        let default = polymat::matmul(a, b, Out::Auto).unwrap();
+        polymat::set_threads(1);
+        let serial = polymat::matmul(a, b, Out::Auto).unwrap();
+        polymat::set_threads(0);
+        assert_eq!(entries(&default), entries(&serial));
+    }
+}
+
 /// The Csr transpose of a large scattered pattern (more than 2¹⁹ entries, many columns) goes
 /// by column blocks: the same arrays serially, on two workers, and on one thread with every
 /// parallel path forced off; and the counting sort's result where the pattern is sliced below

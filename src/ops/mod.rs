@@ -240,6 +240,21 @@ crate::simd::avx2_fn! {
     }
 }
 
+/// `parts + 1` cut points in `0..=starts.len()` splitting `total` entries into `parts` runs of
+/// about equal size, where `starts` (non-decreasing) holds where each item's entries begin:
+/// cut t is the first item starting at or after t·total / parts; the first cut is 0 and the
+/// last `starts.len()`.
+pub(crate) fn even_split(starts: &[usize], total: usize, parts: usize) -> Vec<usize> {
+    let mut cuts: Vec<usize> = (0..=parts)
+        .map(|t| {
+            let k = (total as u128 * t as u128 / parts as u128) as usize;
+            starts.partition_point(|&x| x < k)
+        })
+        .collect();
+    cuts[parts] = starts.len();
+    cuts
+}
+
 /// Removes the entries that are exactly zero (`0 + 0i`, either sign; NaN is kept) from CSR
 /// arrays, in place. One vectorised scan when there are none, one compacting pass otherwise.
 pub(crate) fn drop_exact_zeros(

@@ -436,6 +436,33 @@ fn reserve<T>(op: &str, shape: (usize, usize), len: usize) -> Result<Vec<T>> {
     Ok(v)
 }
 
+/// `len` complex zeros, allocated fallibly and zeroed by the allocator (`calloc`: a large
+/// array comes as fresh zero pages, touched only where used, not written twice).
+///
+/// # Errors
+/// As [`try_vec`].
+pub(crate) fn try_zeros(op: &str, shape: (usize, usize), len: usize) -> Result<Vec<c64>> {
+    let bytes = len as u128 * std::mem::size_of::<c64>() as u128;
+    if len >= engine::PROBE_BYTES / std::mem::size_of::<c64>() {
+        check_available(op, shape, bytes)?;
+    }
+    let Ok(layout) = std::alloc::Layout::array::<c64>(len) else {
+        return Err(refused(op, shape, bytes));
+    };
+    if layout.size() == 0 {
+        return Ok(Vec::new());
+    }
+    // SAFETY: the layout has a non-zero size (checked just above).
+    let ptr = unsafe { std::alloc::alloc_zeroed(layout) }.cast::<c64>();
+    if ptr.is_null() {
+        return Err(refused(op, shape, bytes));
+    }
+    // SAFETY: `ptr` comes from the global allocator with the layout of `len` elements of
+    // `c64` (a Vec's layout for that capacity), and all its bytes are zero, which is the bit
+    // pattern of `c64` zero (two `f64` +0.0): `len` initialised elements.
+    Ok(unsafe { Vec::from_raw_parts(ptr, len, len) })
+}
+
 /// `Vec::with_capacity(len)`, or `None` where that would abort (the allocator refuses, or
 /// the size passes `isize::MAX` bytes). std's fallible `try_reserve_exact` on an empty vector
 /// takes its growth path, about 40 instructions more per call: at n = 10 a Csr `mul` (three
@@ -600,6 +627,24 @@ mod tests {
         // What the allocator refuses (2⁶² bytes: more than a 47-bit address space, whatever
         // the overcommit setting) is `None` as well.
         assert!(alloc_vec::<u8>(1 << 62).is_none());
+    }
+
+    /// Zeros from the allocator: empty, small and large (fresh pages), freed and taken again
+    /// (a recycled block is zeroed too); past `isize::MAX` bytes an error naming the op.
+    #[test]
+    fn zeros_are_zero_or_refused() {
+        assert!(try_zeros("t", (0, 0), 0).unwrap().is_empty());
+        for len in [1, 7, 1000, 1 << 20] {
+            let mut v = try_zeros("t", (1, len), len).unwrap();
+            assert_eq!(v.len(), len);
+            assert!(v.iter().all(|x| *x == ZERO));
+            v.fill(c64::new(1.0, -1.0));
+            drop(v);
+            let v = try_zeros("t", (1, len), len).unwrap();
+            assert!(v.iter().all(|x| *x == ZERO), "len {len}, again");
+        }
+        let e = try_zeros("t", (2, 3), usize::MAX / 8).unwrap_err();
+        assert!(matches!(e, Error::TooLarge { op, shape: (2, 3), .. } if op == "t"));
     }
 
     #[test]

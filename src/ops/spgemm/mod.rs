@@ -1,6 +1,10 @@
 //! Csr·Csr → Csr: Gustavson's row-by-row product, re-exported as
 //! [`matmul::matmul_csr`](super::matmul::matmul_csr) and registered in the `matmul` dispatcher.
 
+use std::mem::MaybeUninit;
+use std::ops::Range;
+
+use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::scalar::{ZERO, c64};
 use crate::shape::{indptr_len, matmul_shapes};
@@ -28,7 +32,7 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     matmul_shapes(OP, a.shape(), b.shape())?;
     let (m, _) = a.shape();
     let n = b.shape().1;
-    let (pa, ia, pb) = (a.indptr(), a.indices(), b.indptr());
+    let (ia, pb) = (a.indices(), b.indptr());
     // A small product with at most 64 columns: m·n bounds its entries, so the count of its
     // multiply-adds (a pass over a's entries, a seventh of a 10 × 10 tridiagonal product's
     // instructions) is not made; the narrow kernel below needs neither count.
@@ -50,10 +54,17 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     } else {
         flops.min(m.saturating_mul(n))
     };
+    let sorted = !small && n > flops.saturating_add(m).saturating_mul(4).max(1 << 16);
+    if !sorted && n > 64 && flops >= PARALLEL_PRODUCTS {
+        let workers = engine::workers(Family::CsrRows, flops.saturating_mul(UNITS_PER_PRODUCT));
+        if workers > 1 && m > 1 {
+            return parallel::matmul_rows(a, b, workers);
+        }
+    }
     let (mut indptr, mut indices, mut data) =
         alloc::csr_buffers(OP, (m, n), indptr_len(OP, (m, n))?, cap)?;
     indptr.push(0);
-    if !small && n > flops.saturating_add(m).saturating_mul(4).max(1 << 16) {
+    if sorted {
         matmul_csr_sorted(a, b, &mut indptr, &mut indices, &mut data);
         super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
         // SAFETY: one pointer per row after the leading 0; each row's columns were sorted and
@@ -79,46 +90,127 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         // SAFETY: as below; a row's columns are the set bits of one word, emitted in order.
         return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
     }
-    let mut acc = vec![ZERO; n];
-    // Bit j of `seen` is set while column j is in the current row's pattern.
-    let mut seen = vec![0u64; n.div_ceil(64)];
-    // A row's distinct columns, in the order met (at most its products, at most n), with one
-    // slot more for the write the branch-free append makes after the last fresh column and
-    // three more for `list_columns`' writes past a word's last bit. A row's products are at
-    // most all products, and at most the longest row of a times the longest row of b.
+    // A row's products are at most all products, and at most the longest row of a times the
+    // longest row of b.
     let longest = |p: &[usize]| p.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-    let row_max = longest(pa).saturating_mul(longest(pb)).min(flops);
-    let mut pattern = vec![0usize; row_max.min(n).saturating_add(4)];
-    let mut words = vec![0u64; seen.len().div_ceil(64)];
+    let row_max = longest(a.indptr()).saturating_mul(longest(pb)).min(flops);
+    let mut buffers = ScratchBuffers::new(a, b, row_max)?;
     // The rows are written straight into the reserved capacity: a row's pattern has at most
     // as many columns as it has products, so `cap` (the multiply-add count, or m·n) is never
     // passed. Exact zeros are skipped as they are written, without a second pass.
     let mut out = Emit::new(&mut indices, &mut data);
-    let mut scratch = Scratch {
-        acc: &mut acc,
-        seen: &mut seen,
-        pattern: &mut pattern,
-        words: &mut words,
+    let mut ptrs = RowPointers {
+        slots: &mut indptr.spare_capacity_mut()[..m],
+        next: 0,
+        base: 0,
     };
-    gustavson_rows(a, b, &mut scratch, &mut out, &mut indptr);
+    gustavson_rows(a, b, 0..m, &mut buffers.scratch(), &mut out, &mut ptrs);
+    assert_eq!(ptrs.next, m, "gustavson_rows: one pointer per row");
     if out.stream {
         crate::simd::stream::fence();
     }
     let nnz = out.len;
-    // SAFETY: `Emit` initialised the first `nnz` elements of both spare capacities, in order.
+    // SAFETY: `Emit` initialised the first `nnz` elements of both spare capacities, in order;
+    // `gustavson_rows` wrote the m row pointers after the leading 0 (asserted), within the
+    // capacity `csr_buffers` reserved (m + 1).
     unsafe {
         indices.set_len(nnz);
         data.set_len(nnz);
+        indptr.set_len(m + 1);
     }
     // SAFETY: one pointer per row after the leading 0; every emission path writes a row's
     // pattern (columns of b, below n, each once thanks to `seen`) in increasing order.
     Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) })
 }
 
+mod parallel;
+
+/// Each multiply-add of a Csr·Csr product counts this many units of the Csr row kernels'
+/// work ([`engine::thresholds::CSR_ROWS`]), so that the defaults put it on two workers from
+/// 2¹⁶ multiply-adds. Two workers against one (`profile_op matmul`, development VM, forced
+/// parallel): random products with 10 a row (`rand10`, 100 multiply-adds a row) 0.93× at
+/// n = 400 (4·10⁴), 1.09× at 600, 1.15× at 800, 1.53× at 1000 and 1.5–1.8× above;
+/// tridiagonal products (9 a row) 0.84× at n = 3000, 1.06–1.10× at 5000–7000, 1.26× at
+/// 10⁴, 1.3× at 6·10⁴–10⁶. A multiply-add costs about 2.4 ns on one thread in both, more
+/// than a stored entry of Csr·ket, which CSR_ROWS was measured on.
+const UNITS_PER_PRODUCT: usize = 8;
+
+/// Csr·Csr products with fewer multiply-adds (about 80 µs on one thread) stay serial whatever
+/// the thresholds in force: a calibration that lowers [`engine::thresholds::CSR_ROWS`] for
+/// Csr·ket (8 190 on a 16-core Xeon) must not hand a product of a few microseconds to rayon,
+/// whose hand-off costs 15–20 µs.
+const PARALLEL_PRODUCTS: usize = 1 << 15;
+
 /// Products with at most 64 columns and at most this many result entries (m·n) reserve m·n
 /// entries instead of counting their multiply-adds first: a result keeps at most 6 KiB it does
 /// not use (a 10 × 10 tridiagonal product 5 485 → 4 674 instructions a call).
 const SMALL_NARROW: usize = 256;
+
+/// The work arrays of [`gustavson_rows`] for one worker (see [`Scratch`]).
+struct ScratchBuffers {
+    acc: Vec<c64>,
+    seen: Vec<u64>,
+    pattern: Vec<usize>,
+    words: Vec<u64>,
+}
+
+impl ScratchBuffers {
+    /// Zeroed arrays for rows of a·b none of which has more than `products` multiply-adds:
+    /// one accumulator per column of b, one bit per column, and room for the longest row's
+    /// distinct columns.
+    ///
+    /// # Errors
+    /// [`Error::TooLarge`](crate::Error::TooLarge) if the accumulator cannot be allocated.
+    fn new(a: &Csr, b: &Csr, products: usize) -> Result<ScratchBuffers> {
+        let n = b.shape().1;
+        let acc = alloc::try_zeros("matmul", (a.shape().0, n), n)?;
+        // Bit j of `seen` is set while column j is in the current row's pattern.
+        let seen = vec![0u64; n.div_ceil(64)];
+        // A row's distinct columns, in the order met (at most its products, at most n), with
+        // one slot more for the write the branch-free append makes after the last fresh
+        // column and three more for `list_columns`' writes past a word's last bit.
+        let pattern = vec![0usize; products.min(n).saturating_add(4)];
+        let words = vec![0u64; seen.len().div_ceil(64)];
+        Ok(ScratchBuffers {
+            acc,
+            seen,
+            pattern,
+            words,
+        })
+    }
+
+    /// The arrays as [`gustavson_rows`] takes them.
+    fn scratch(&mut self) -> Scratch<'_> {
+        Scratch {
+            acc: &mut self.acc,
+            seen: &mut self.seen,
+            pattern: &mut self.pattern,
+            words: &mut self.words,
+        }
+    }
+}
+
+/// Where [`gustavson_rows`] writes its row pointers: one slot per row of its range, each the
+/// entries its emitter has written so far plus `base` (where the emitter's slice starts in
+/// the result).
+struct RowPointers<'a> {
+    slots: &'a mut [MaybeUninit<usize>],
+    /// Slots written so far.
+    next: usize,
+    base: usize,
+}
+
+impl RowPointers<'_> {
+    /// Writes the next row pointer: `len` entries emitted, plus the base.
+    ///
+    /// # Panics
+    /// If every slot was written (more rows than slots: a bug in the caller).
+    #[inline(always)]
+    fn push(&mut self, len: usize) {
+        self.slots[self.next].write(self.base + len);
+        self.next += 1;
+    }
+}
 
 /// The per-row work arrays of [`gustavson_rows`], all-zero between rows.
 struct Scratch<'a> {
@@ -134,7 +226,8 @@ struct Scratch<'a> {
 }
 
 crate::simd::avx2_fn! {
-    /// Every row of a·b, written through `out`, one row pointer per row pushed to `indptr`.
+    /// The rows `rows` of a·b, written through `out`, one row pointer per row pushed to
+    /// `indptr`.
     ///
     /// The row's span of 64-column words is bounded first, from the first and last column of
     /// each row of b taken (sorted rows), once per entry of a, not per product. A span of one
@@ -150,9 +243,10 @@ crate::simd::avx2_fn! {
     fn gustavson_rows(
         a: &Csr,
         b: &Csr,
+        rows: Range<usize>,
         scratch: &mut Scratch<'_>,
         out: &mut Emit<'_>,
-        indptr: &mut Vec<usize>,
+        indptr: &mut RowPointers<'_>,
     ) {
         let (pa, ia, da) = (a.indptr(), a.indices(), a.data());
         let (pb, ib, db) = (b.indptr(), b.indices(), b.data());
@@ -164,7 +258,7 @@ crate::simd::avx2_fn! {
             pattern,
             words,
         } = scratch;
-        for i in 0..a.shape().0 {
+        for i in rows {
             // The row's first and last product column (b's rows are sorted): a row whose
             // products fall within one or two aligned words (banded operators) keeps its
             // pattern in a register, as `gustavson_narrow` does.
@@ -512,6 +606,26 @@ impl<'a> Emit<'a> {
         }
     }
 
+    /// An emitter into two slices of equal length (a worker's part of the result), through
+    /// non-temporal stores if `stream` (then `data` must start on a 16-byte boundary).
+    fn over(
+        indices: &'a mut [MaybeUninit<usize>],
+        data: &'a mut [MaybeUninit<c64>],
+        stream: bool,
+    ) -> Self {
+        assert_eq!(indices.len(), data.len(), "Emit::over: lengths");
+        assert!(
+            !stream || data.as_ptr().cast::<u8>().align_offset(16) == 0,
+            "Emit::over: streamed values start on a 16-byte boundary"
+        );
+        Emit {
+            indices,
+            data,
+            len: 0,
+            stream,
+        }
+    }
+
     /// Writes column `j` with value `v`, unless `v` is exactly zero. Branch-free: the slot is
     /// written either way and kept only for a non-zero.
     #[inline(always)]
@@ -530,8 +644,10 @@ impl<'a> Emit<'a> {
         debug_assert_eq!(STREAM, self.stream);
         // SAFETY: `matmul_csr` reserved one slot per multiply-add (or m·n), and emits each
         // column of a row's pattern once, so at most that many entries are written: `len` is
-        // below both lengths whenever an entry is written. A streamed `data` starts on a
-        // 16-byte boundary (`new`), so every `c64` slot does; `usize` slots are aligned.
+        // below both lengths whenever an entry is written. A worker of `parallel` gets as many
+        // slots as its rows have distinct columns (`parallel::count_rows`), the same bound.
+        // A streamed `data` starts on a 16-byte boundary (`new`, `over`), so every `c64` slot
+        // does; `usize` slots are aligned.
         unsafe {
             if STREAM {
                 let (i, d) = (self.indices.as_mut_ptr(), self.data.as_mut_ptr());

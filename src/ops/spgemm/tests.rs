@@ -334,3 +334,216 @@ fn list_columns_lists_the_marked_columns_in_order() {
         assert!(seen.iter().all(|&w| w == 0));
     }
 }
+
+/// a·b by its definition, each row accumulated in a dense row in the kernels' order (a's row,
+/// then b's rows), exact zeros not stored.
+fn definition(a: &Csr, b: &Csr) -> Csr {
+    let (m, n) = (a.shape().0, b.shape().1);
+    let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
+    let mut row = vec![ZERO; n];
+    for i in 0..m {
+        for ka in a.indptr()[i]..a.indptr()[i + 1] {
+            let k = a.indices()[ka];
+            for kb in b.indptr()[k]..b.indptr()[k + 1] {
+                row[b.indices()[kb]] += a.data()[ka] * b.data()[kb];
+            }
+        }
+        for (j, x) in row.iter_mut().enumerate() {
+            if *x != ZERO {
+                r.push(i);
+                c.push(j);
+                v.push(std::mem::replace(x, ZERO));
+            }
+        }
+    }
+    Csr::from_triplets((m, n), &r, &c, &v).unwrap()
+}
+
+/// The distinct columns of the rows `rows` of a·b, their multiply-adds and the most in a row,
+/// by sets.
+fn structure(a: &Csr, b: &Csr, rows: std::ops::Range<usize>) -> parallel::Count {
+    let mut count = parallel::Count::default();
+    for i in rows {
+        let mut cols = std::collections::BTreeSet::<usize>::new();
+        let mut products = 0;
+        for &k in &a.indices()[a.indptr()[i]..a.indptr()[i + 1]] {
+            let row = &b.indices()[b.indptr()[k]..b.indptr()[k + 1]];
+            products += row.len();
+            cols.extend(row);
+        }
+        count.columns += cols.len();
+        count.products += products;
+        count.row_max = count.row_max.max(products);
+    }
+    count
+}
+
+/// Products for the parallel kernel: banded (one and two words), `span_row` rows, listed,
+/// walked and sorted rows, empty rows of a and of b, and a row of a product much longer than
+/// the others (the pieces' work differs).
+fn parallel_cases() -> Vec<(Csr, Csr)> {
+    let mut cases = vec![
+        (
+            patterned((300, 300), 5, 13, |i, t| i + t),
+            patterned((300, 300), 5, 14, |i, t| i + 2 * t),
+        ),
+        (
+            patterned((60, 300), 4, 15, |i, t| i * 11 + t * 70),
+            patterned((300, 300), 40, 16, |i, t| i * 7 + t * 5),
+        ),
+        (
+            patterned((40, 320), 3, 17, |i, t| i + t),
+            patterned((320, 320), 3, 18, |i, t| i + t * 128),
+        ),
+        (
+            patterned((40, 300), 10, 5, spread),
+            patterned((300, 20_000), 10, 6, spread),
+        ),
+        (
+            patterned((40, 300), 2, 7, spread),
+            patterned((300, 20_000), 5, 8, spread),
+        ),
+        (
+            patterned((500, 2000), 10, 23, spread),
+            patterned((2000, 5000), 10, 24, spread),
+        ),
+        (patterned((3, 2), 2, 25, |_, t| t), word_bits_rows()),
+    ];
+    // Every third row of a empty, every fifth row of b empty, one long row of a.
+    let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
+    for i in (0..400).filter(|i| i % 3 != 0) {
+        let per = if i == 200 { 300 } else { 4 };
+        for t in 0..per {
+            r.push(i);
+            c.push(spread(i, t) % 400);
+            v.push(c64::new(t as f64 - 1.5, i as f64 % 5.0));
+        }
+    }
+    let a = Csr::from_triplets((400, 400), &r, &c, &v).unwrap();
+    let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
+    for i in (0..400).filter(|i| i % 5 != 0) {
+        for t in 0..6 {
+            r.push(i);
+            c.push((i + 37 * t) % 1000);
+            v.push(c64::new(1.0, t as f64));
+        }
+    }
+    let b = Csr::from_triplets((400, 1000), &r, &c, &v).unwrap();
+    cases.push((a, b));
+    cases
+}
+
+/// `count_rows` against sets, over all rows, single rows and empty ranges.
+#[test]
+fn count_rows_counts_the_distinct_columns() {
+    for (k, (a, b)) in parallel_cases().iter().enumerate() {
+        let m = a.shape().0;
+        let mut seen = vec![0u64; b.shape().1.div_ceil(64)];
+        for rows in [0..m, 0..0, m / 2..m, 0..1, m - 1..m] {
+            let got = parallel::count_rows(a, b, rows.clone(), &mut seen);
+            assert_eq!(
+                got,
+                structure(a, b, rows.clone()),
+                "case {k}, rows {rows:?}"
+            );
+            assert!(seen.iter().all(|&w| w == 0), "case {k}: seen left clear");
+        }
+    }
+}
+
+/// The parallel kernel on 1–9 workers (more than some products' rows) against the definition,
+/// array for array (the same summation order, so equal bits).
+#[test]
+fn workers_write_the_definition_in_place() {
+    for (k, (a, b)) in parallel_cases().iter().enumerate() {
+        let want = definition(a, b);
+        for workers in 1..=9 {
+            let got = parallel::matmul_rows(a, b, workers).unwrap();
+            assert!(got.as_csmat().check_compressed_structure().is_ok());
+            assert_eq!(got.indptr(), want.indptr(), "case {k}, {workers} workers");
+            assert_eq!(got.indices(), want.indices(), "case {k}, {workers} workers");
+            assert_eq!(got.data(), want.data(), "case {k}, {workers} workers");
+        }
+    }
+}
+
+/// Exact cancellation in some workers' rows and not others: the parts that wrote fewer
+/// entries than they counted are closed up, their row pointers moved with them. Rows of
+/// `[1, 1]·b` where b's second half negates the first at every third column in the rows
+/// i ≡ 1 (mod 4), at every column in the rows i ≡ 2 (mod 4), and nowhere else. And a product
+/// that streams its stores (more than `STREAM_EMIT_BYTES`) and cancels in part.
+#[test]
+fn cancelled_entries_are_closed_up_between_workers() {
+    for (m, n, per) in [(64, 500, 7), (2000, 3000, 40)] {
+        let (mut ar, mut ac) = (vec![], vec![]);
+        let (mut br, mut bc, mut bv) = (vec![], vec![], vec![]);
+        for i in 0..m {
+            ar.extend([i, i]);
+            ac.extend([2 * i, 2 * i + 1]);
+            for t in 0..per {
+                let j = spread(i, t) % n;
+                let x = c64::new(j as f64 + 0.5, t as f64);
+                let cancel = match i % 4 {
+                    1 => t % 3 == 0,
+                    2 => true,
+                    _ => false,
+                };
+                br.extend([2 * i, 2 * i + 1]);
+                bc.extend([j, j]);
+                bv.extend([x, if cancel { -x } else { x }]);
+            }
+        }
+        let one = vec![c64::new(1.0, 0.0); ar.len()];
+        let a = Csr::from_triplets((m, 2 * m), &ar, &ac, &one).unwrap();
+        let b = Csr::from_triplets((2 * m, n), &br, &bc, &bv).unwrap();
+        let want = definition(&a, &b);
+        assert!(
+            want.nnz() < structure(&a, &b, 0..m).columns,
+            "some entries cancel"
+        );
+        for workers in [2, 3, 5, 8] {
+            let got = parallel::matmul_rows(&a, &b, workers).unwrap();
+            assert!(got.as_csmat().check_compressed_structure().is_ok());
+            assert_eq!(got.indptr(), want.indptr(), "m = {m}, {workers} workers");
+            assert_eq!(got.indices(), want.indices(), "m = {m}, {workers} workers");
+            assert_eq!(got.data(), want.data(), "m = {m}, {workers} workers");
+        }
+    }
+    let n = 8000;
+    let a = patterned((n, n), 10, 23, spread);
+    let b = patterned((n, n), 10, 24, |i, t| spread(i + 1, t));
+    let count = structure(&a, &b, 0..n).columns;
+    assert!(count * (16 + 8) >= STREAM_EMIT_BYTES, "{count} entries");
+    let want = definition(&a, &b);
+    for workers in [2, 4] {
+        let got = parallel::matmul_rows(&a, &b, workers).unwrap();
+        assert_eq!(got, want, "{workers} workers");
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(96))]
+
+    /// Any pair of patterns with small integer values (so entries cancel), any number of
+    /// workers: the definition, array for array.
+    #[test]
+    fn workers_match_the_definition_on_any_pattern(
+        (m, k, n) in (1usize..60, 1usize..60, 1usize..400),
+        entries_a in proptest::collection::vec((0usize..1000, 0usize..1000, -2i8..3), 0..200),
+        entries_b in proptest::collection::vec((0usize..1000, 0usize..1000, -2i8..3), 0..400),
+        workers in 1usize..9,
+    ) {
+        let csr = |shape: (usize, usize), e: &[(usize, usize, i8)]| {
+            let (r, c): (Vec<usize>, Vec<usize>) =
+                e.iter().map(|&(i, j, _)| (i % shape.0, j % shape.1)).unzip();
+            let v: Vec<c64> = e.iter().map(|&(_, _, x)| c64::new(f64::from(x), 0.0)).collect();
+            Csr::from_triplets(shape, &r, &c, &v).unwrap()
+        };
+        let (a, b) = (csr((m, k), &entries_a), csr((k, n), &entries_b));
+        let got = parallel::matmul_rows(&a, &b, workers).unwrap();
+        let want = definition(&a, &b);
+        proptest::prop_assert_eq!(got.indptr(), want.indptr());
+        proptest::prop_assert_eq!(got.indices(), want.indices());
+        proptest::prop_assert_eq!(got.data(), want.data());
+    }
+}

@@ -136,21 +136,6 @@ fn fits(m: usize, n: usize) -> bool {
     usize::BITS == 64 && u32::try_from(m).is_ok() && u32::try_from(n).is_ok() && n > 0
 }
 
-/// `parts + 1` cut points in `0..=starts.len()` splitting `total` entries into `parts` runs of
-/// about equal size, where `starts` (non-decreasing) holds where each item's entries begin:
-/// cut t is the first item starting at or after t·total / parts; the first cut is 0 and the
-/// last `starts.len()`.
-fn even_split(starts: &[usize], total: usize, parts: usize) -> Vec<usize> {
-    let mut cuts: Vec<usize> = (0..=parts)
-        .map(|t| {
-            let k = (total as u128 * t as u128 / parts as u128) as usize;
-            starts.partition_point(|&x| x < k)
-        })
-        .collect();
-    cuts[parts] = starts.len();
-    cuts
-}
-
 /// [`transpose_blocked`] with the blocks and the workers given (1 or more; the tests try
 /// several of each); `None` also for a shape that does not [`fits`].
 fn by_blocks(
@@ -169,7 +154,7 @@ fn by_blocks(
     let workers = workers.max(1);
     // Ranges of rows with about nnz / workers entries each: range t is rows[t]..rows[t + 1]
     // (trailing empty rows hold no entries to place).
-    let rows = even_split(&p[..m], nnz, workers);
+    let rows = crate::ops::even_split(&p[..m], nnz, workers);
     let ranges = workers;
     // counts[t·nb + b]: the entries of row range t in block b.
     let mut counts: Vec<usize> = alloc::try_vec(OP, (n, m), ranges * nb, 0)?;
@@ -207,7 +192,7 @@ fn by_blocks(
     // Groups of consecutive blocks for the sort, about nnz / workers entries each: group g is
     // blocks groups[g]..groups[g + 1].
     // The last group ends at the last block, empty ones included (their row pointers too).
-    let groups = even_split(&bstart[..nb], nnz, workers);
+    let groups = crate::ops::even_split(&bstart[..nb], nnz, workers);
     let width = 1usize << shift;
     // Each group's largest block: its scratch holds that many entries.
     let most: Vec<usize> = (0..workers)
