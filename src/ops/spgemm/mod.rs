@@ -201,13 +201,20 @@ struct RowPointers<'a> {
 }
 
 impl RowPointers<'_> {
+    /// Slots not yet written.
+    fn room(&self) -> usize {
+        self.slots.len() - self.next
+    }
+
     /// Writes the next row pointer: `len` entries emitted, plus the base.
     ///
-    /// # Panics
-    /// If every slot was written (more rows than slots: a bug in the caller).
+    /// # Safety
+    /// A slot is left ([`room`](Self::room) > 0).
     #[inline(always)]
-    fn push(&mut self, len: usize) {
-        self.slots[self.next].write(self.base + len);
+    unsafe fn push(&mut self, len: usize) {
+        debug_assert!(self.next < self.slots.len());
+        // SAFETY: next < slots.len() (the caller's contract).
+        unsafe { self.slots.get_unchecked_mut(self.next) }.write(self.base + len);
         self.next += 1;
     }
 }
@@ -258,6 +265,8 @@ crate::simd::avx2_fn! {
             pattern,
             words,
         } = scratch;
+        // One pointer per row below (the pushes' contract).
+        assert!(indptr.room() >= rows.len(), "gustavson_rows: row pointers");
         for i in rows {
             // The row's first and last product column (b's rows are sorted): a row whose
             // products fall within one or two aligned words (banded operators) keeps its
@@ -284,7 +293,8 @@ crate::simd::avx2_fn! {
                 // base ≤ first ≤ j ≤ last < base + 64.
                 add_row_products(row, b, acc, |j| bits |= 1 << (j - base));
                 out.word(base / 64, bits, acc);
-                indptr.push(out.len);
+                // SAFETY: one push per row of `rows`, for which there is room (asserted).
+                unsafe { indptr.push(out.len) };
                 continue;
             }
             if first <= last && last - base < 128 {
@@ -293,7 +303,8 @@ crate::simd::avx2_fn! {
                 add_row_products(row, b, acc, |j| bits |= 1 << (j - base));
                 out.word(base / 64, bits as u64, acc);
                 out.word(base / 64 + 1, (bits >> 64) as u64, acc);
-                indptr.push(out.len);
+                // SAFETY: one push per row of `rows`, for which there is room (asserted).
+                unsafe { indptr.push(out.len) };
                 continue;
             }
             let words_spanned = (last / 64).wrapping_sub(base / 64).wrapping_add(1);
@@ -305,7 +316,8 @@ crate::simd::avx2_fn! {
                 // Twice as many products as words in the span: the row will likely fill more
                 // columns than the span has words, so it scans the span.
                 span_row(row, b, acc, seen, (base / 64, words_spanned), out);
-                indptr.push(out.len);
+                // SAFETY: one push per row of `rows`, for which there is room (asserted).
+                unsafe { indptr.push(out.len) };
                 continue;
             }
             let mut len = 0;
@@ -335,7 +347,8 @@ crate::simd::avx2_fn! {
                 }
             }
             if len == 0 {
-                indptr.push(out.len);
+                // SAFETY: one push per row of `rows`, for which there is room (asserted).
+                unsafe { indptr.push(out.len) };
                 continue;
             }
             if hi - lo < MASK_SCAN_WORDS_PER_ENTRY.saturating_mul(len) {
@@ -367,7 +380,8 @@ crate::simd::avx2_fn! {
                     out.entry(j, std::mem::replace(&mut acc[j], ZERO));
                 }
             }
-            indptr.push(out.len);
+            // SAFETY: one push per row of `rows`, for which there is room (asserted).
+            unsafe { indptr.push(out.len) };
         }
     }
 }
