@@ -27,9 +27,11 @@ pub const ELEMENTWISE: usize = 1 << 16;
 /// 6·10⁵ entries, 1.3–1.8× over one).
 pub const TRANSPOSE: usize = 1 << 19;
 /// Csr row kernels (Csr·Dense, Csr + Csr; the Csr Kronecker product counts half a unit for
-/// each entry it writes): stored entries touched. Two threads gain 1.14–2.8× from 524 280
-/// (Csr `kron`: 1.55–1.68× from 1 040 000 entries, also when every result is a fresh mapping,
-/// which made 780 000 0.89×).
+/// each entry it writes, Csr·Csr 8 units for each multiply-add): stored entries touched. Two
+/// threads gain 1.14–2.8× from 524 280 (Csr `kron`: 1.55–1.68× from 1 040 000 entries, also
+/// when every result is a fresh mapping, which made 780 000 0.89×; Csr·Csr 1.1–1.15× from
+/// 6–8·10⁴ multiply-adds, 1.5× from 10⁵ on random rows, and never below 2¹⁵ multiply-adds
+/// whatever this value).
 pub const CSR_ROWS: usize = 1 << 19;
 /// Reductions (expectation values, traces, Frobenius norms): entries read. 1.12–2.5× from
 /// 524 280.
