@@ -12,7 +12,9 @@
 //! ```
 //!
 //! A family that never reaches 1.1× keeps a threshold past the largest size measured, so it
-//! stays serial there.
+//! stays serial there. `CSR_CSR` (Csr·Csr) has no threshold of its own: it counts 8 units of
+//! `CSR_ROWS` a multiply-add (and stays serial below 2¹⁵ multiply-adds), so its crossover is
+//! printed, not written, and `--policy` checks it under the `CSR_ROWS` in force.
 //!
 //! `--policy` checks the thresholds in force instead of measuring new ones: the parallel side
 //! then runs under the engine's own policy (serial below a family's threshold, then as many
@@ -74,6 +76,8 @@ fn threshold_in_force(name: &str) -> usize {
         "TRANSPOSE" => t.transpose,
         "CSR_ROWS" => t.csr_rows,
         "REDUCTION" => t.reduction,
+        // 8 units a multiply-add, never parallel below 2¹⁵ multiply-adds.
+        "CSR_CSR" => t.csr_rows.max(8 << 15),
         _ => t.matmul,
     }
 }
@@ -152,6 +156,19 @@ fn main() {
                 (
                     10 * n,
                     Box::new(move || drop(black_box(polymat::matmul(&a, &x, Out::Auto)))),
+                )
+            }),
+        ),
+        (
+            "CSR_CSR",
+            "Csr(10/row)·Csr(10/row); work: 8 units of CSR_ROWS a multiply-add, follows CSR_ROWS",
+            Box::new(|w| {
+                // 100 multiply-adds a row, 8 units each.
+                let n = (w / 800).max(2);
+                let a = csr(n, 10);
+                (
+                    800 * n,
+                    Box::new(move || drop(black_box(polymat::matmul(&a, &a, Out::Auto)))),
                 )
             }),
         ),
@@ -247,6 +264,14 @@ fn main() {
                     "=> {name}: slowest ratio where the policy runs in parallel {:.2} at work {}",
                     slowest.0, slowest.1
                 );
+            }
+            continue;
+        }
+        if *name == "CSR_CSR" {
+            // No threshold of its own: Csr·Csr counts its multiply-adds against CSR_ROWS.
+            match crossover {
+                Some(w) => println!("=> {name}: parallel ≥ 1.1× from work {w} on (not written)"),
+                None => println!("=> {name}: parallel never ≥ 1.1× at the largest size"),
             }
             continue;
         }

@@ -10,7 +10,8 @@
 //!
 //! Arguments: `OP KIND N [SECONDS]`, with OP one of add, sub, matmul, kron, adjoint, conj,
 //! neg, transpose, mul, expm, to_dense, to_csr, expect, inner, trace; KIND one of csr (rand10),
-//! tridiag, dense, eye (the identity, Csr), perm (Csr, one entry a row, as σx for n = 2), or
+//! tridiag, dense, eye (the identity, Csr), perm (Csr, one entry a row, as σx for n = 2), hashed
+//! (`engine_calibrate`'s Csr: 10 a row at columns t·2654435761 mod n), or
 //! csr-dense / tridiag-dense (that sparse pattern stored as Dense), ket (an n×1 Dense), or
 //! `A,B` for operands of two kinds (`matmul csr,ket 1000`). `kron` multiplies factors of
 //! √N × √N, or of M and K rows with N given as `MxK` (`kron eye,perm 50000x2` is I ⊗ σx). Prints the mean time
@@ -61,6 +62,19 @@ fn input(kind: &str, n: usize, seed: u64) -> polymat::Result<Data> {
             }
         }
         "dense" => return Ok(Dense::from_fn(n, n, |_, _| value(&mut next)).into()),
+        // `engine_calibrate`'s Csr: 10 a row, entry t at column t·2654435761 mod n (each row
+        // an arithmetic progression of columns, so a product's rows share many columns), small
+        // integer values.
+        "hashed" => {
+            for t in 0..n * 10 {
+                rows.push(t / 10);
+                cols.push((t * 2_654_435_761) % n);
+                vals.push(c64::new(
+                    ((t * 7919) % 13) as f64 - 6.0,
+                    ((t * 104_729) % 11) as f64 - 5.0,
+                ));
+            }
+        }
         "tridiag" => {
             for i in 0..n {
                 for j in i.saturating_sub(1)..(i + 2).min(n) {
