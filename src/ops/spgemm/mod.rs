@@ -56,7 +56,8 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     };
     let sorted = !small && n > flops.saturating_add(m).saturating_mul(4).max(1 << 16);
     if !sorted && n > 64 && flops >= PARALLEL_PRODUCTS {
-        let workers = engine::workers(Family::CsrRows, flops.saturating_mul(UNITS_PER_PRODUCT));
+        let workers = engine::workers(Family::CsrRows, flops.saturating_mul(UNITS_PER_PRODUCT))
+            .min(accumulators_allowed(flops, n));
         if workers > 1 && m > 1 {
             return parallel::matmul_rows(a, b, workers);
         }
@@ -140,6 +141,18 @@ const UNITS_PER_PRODUCT: usize = 8;
 /// Csr·ket (8 190 on a 16-core Xeon) must not hand a product of a few microseconds to rayon,
 /// whose hand-off costs 15–20 µs.
 const PARALLEL_PRODUCTS: usize = 1 << 15;
+
+/// How many workers' accumulator rows (one entry per column of b, each) a product of `flops`
+/// multiply-adds with `n` columns may hold at once: together no more bytes than the serial
+/// kernel reserves for the result (one index and value per multiply-add), and at least one.
+/// A wide product with few multiply-adds a column (10⁶ of them over 8·10⁶ columns: a 128 MB
+/// accumulator against a 24 MB reservation) stays on one worker rather than holding one
+/// accumulator per thread.
+fn accumulators_allowed(flops: usize, n: usize) -> usize {
+    let reserved = flops.saturating_mul(std::mem::size_of::<(usize, c64)>());
+    let per_worker = n.saturating_mul(std::mem::size_of::<c64>()).max(1);
+    (reserved / per_worker).max(1)
+}
 
 /// Products with at most 64 columns and at most this many result entries (m·n) reserve m·n
 /// entries instead of counting their multiply-adds first: a result keeps at most 6 KiB it does

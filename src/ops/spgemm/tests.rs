@@ -547,3 +547,16 @@ proptest::proptest! {
         proptest::prop_assert_eq!(got.data(), want.data());
     }
 }
+
+/// The workers' accumulators together stay within the serial kernel's reservation: one per
+/// 24 bytes a multiply-add over 16 bytes a column, at least one.
+#[test]
+fn accumulators_are_capped_by_the_reservation() {
+    assert_eq!(accumulators_allowed(0, 1000), 1);
+    assert_eq!(accumulators_allowed(1_000_000, 8_000_000), 1);
+    assert_eq!(accumulators_allowed(1_000_000, 10_000), 150);
+    assert_eq!(accumulators_allowed(2, 3), 1);
+    assert_eq!(accumulators_allowed(4, 3), 2);
+    assert_eq!(accumulators_allowed(usize::MAX, usize::MAX), 1);
+    assert_eq!(accumulators_allowed(usize::MAX, 0), usize::MAX);
+}
