@@ -154,7 +154,7 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, workers: usize) -> Result<Csr> {
     // per row, asserted), within the capacity m + 1.
     unsafe { indptr.set_len(m + 1) };
     // Close up the parts where exact zeros were dropped (fewer entries than counted): each
-    // part's entries move down to where the previous part's end, its row pointers with them.
+    // part's entries move down to where the previous part ends, its row pointers with them.
     let mut end = 0;
     for (g, &(start, len)) in written.iter().enumerate() {
         if start != end {
