@@ -47,12 +47,9 @@ fn word_bits_rows() -> Csr {
     Csr::from_triplets((2, 150 * 64), &r, &c, &v).unwrap()
 }
 
-/// Each emission path against a plain triple loop (same summation order, so equal bits):
-/// banded rows (narrow span), rows with many products over few words (`span_row`), rows
-/// that cover every column (the pattern's bound), rows listed in order from masks of their
-/// non-zero words, long spread-out rows (non-zero-word walk), short spread-out rows (sort).
-#[test]
-fn every_emission_path_matches_the_definition() {
+/// The products of [`every_emission_path_matches_the_definition`], one or more for each way a
+/// row is emitted.
+fn emission_cases() -> Vec<(Csr, Csr)> {
     // At most 64 columns: `gustavson_narrow` (the four cases from the third, the last a
     // full word, and the last case; 7 × 1 and 3 × 40 results are within SMALL_NARROW and
     // reserve m·n without counting, the others count). Wider: rows whose products fit two
@@ -60,7 +57,7 @@ fn every_emission_path_matches_the_definition() {
     // product), `span_row` (160 products over the 5 words of 300 columns), the general
     // kernel's listed rows (9 products over 5 words, all distinct, and the last two cases),
     // word walk and sort.
-    let cases = [
+    vec![
         (
             patterned((300, 300), 5, 13, |i, t| i + t),
             patterned((300, 300), 5, 14, |i, t| i + 2 * t),
@@ -120,7 +117,16 @@ fn every_emission_path_matches_the_definition() {
         // words 3, 77 and 149 (the span's last) with 7 bits (past the four written without a
         // branch), word 10 with exactly 4.
         (patterned((1, 2), 2, 25, |_, t| t), word_bits_rows()),
-    ];
+    ]
+}
+
+/// Each emission path against a plain triple loop (same summation order, so equal bits):
+/// banded rows (narrow span), rows with many products over few words (`span_row`), rows
+/// that cover every column (the pattern's bound), rows listed in order from masks of their
+/// non-zero words, long spread-out rows (non-zero-word walk), short spread-out rows (sort).
+#[test]
+fn every_emission_path_matches_the_definition() {
+    let cases = emission_cases();
     for (k, (a, b)) in cases.iter().enumerate() {
         let c = matmul_csr(a, b).unwrap();
         assert!(
@@ -378,37 +384,16 @@ fn structure(a: &Csr, b: &Csr, rows: std::ops::Range<usize>) -> parallel::Count 
     count
 }
 
-/// Products for the parallel kernel: banded (one and two words), `span_row` rows, listed,
-/// walked and sorted rows, empty rows of a and of b, and a row of a product much longer than
-/// the others (the pieces' work differs).
+/// Products for the parallel kernel: every emission case (each way a row is written, with
+/// fewer rows than workers in some), listed rows over 500 rows, and a product with empty rows
+/// of a and of b and one row much longer than the others (the pieces' work differs).
 fn parallel_cases() -> Vec<(Csr, Csr)> {
-    let mut cases = vec![
-        (
-            patterned((300, 300), 5, 13, |i, t| i + t),
-            patterned((300, 300), 5, 14, |i, t| i + 2 * t),
-        ),
-        (
-            patterned((60, 300), 4, 15, |i, t| i * 11 + t * 70),
-            patterned((300, 300), 40, 16, |i, t| i * 7 + t * 5),
-        ),
-        (
-            patterned((40, 320), 3, 17, |i, t| i + t),
-            patterned((320, 320), 3, 18, |i, t| i + t * 128),
-        ),
-        (
-            patterned((40, 300), 10, 5, spread),
-            patterned((300, 20_000), 10, 6, spread),
-        ),
-        (
-            patterned((40, 300), 2, 7, spread),
-            patterned((300, 20_000), 5, 8, spread),
-        ),
-        (
-            patterned((500, 2000), 10, 23, spread),
-            patterned((2000, 5000), 10, 24, spread),
-        ),
-        (patterned((3, 2), 2, 25, |_, t| t), word_bits_rows()),
-    ];
+    let mut cases = emission_cases();
+    // Listed rows, with more rows to split than the emission case's 50.
+    cases.push((
+        patterned((500, 2000), 10, 23, spread),
+        patterned((2000, 5000), 10, 24, spread),
+    ));
     // Every third row of a empty, every fifth row of b empty, one long row of a.
     let (mut r, mut c, mut v) = (vec![], vec![], vec![]);
     for i in (0..400).filter(|i| i % 3 != 0) {
