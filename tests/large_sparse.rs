@@ -722,6 +722,25 @@ fn sparse_results_past_the_memory_available_are_errors() {
     let s = (n as f64).sqrt() as usize + 1;
     let i = polymat::identity(s, Out::Csr).unwrap();
     too_large("kron", polymat::kron(&i, &i, Out::Csr));
+    // An outer product of two vectors of 10⁶ entries: 10¹² entries (24 TB). The serial
+    // kernel refuses it by its multiply-adds; the parallel one counts the result's entries
+    // first, and stops once they pass the memory available (before, it counted all 10¹²,
+    // minutes of work, and only then was refused).
+    let big = 1_000_000;
+    let ones = vec![r(1.0); big];
+    let all: Vec<usize> = (0..big).collect();
+    let column = Data::from(Csr::from_triplets((big, 1), &all, &vec![0; big], &ones).unwrap());
+    let row = Data::from(Csr::from_triplets((1, big), &vec![0; big], &all, &ones).unwrap());
+    let started = std::time::Instant::now();
+    match polymat::matmul(&column, &row, Out::Auto) {
+        Err(Error::TooLarge { bytes, shape, .. }) => {
+            assert_eq!(shape, (big, big));
+            // At least what fitted when the count stopped (the memory available then).
+            assert!(bytes > avail as u128 / 2, "{bytes}");
+        }
+        other => panic!("outer product: {:?}", other.map(|d| d.shape())),
+    }
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
     // The columns of an s × s identity as s separate s × 1 Csr: each column's s + 1 row
     // pointers are small, all of them together need 4/3 of the memory (the process was
     // OOM-killed before the check of their sum).

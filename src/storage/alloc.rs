@@ -173,6 +173,58 @@ pub(crate) fn csr_bytes(ptrs: usize, nnz: usize) -> u128 {
     (ptrs as u128 * word).saturating_add(nnz as u128 * (word + std::mem::size_of::<c64>() as u128))
 }
 
+/// How many entries a Csr result with `ptrs` row pointers may be counted to before a pass that
+/// counts them ahead of reserving them (the parallel Csr·Csr) stops: past it, [`check_memory`]
+/// would refuse the result now. `bound` is an upper bound on the entries that the caller
+/// knows; a result that small is never checked, and the room is then `usize::MAX`. Without a
+/// reading of the memory available, the room is what a `Vec` of `c64` can hold at most.
+/// Returns the room with the bytes available, if read.
+pub(crate) fn csr_room(ptrs: usize, bound: usize) -> (usize, Option<u64>) {
+    if csr_bytes(ptrs, bound) < engine::PROBE_BYTES as u128 {
+        return (usize::MAX, None);
+    }
+    let entry = csr_bytes(0, 1);
+    let pointers = csr_bytes(ptrs, 0);
+    // Results below the probe are never refused; no array can pass `isize::MAX` bytes.
+    let unchecked = (engine::PROBE_BYTES as u128).saturating_sub(pointers) / entry;
+    let reservable = isize::MAX as u128 / std::mem::size_of::<c64>() as u128;
+    let available = engine::available_memory();
+    let room = available.map_or(reservable, |av| {
+        u128::from(av - av / 16).saturating_sub(pointers) / entry
+    });
+    let room = room.max(unchecked).min(reservable);
+    (usize::try_from(room).unwrap_or(usize::MAX), available)
+}
+
+/// The error for a Csr result whose count passed its [`csr_room`]: it has at least `counted`
+/// entries and `ptrs` row pointers, more than fits in the `available` bytes read then.
+#[cold]
+pub(crate) fn csr_past_room(
+    op: &str,
+    shape: (usize, usize),
+    ptrs: usize,
+    counted: usize,
+    available: Option<u64>,
+) -> Error {
+    let room = match available {
+        Some(av) => format!(
+            "the {av} bytes of memory available (MemAvailable and free swap, within the \
+             process's cgroup limits), less a sixteenth kept in reserve"
+        ),
+        None => "the largest array that can be reserved".to_owned(),
+    };
+    Error::TooLarge {
+        op: op.to_owned(),
+        shape,
+        bytes: csr_bytes(ptrs, counted),
+        limit: None,
+        reason: format!(
+            "the result has at least {counted} entries (counting stopped there), more than fit \
+             in {room}"
+        ),
+    }
+}
+
 /// The three arrays of a Csr result, empty, with room for `ptrs` row pointers and `nnz`
 /// entries: their sum is checked against the memory available before any is reserved (one at
 /// a time, each would pass while together they do not fit).

@@ -59,7 +59,7 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
         let workers = engine::workers(Family::CsrRows, flops.saturating_mul(UNITS_PER_PRODUCT))
             .min(accumulators_allowed(flops, n));
         if workers > 1 && m > 1 {
-            return parallel::matmul_rows(a, b, workers);
+            return parallel::matmul_rows(a, b, flops, workers);
         }
     }
     let (mut indptr, mut indices, mut data) =

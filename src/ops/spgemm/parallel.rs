@@ -11,6 +11,7 @@
 
 use std::mem::MaybeUninit;
 use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
@@ -37,6 +38,49 @@ pub(super) struct Count {
     pub(super) row_max: usize,
 }
 
+/// How many entries the counting pass may find in all before it stops: the room for the
+/// result in memory ([`alloc::csr_room`]), shared by the workers. Without it, a product whose
+/// result cannot fit (an outer product of two vectors of 10⁶ entries: 10¹² entries) was
+/// counted to the end, minutes of work, before its reservation was refused; the serial kernel
+/// refuses it at once, by its multiply-adds.
+pub(super) struct Budget {
+    counted: AtomicUsize,
+    limit: usize,
+    /// A worker adds its count to `counted` whenever it has found this many more.
+    step: usize,
+}
+
+impl Budget {
+    /// Room for `limit` entries (`usize::MAX`: no limit, nothing shared).
+    pub(super) fn new(limit: usize) -> Budget {
+        Budget {
+            counted: AtomicUsize::new(0),
+            limit,
+            step: if limit == usize::MAX {
+                usize::MAX
+            } else {
+                (limit / 64).clamp(1, 1 << 16)
+            },
+        }
+    }
+
+    /// Adds `n` entries found; `false` once the total has passed the limit.
+    #[inline]
+    fn add(&self, n: usize) -> bool {
+        self.limit == usize::MAX
+            || self
+                .counted
+                .fetch_add(n, Ordering::Relaxed)
+                .saturating_add(n)
+                <= self.limit
+    }
+
+    /// The entries added so far (all of them after the count, or the point where it stopped).
+    pub(super) fn counted(&self) -> usize {
+        self.counted.load(Ordering::Relaxed)
+    }
+}
+
 /// One worker's part of the writing pass: its rows, their row pointers, and its slices of the
 /// result's arrays (as many slots as its rows have distinct columns), which start at `base`.
 struct Part<'a> {
@@ -55,7 +99,7 @@ struct Part<'a> {
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result or a worker's accumulator cannot
 /// be allocated.
-pub(super) fn matmul_rows(a: &Csr, b: &Csr, workers: usize) -> Result<Csr> {
+pub(super) fn matmul_rows(a: &Csr, b: &Csr, flops: usize, workers: usize) -> Result<Csr> {
     const OP: &str = "matmul";
     let (m, n) = (a.shape().0, b.shape().1);
     let shape = (m, n);
@@ -63,7 +107,11 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, workers: usize) -> Result<Csr> {
     let pieces = workers.saturating_mul(PIECES_PER_WORKER).min(m).max(1);
     let cuts = crate::ops::even_split(&a.indptr()[..m], a.nnz(), pieces);
 
-    // Pass 1: per piece, its rows' distinct columns and multiply-adds.
+    // Pass 1: per piece, its rows' distinct columns and multiply-adds, stopping once they
+    // cannot fit (the multiply-adds, `flops`, bound them, and m·n).
+    let ptrs = indptr_len(OP, shape)?;
+    let (room, available) = alloc::csr_room(ptrs, flops.min(m.saturating_mul(n)));
+    let budget = Budget::new(room);
     let mut stats = vec![Count::default(); pieces];
     let per = pieces.div_ceil(workers);
     stats
@@ -73,7 +121,18 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, workers: usize) -> Result<Csr> {
             let mut seen = alloc::try_vec(OP, shape, n.div_ceil(64), 0u64)?;
             for (k, s) in chunk.iter_mut().enumerate() {
                 let p = g * per + k;
-                *s = count_rows(a, b, cuts[p]..cuts[p + 1], &mut seen);
+                match count_rows(a, b, cuts[p]..cuts[p + 1], &mut seen, &budget) {
+                    Some(c) => *s = c,
+                    None => {
+                        return Err(alloc::csr_past_room(
+                            OP,
+                            shape,
+                            ptrs,
+                            budget.counted(),
+                            available,
+                        ));
+                    }
+                }
             }
             Ok(())
         })
@@ -93,8 +152,7 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, workers: usize) -> Result<Csr> {
     }
     let groups = crate::ops::even_split(&work[..pieces], work[pieces], workers);
 
-    let (mut indptr, mut indices, mut data) =
-        alloc::csr_buffers(OP, shape, indptr_len(OP, shape)?, total)?;
+    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, shape, ptrs, total)?;
     indptr.push(0);
     let stream = total.saturating_mul(std::mem::size_of::<(usize, c64)>()) >= STREAM_EMIT_BYTES
         && data.as_ptr().cast::<u8>().align_offset(16) == 0;
@@ -182,97 +240,148 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, workers: usize) -> Result<Csr> {
     Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) })
 }
 
+/// The distinct columns of the rows `rows` of a·b, their multiply-adds and the most in
+/// one row. `seen` has a bit for every column of b and is all-zero on entry; it is left
+/// so. Under a limited `budget` the columns found are added to it as they are counted
+/// (every `step` of them and at the end), and the count is `None` once its total passes the
+/// limit (the count stops at the row after the one where it found that out).
+///
+/// A row whose columns lie within 64 of its first (banded products) gathers them in a
+/// register, shifted from that first column (no word boundary to cross, unlike the row
+/// kernel's aligned words: only the count is wanted). Otherwise each product marks its
+/// bit in `seen`; a row that spans fewer words than twice its products then counts and
+/// clears its span, and a sparser one counts its columns as they are first marked and
+/// clears them one product at a time. (Finding the first and last column in the same
+/// pass as the gathering, in a window of 128 columns, cost more: the loop spilled its
+/// registers, and a tridiagonal product at n = 10⁶ on two workers took 21–22 ms against
+/// 17.)
+pub(super) fn count_rows(
+    a: &Csr,
+    b: &Csr,
+    rows: Range<usize>,
+    seen: &mut [u64],
+    budget: &Budget,
+) -> Option<Count> {
+    if budget.limit == usize::MAX {
+        Some(count_all(a, b, rows, seen))
+    } else {
+        count_within(a, b, rows, seen, budget)
+    }
+}
+
 crate::simd::avx2_fn! {
-    /// The distinct columns of the rows `rows` of a·b, their multiply-adds and the most in
-    /// one row. `seen` has a bit for every column of b and is all-zero on entry; it is left
-    /// so.
-    ///
-    /// A row whose columns lie within 64 of its first (banded products) gathers them in a
-    /// register, shifted from that first column (no word boundary to cross, unlike the row
-    /// kernel's aligned words: only the count is wanted). Otherwise each product marks its
-    /// bit in `seen`; a row that spans fewer words than twice its products then counts and
-    /// clears its span, and a sparser one counts its columns as they are first marked and
-    /// clears them one product at a time. (Finding the first and last column in the same
-    /// pass as the gathering, in a window of 128 columns, cost more: the loop spilled its
-    /// registers, and a tridiagonal product at n = 10⁶ on two workers took 21–22 ms against
-    /// 17.)
-    pub(super) fn count_rows(
+    /// [`count_rows`] without a limit: no comparison in the loop over rows (with one, a
+    /// tridiagonal product at n = 10⁶ on two workers took 2–3 % longer).
+    fn count_all(a: &Csr, b: &Csr, rows: Range<usize>, seen: &mut [u64]) -> Count {
+        let unlimited = Budget::new(usize::MAX);
+        let count = count_rows_in::<false>(a, b, rows, seen, &unlimited);
+        count.unwrap_or_default()
+    }
+}
+
+crate::simd::avx2_fn! {
+    /// [`count_rows`] within a limit.
+    fn count_within(
         a: &Csr,
         b: &Csr,
         rows: Range<usize>,
         seen: &mut [u64],
-    ) -> Count {
-        let (pa, ia) = (a.indptr(), a.indices());
-        let (pb, ib) = (b.indptr(), b.indices());
-        // The unchecked reads of b's rows below rely on the first.
-        assert!(
-            a.shape().1 == b.shape().0 && seen.len() >= b.shape().1.div_ceil(64),
-            "count_rows: shapes"
-        );
-        // Row r of b's columns.
-        let columns = |r: usize| -> &[usize] {
-            // SAFETY: r is a column of a, below its column count, b's row count (asserted),
-            // so r + 1 < pb.len(); b's row pointers are non-decreasing up to nnz(b), the
-            // length of `ib` (the Csr invariants).
-            unsafe {
-                let (b0, b1) = (*pb.get_unchecked(r), *pb.get_unchecked(r + 1));
-                ib.get_unchecked(b0..b1)
+        budget: &Budget,
+    ) -> Option<Count> {
+        count_rows_in::<true>(a, b, rows, seen, budget)
+    }
+}
+
+/// The body of [`count_rows`], inlined into each instance (`LIMITED`: the budget is consulted).
+#[inline(always)]
+fn count_rows_in<const LIMITED: bool>(
+    a: &Csr,
+    b: &Csr,
+    rows: Range<usize>,
+    seen: &mut [u64],
+    budget: &Budget,
+) -> Option<Count> {
+    let (pa, ia) = (a.indptr(), a.indices());
+    let (pb, ib) = (b.indptr(), b.indices());
+    // The unchecked reads of b's rows below rely on the first.
+    assert!(
+        a.shape().1 == b.shape().0 && seen.len() >= b.shape().1.div_ceil(64),
+        "count_rows: shapes"
+    );
+    // Row r of b's columns.
+    let columns = |r: usize| -> &[usize] {
+        // SAFETY: r is a column of a, below its column count, b's row count (asserted),
+        // so r + 1 < pb.len(); b's row pointers are non-decreasing up to nnz(b), the
+        // length of `ib` (the Csr invariants).
+        unsafe {
+            let (b0, b1) = (*pb.get_unchecked(r), *pb.get_unchecked(r + 1));
+            ib.get_unchecked(b0..b1)
+        }
+    };
+    let mut count = Count::default();
+    // The columns added to the budget so far, and the count at which to add again (one
+    // comparison a row; never for an unlimited budget).
+    let mut reported = 0;
+    let mut next_report = budget.step;
+    for i in rows {
+        if LIMITED && count.columns >= next_report {
+            if !budget.add(count.columns - reported) {
+                return None;
             }
-        };
-        let mut count = Count::default();
-        for i in rows {
-            let row = &ia[pa[i]..pa[i + 1]];
-            // The row's first and last column (b's rows are sorted) and its products.
-            let (mut first, mut last, mut products) = (usize::MAX, 0, 0);
+            reported = count.columns;
+            next_report = reported.saturating_add(budget.step);
+        }
+        let row = &ia[pa[i]..pa[i + 1]];
+        // The row's first and last column (b's rows are sorted) and its products.
+        let (mut first, mut last, mut products) = (usize::MAX, 0, 0);
+        for &r in row {
+            let cols = columns(r);
+            if let (Some(&lo), Some(&hi)) = (cols.first(), cols.last()) {
+                products += cols.len();
+                first = first.min(lo);
+                last = last.max(hi);
+            }
+        }
+        count.products += products;
+        count.row_max = count.row_max.max(products);
+        if products == 0 {
+            continue;
+        }
+        if last - first < 64 {
+            let mut bits = 0u64;
             for &r in row {
-                let cols = columns(r);
-                if let (Some(&lo), Some(&hi)) = (cols.first(), cols.last()) {
-                    products += cols.len();
-                    first = first.min(lo);
-                    last = last.max(hi);
+                for &j in columns(r) {
+                    // first ≤ j ≤ last < first + 64.
+                    bits |= 1 << (j - first);
                 }
             }
-            count.products += products;
-            count.row_max = count.row_max.max(products);
-            if products == 0 {
-                continue;
+            count.columns += bits.count_ones() as usize;
+            continue;
+        }
+        let (lo, hi) = (first / 64, last / 64);
+        if hi - lo < 2 * products {
+            for &r in row {
+                for &j in columns(r) {
+                    seen[j / 64] |= 1 << (j % 64);
+                }
             }
-            if last - first < 64 {
-                let mut bits = 0u64;
-                for &r in row {
-                    for &j in columns(r) {
-                        // first ≤ j ≤ last < first + 64.
-                        bits |= 1 << (j - first);
-                    }
-                }
-                count.columns += bits.count_ones() as usize;
-                continue;
+            for word in &mut seen[lo..=hi] {
+                count.columns += std::mem::take(word).count_ones() as usize;
             }
-            let (lo, hi) = (first / 64, last / 64);
-            if hi - lo < 2 * products {
-                for &r in row {
-                    for &j in columns(r) {
-                        seen[j / 64] |= 1 << (j % 64);
-                    }
+        } else {
+            for &r in row {
+                for &j in columns(r) {
+                    let (word, bit) = (&mut seen[j / 64], 1u64 << (j % 64));
+                    count.columns += usize::from(*word & bit == 0);
+                    *word |= bit;
                 }
-                for word in &mut seen[lo..=hi] {
-                    count.columns += std::mem::take(word).count_ones() as usize;
-                }
-            } else {
-                for &r in row {
-                    for &j in columns(r) {
-                        let (word, bit) = (&mut seen[j / 64], 1u64 << (j % 64));
-                        count.columns += usize::from(*word & bit == 0);
-                        *word |= bit;
-                    }
-                }
-                for &r in row {
-                    for &j in columns(r) {
-                        seen[j / 64] = 0;
-                    }
+            }
+            for &r in row {
+                for &j in columns(r) {
+                    seen[j / 64] = 0;
                 }
             }
         }
-        count
     }
+    (!LIMITED || budget.add(count.columns - reported)).then_some(count)
 }

@@ -1,6 +1,7 @@
 //! Tests of the Csr·Csr kernels: every emission path, the vector runs, cancellation.
 
 use super::*;
+use crate::error::Error;
 
 /// A Csr with `per_row` entries per row, at columns `cols(i, t) % n`, with small integer
 /// values taken from a hash of (i, t, seed).
@@ -418,6 +419,76 @@ fn parallel_cases() -> Vec<(Csr, Csr)> {
     cases
 }
 
+/// The parallel kernel on `workers` workers, given the product's multiply-adds.
+fn on_workers(a: &Csr, b: &Csr, workers: usize) -> Result<Csr> {
+    let flops = structure(a, b, 0..a.shape().0).products;
+    parallel::matmul_rows(a, b, flops, workers)
+}
+
+/// An outer product: the column vector of `n` ones times the row vector of `n` ones, `n²`
+/// entries from `2n`.
+fn outer(n: usize) -> (Csr, Csr) {
+    let ones = vec![c64::new(1.0, 0.0); n];
+    let all: Vec<usize> = (0..n).collect();
+    let zeros = vec![0; n];
+    (
+        Csr::from_triplets((n, 1), &all, &zeros, &ones).unwrap(),
+        Csr::from_triplets((1, n), &zeros, &all, &ones).unwrap(),
+    )
+}
+
+/// The count adds what it finds to its budget every `step` columns and stops at the row after
+/// the total passed the limit; a limit the product reaches exactly does not stop it.
+#[test]
+fn count_rows_stops_past_its_budget() {
+    let (a, b) = outer(300);
+    let mut seen = vec![0u64; 300usize.div_ceil(64)];
+    let budget = parallel::Budget::new(1000);
+    assert!(parallel::count_rows(&a, &b, 0..300, &mut seen, &budget).is_none());
+    // Four rows of 300 pass 1000; the fifth is not counted.
+    assert_eq!(budget.counted(), 1200);
+    assert!(seen.iter().all(|&w| w == 0), "seen left clear");
+    let exact = parallel::Budget::new(90_000);
+    let got = parallel::count_rows(&a, &b, 0..300, &mut seen, &exact).unwrap();
+    assert_eq!(got, structure(&a, &b, 0..300));
+    assert_eq!(exact.counted(), 90_000);
+}
+
+/// A product whose result cannot fit in the memory available is refused after counting about
+/// as many entries as would fit, not all of them: an outer product of two vectors of 10⁶
+/// entries (10¹² entries, minutes of counting) with 1 GiB available stops near 4·10⁷. The
+/// serial kernel refuses it before any work, by its multiply-adds.
+#[test]
+fn a_result_past_the_memory_available_stops_the_count() {
+    let (a, b) = outer(1_000_000);
+    let started = std::time::Instant::now();
+    let e = crate::engine::memory::with_available(1 << 30, || {
+        parallel::matmul_rows(&a, &b, 1_000_000 * 1_000_000, 2)
+    })
+    .unwrap_err();
+    match &e {
+        Error::TooLarge {
+            op, shape, reason, ..
+        } => {
+            assert_eq!((op.as_str(), *shape), ("matmul", (1_000_000, 1_000_000)));
+            assert!(reason.contains("counting stopped"), "{e}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(started.elapsed().as_secs() < 60, "{:?}", started.elapsed());
+    // 4000 × 4000 (16·10⁶ entries, 384 MB) with 300 MB available stops at the room for
+    // about 11.7·10⁶; with the machine's memory it is made.
+    let (a, b) = outer(4000);
+    let e = crate::engine::memory::with_available(300 << 20, || on_workers(&a, &b, 2));
+    assert!(
+        matches!(&e, Err(Error::TooLarge { reason, .. }) if reason.contains("counting stopped")),
+        "{e:?}"
+    );
+    if crate::engine::available_memory().is_some_and(|av| av > 4 << 30) {
+        assert_eq!(on_workers(&a, &b, 2).unwrap().nnz(), 16_000_000);
+    }
+}
+
 /// `count_rows` against sets, over all rows, single rows and empty ranges.
 #[test]
 fn count_rows_counts_the_distinct_columns() {
@@ -425,7 +496,8 @@ fn count_rows_counts_the_distinct_columns() {
         let m = a.shape().0;
         let mut seen = vec![0u64; b.shape().1.div_ceil(64)];
         for rows in [0..m, 0..0, m / 2..m, 0..1, m - 1..m] {
-            let got = parallel::count_rows(a, b, rows.clone(), &mut seen);
+            let unlimited = parallel::Budget::new(usize::MAX);
+            let got = parallel::count_rows(a, b, rows.clone(), &mut seen, &unlimited).unwrap();
             assert_eq!(
                 got,
                 structure(a, b, rows.clone()),
@@ -443,7 +515,7 @@ fn workers_write_the_definition_in_place() {
     for (k, (a, b)) in parallel_cases().iter().enumerate() {
         let want = definition(a, b);
         for workers in 1..=9 {
-            let got = parallel::matmul_rows(a, b, workers).unwrap();
+            let got = on_workers(a, b, workers).unwrap();
             assert!(got.as_csmat().check_compressed_structure().is_ok());
             assert_eq!(got.indptr(), want.indptr(), "case {k}, {workers} workers");
             assert_eq!(got.indices(), want.indices(), "case {k}, {workers} workers");
@@ -487,7 +559,7 @@ fn cancelled_entries_are_closed_up_between_workers() {
             "some entries cancel"
         );
         for workers in [2, 3, 5, 8] {
-            let got = parallel::matmul_rows(&a, &b, workers).unwrap();
+            let got = on_workers(&a, &b, workers).unwrap();
             assert!(got.as_csmat().check_compressed_structure().is_ok());
             assert_eq!(got.indptr(), want.indptr(), "m = {m}, {workers} workers");
             assert_eq!(got.indices(), want.indices(), "m = {m}, {workers} workers");
@@ -501,7 +573,7 @@ fn cancelled_entries_are_closed_up_between_workers() {
     assert!(count * (16 + 8) >= STREAM_EMIT_BYTES, "{count} entries");
     let want = definition(&a, &b);
     for workers in [2, 4] {
-        let got = parallel::matmul_rows(&a, &b, workers).unwrap();
+        let got = on_workers(&a, &b, workers).unwrap();
         assert_eq!(got, want, "{workers} workers");
     }
 }
@@ -525,7 +597,7 @@ proptest::proptest! {
             Csr::from_triplets(shape, &r, &c, &v).unwrap()
         };
         let (a, b) = (csr((m, k), &entries_a), csr((k, n), &entries_b));
-        let got = parallel::matmul_rows(&a, &b, workers).unwrap();
+        let got = on_workers(&a, &b, workers).unwrap();
         let want = definition(&a, &b);
         proptest::prop_assert_eq!(got.indptr(), want.indptr());
         proptest::prop_assert_eq!(got.indices(), want.indices());
