@@ -29,6 +29,14 @@
 //! cargo run --release --example engine_calibrate -- 2 --only MATMUL,CSR_ROWS     # some families
 //! ```
 //!
+//! `--quick SECONDS` makes the library's shorter measurement instead
+//! (`polymat::calibrate::measure_thresholds`, within about that many seconds) and prints (or,
+//! with `--write FILE`, saves) what it finds.
+//!
+//! ```sh
+//! cargo run --release --example engine_calibrate -- 16 --quick 2 --write cal.txt
+//! ```
+//!
 //! Run order matters on the development VM: after the CSR_ROWS or REDUCTION family, serial
 //! products of odd sizes took 3–5× their time alone (161³: 2.04 against 0.35 ms), which
 //! `--only MATMUL` avoids; the cause is not found (docs/benchmarks.md).
@@ -121,6 +129,40 @@ fn main() {
         .iter()
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1).cloned());
+    if args.iter().any(|a| a == "--pin") {
+        // Each pool thread on a CPU of its own (`engine::pin_threads`).
+        match polymat::engine::pin_threads(true) {
+            Ok(n) => println!("pinned {n} pool threads"),
+            Err(e) => eprintln!("not pinned: {e}"),
+        }
+    }
+    if let Some(secs) = args
+        .iter()
+        .position(|a| a == "--quick")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|s| s.parse::<f64>().ok())
+    {
+        // The library's shorter measurement (`polymat::calibrate`), within `secs` seconds.
+        let started = Instant::now();
+        let budget = std::time::Duration::try_from_secs_f64(secs).unwrap_or_default();
+        match polymat::calibrate::measure_thresholds(parallel, budget) {
+            Ok(t) => {
+                println!(
+                    "measured in {:.2} s, 1 vs {parallel} threads:\n{t}",
+                    started.elapsed().as_secs_f64()
+                );
+                if let Some(path) = &write {
+                    std::fs::write(path, t.to_string()).expect("cannot write the file");
+                    println!("wrote {path}: use it with POLYMAT_THRESHOLDS={path}");
+                }
+            }
+            Err(e) => {
+                eprintln!("{e}");
+                std::process::exit(1);
+            }
+        }
+        return;
+    }
     let mut found = polymat::engine::Thresholds::default();
     let cases: Vec<Case> = vec![
         (

@@ -16,7 +16,8 @@
 //! `A,B` for operands of two kinds (`matmul csr,ket 1000`). `kron` multiplies factors of
 //! √N × √N, or of M and K rows with N given as `MxK` (`kron eye,perm 50000x2` is I ⊗ σx). Prints the mean time
 //! per call; with `COLD_MB=64` in the environment, the median of calls that each start out of
-//! cache. Calls run with polymat's default thread count; the side-by-side's one-thread cases
+//! cache; with `PIN=1`, each rayon pool thread pinned to a CPU of its own first
+//! (`polymat::engine::pin_threads`). Calls run with polymat's default thread count; the side-by-side's one-thread cases
 //! compare with `POLYMAT_NUM_THREADS=1`. Build with `--profile bench` for timings: the release
 //! profile keeps polymat's debug assertions and overflow checks on (for the tests).
 
@@ -108,6 +109,10 @@ fn main() -> polymat::Result<()> {
     if args.len() < 4 {
         eprintln!("usage: profile_op OP KIND N [SECONDS]");
         std::process::exit(2);
+    }
+    if std::env::var_os("PIN").is_some_and(|v| v == "1") {
+        // PIN=1: each rayon pool thread on a CPU of its own (`engine::pin_threads`).
+        polymat::engine::pin_threads(true)?;
     }
     let (op, kind) = (args[1].as_str(), args[2].as_str());
     // `kron` takes factors of √N × √N each, or of M and K rows with N written `MxK`.

@@ -81,6 +81,7 @@ pub use faer;
 pub use sprs;
 
 mod cache;
+pub mod calibrate;
 pub mod convert;
 pub mod dispatch;
 #[cfg(feature = "mpi")]

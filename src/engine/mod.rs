@@ -51,6 +51,12 @@ pub fn set_threads(n: usize) {
     faer::set_global_parallelism(faer_par(n));
 }
 
+/// The thread count as last set (0: not set, the default applies): what [`set_threads`]
+/// restores it to.
+pub(crate) fn threads_setting() -> usize {
+    THREADS.load(Ordering::Relaxed)
+}
+
 /// faer's global parallelism for a polymat thread count (0: the current pool's size).
 fn faer_par(n: usize) -> faer::Par {
     match n {
@@ -147,12 +153,14 @@ fn default_dense_limit() -> usize {
     }
 }
 
+mod affinity;
 pub(crate) mod memory;
 pub(crate) mod pages;
 mod stream;
 pub mod thresholds;
 
 pub use crate::simd::AVX512_SMALL_PRODUCTS_ENV;
+pub use affinity::pin_threads;
 pub use memory::{PROBE_BYTES, available_memory};
 pub use pages::{HUGE_PAGES_ENV, huge_pages, set_huge_pages};
 pub use stream::{DEFAULT_STREAM_BYTES, STREAM_BYTES_ENV, set_stream_bytes, stream_bytes};
@@ -180,6 +188,11 @@ pub(crate) enum Family {
 /// ```
 pub fn set_force_parallel(on: bool) {
     FORCE_PARALLEL.store(on, Ordering::Relaxed);
+}
+
+/// Whether [`set_force_parallel`] is on.
+pub(crate) fn force_parallel() -> bool {
+    FORCE_PARALLEL.load(Ordering::Relaxed)
 }
 
 /// How many workers a kernel of `family` doing `work` units should use: 1 below the family's

@@ -12,6 +12,8 @@
 //! [`set_thresholds`] says otherwise. `engine_calibrate --write FILE` measures the machine it
 //! runs on and writes such a file, with the thread count T it compared against one thread
 //! (`THREADS`): a kernel at its threshold then gets T workers (see `engine::workers`).
+//! [`crate::calibrate::measure_thresholds`] makes a shorter measurement in the program itself,
+//! at start-up, for [`set_thresholds`].
 
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 
