@@ -38,6 +38,9 @@ const OP: &str = "measure_thresholds";
 /// Parallel must beat serial by this factor, at a size and the next, to count as paying.
 const GAIN: f64 = 1.1;
 
+/// Held while a measurement runs.
+static MEASURING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 /// Milliseconds of calls before a timing (the pool's threads wake, the caches fill).
 const WARM_MS: u64 = 2;
 
@@ -69,7 +72,7 @@ type Workload = (&'static str, u32, u32, Make);
 /// While it runs, polymat's thread count and
 /// [`set_force_parallel`](crate::engine::set_force_parallel) are changed for the whole
 /// process; both are restored before it returns, and what other threads compute meanwhile
-/// stays correct. The thresholds in force are not changed: install the result with
+/// stays correct. Concurrent calls run one after the other. The thresholds in force are not changed: install the result with
 /// [`set_thresholds`](crate::engine::set_thresholds).
 ///
 /// # Errors
@@ -96,6 +99,11 @@ pub fn measure_thresholds(threads: usize, budget: Duration) -> Result<Thresholds
         ("REDUCTION", 12, 21, expect_csr),
         ("MATMUL", 15, 24, dense_dense),
     ];
+    // One measurement at a time: two interleaved would each restore what the other had set
+    // (and could leave the parallel paths forced for good).
+    let _one = MEASURING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let deadline = Instant::now().checked_add(budget);
     let saved = (engine::threads_setting(), engine::force_parallel());
     engine::set_force_parallel(true);

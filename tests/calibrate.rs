@@ -39,7 +39,11 @@ fn thresholds_are_measured_and_settings_restored() {
         "{e}"
     );
     assert_eq!(polymat::threads(), 3);
-    // No deadline can be computed from this budget: none is kept.
+    // No deadline can be computed from this budget: none is kept. Two at once run one after
+    // the other and leave the settings as they were.
+    let other = std::thread::spawn(|| measure_thresholds(2, Duration::from_secs(120)));
     assert!(measure_thresholds(2, Duration::MAX).is_ok());
+    assert!(other.join().unwrap().is_ok());
+    assert_eq!(polymat::threads(), 3);
     polymat::set_threads(0);
 }
