@@ -5,9 +5,13 @@
 //! shows how the machine schedules the rayon pool (`docs/benchmarks.md`, "Pool threads stacked
 //! on one CPU").
 //!
+//! With `--in-place`, the calling thread runs one loop itself and hands only the other to the
+//! pool.
+//!
 //! ```sh
-//! cargo run --release --example pool_join            # as the scheduler places the threads
-//! cargo run --release --example pool_join -- --pin   # one CPU a pool thread
+//! cargo run --release --example pool_join                 # as the scheduler places them
+//! cargo run --release --example pool_join -- --pin        # one CPU a pool thread
+//! cargo run --release --example pool_join -- --in-place   # the caller runs one loop
 //! ```
 
 use std::time::{Duration, Instant};
@@ -24,13 +28,23 @@ fn main() -> polymat::Result<()> {
         let n = polymat::engine::pin_threads(true)?;
         println!("pinned {n} pool threads");
     }
+    // `--in-place`: the calling thread runs one loop itself and hands only the other to the
+    // pool (`rayon::in_place_scope`), instead of handing both to the pool and waiting.
+    let in_place = std::env::args().any(|a| a == "--in-place");
     let calls = 20;
     let windows: Vec<f64> = (0..40)
         .map(|_| {
             spin(2000);
             let t = Instant::now();
             for _ in 0..calls {
-                rayon::join(|| spin(30), || spin(30));
+                if in_place {
+                    rayon::in_place_scope(|s| {
+                        s.spawn(|_| spin(30));
+                        spin(30);
+                    });
+                } else {
+                    rayon::join(|| spin(30), || spin(30));
+                }
             }
             t.elapsed().as_secs_f64() / f64::from(calls) * 1e6
         })
