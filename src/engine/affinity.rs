@@ -4,10 +4,10 @@
 //! pool on one CPU for milliseconds at a time, while the other CPU idles. `examples/pool_join`
 //! (no polymat kernel) times `rayon::join` of two 30 µs loops from outside the pool, in 40
 //! windows of 20 calls, each after 2 ms of serial work: 22–36 of the 40 windows took 80 µs a
-//! call or more in each of seven runs (both loops on one CPU), the rest mostly 36–56 µs. With each
-//! pool thread pinned to its own CPU, none did in seven runs (`docs/benchmarks.md`). This was
-//! the "one pool thread runs everything" mode that parallel Csr·Csr, Csr·ket and the
-//! thresholds' calibration kept meeting there.
+//! call or more in each of seven runs (both loops on one CPU), the rest mostly 36–56 µs.
+//! With each pool thread pinned to its own CPU, none did in seven runs
+//! (`docs/benchmarks.md`). This was the "one pool thread runs everything" mode that parallel
+//! Csr·Csr, Csr·ket and the thresholds' calibration kept meeting there.
 //!
 //! Pinning is a choice for the program, not for a library: it fights other processes and
 //! pools for the same CPUs, and a cgroup may move the process. So polymat never pins on its
