@@ -72,8 +72,8 @@ type Workload = (&'static str, u32, u32, Make);
 /// While it runs, polymat's thread count and
 /// [`set_force_parallel`](crate::engine::set_force_parallel) are changed for the whole
 /// process; both are restored before it returns, and what other threads compute meanwhile
-/// stays correct. Concurrent calls run one after the other. The thresholds in force are not changed: install the result with
-/// [`set_thresholds`](crate::engine::set_thresholds).
+/// stays correct. Concurrent calls run one after the other. The thresholds in force are not
+/// changed: install the result with [`set_thresholds`](crate::engine::set_thresholds).
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] if `threads` is below 2 or more than the current rayon pool has

@@ -56,23 +56,17 @@ impl Budget {
         Budget {
             counted: AtomicUsize::new(0),
             limit,
-            step: if limit == usize::MAX {
-                usize::MAX
-            } else {
-                (limit / 64).clamp(1, 1 << 16)
-            },
+            step: (limit / 64).clamp(1, 1 << 16),
         }
     }
 
     /// Adds `n` entries found; `false` once the total has passed the limit.
     #[inline]
     fn add(&self, n: usize) -> bool {
-        self.limit == usize::MAX
-            || self
-                .counted
-                .fetch_add(n, Ordering::Relaxed)
-                .saturating_add(n)
-                <= self.limit
+        self.counted
+            .fetch_add(n, Ordering::Relaxed)
+            .saturating_add(n)
+            <= self.limit
     }
 
     /// The entries added so far (all of them after the count, or the point where it stopped).
@@ -240,59 +234,41 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, flops: usize, workers: usize) -> Res
     Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) })
 }
 
-/// The distinct columns of the rows `rows` of a·b, their multiply-adds and the most in
-/// one row. `seen` has a bit for every column of b and is all-zero on entry; it is left
-/// so. Under a limited `budget` the columns found are added to it as they are counted
-/// (every `step` of them and at the end), and the count is `None` once its total passes the
-/// limit (the count stops at the row after the one where it found that out).
-///
-/// A row whose columns lie within 64 of its first (banded products) gathers them in a
-/// register, shifted from that first column (no word boundary to cross, unlike the row
-/// kernel's aligned words: only the count is wanted). Otherwise each product marks its
-/// bit in `seen`; a row that spans fewer words than twice its products then counts and
-/// clears its span, and a sparser one counts its columns as they are first marked and
-/// clears them one product at a time. (Finding the first and last column in the same
-/// pass as the gathering, in a window of 128 columns, cost more: the loop spilled its
-/// registers, and a tridiagonal product at n = 10⁶ on two workers took 21–22 ms against
-/// 17.)
-pub(super) fn count_rows(
-    a: &Csr,
-    b: &Csr,
-    rows: Range<usize>,
-    seen: &mut [u64],
-    budget: &Budget,
-) -> Option<Count> {
-    if budget.limit == usize::MAX {
-        Some(count_all(a, b, rows, seen))
-    } else {
-        count_within(a, b, rows, seen, budget)
-    }
-}
-
 crate::simd::avx2_fn! {
-    /// [`count_rows`] without a limit: no comparison in the loop over rows (with one, a
-    /// tridiagonal product at n = 10⁶ on two workers took 2–3 % longer).
-    fn count_all(a: &Csr, b: &Csr, rows: Range<usize>, seen: &mut [u64]) -> Count {
-        let unlimited = Budget::new(usize::MAX);
-        let count = count_rows_in::<false>(a, b, rows, seen, &unlimited);
-        count.unwrap_or_default()
-    }
-}
-
-crate::simd::avx2_fn! {
-    /// [`count_rows`] within a limit.
-    fn count_within(
+    /// The distinct columns of the rows `rows` of a·b, their multiply-adds and the most in
+    /// one row. `seen` has a bit for every column of b and is all-zero on entry; it is left
+    /// so. Under a limited `budget` the columns found are added to it as they are counted
+    /// (every `step` of them and at the end), and the count is `None` once its total passes the
+    /// limit (the count stops at the row after the one where it found that out).
+    ///
+    /// A row whose columns lie within 64 of its first (banded products) gathers them in a
+    /// register, shifted from that first column (no word boundary to cross, unlike the row
+    /// kernel's aligned words: only the count is wanted). Otherwise each product marks its
+    /// bit in `seen`; a row that spans fewer words than twice its products then counts and
+    /// clears its span, and a sparser one counts its columns as they are first marked and
+    /// clears them one product at a time. (Finding the first and last column in the same
+    /// pass as the gathering, in a window of 128 columns, cost more: the loop spilled its
+    /// registers, and a tridiagonal product at n = 10⁶ on two workers took 21–22 ms against
+    /// 17.)
+    pub(super) fn count_rows(
         a: &Csr,
         b: &Csr,
         rows: Range<usize>,
         seen: &mut [u64],
         budget: &Budget,
     ) -> Option<Count> {
-        count_rows_in::<true>(a, b, rows, seen, budget)
+        // Without a limit, a loop of its own: one comparison a row made a tridiagonal product
+        // at n = 10⁶ on two workers 2–3 % slower.
+        if budget.limit == usize::MAX {
+            count_rows_in::<false>(a, b, rows, seen, budget)
+        } else {
+            count_rows_in::<true>(a, b, rows, seen, budget)
+        }
     }
 }
 
-/// The body of [`count_rows`], inlined into each instance (`LIMITED`: the budget is consulted).
+/// The body of [`count_rows`], inlined into it twice (`LIMITED`: the budget is consulted; an
+/// unlimited count never returns `None`).
 #[inline(always)]
 fn count_rows_in<const LIMITED: bool>(
     a: &Csr,
