@@ -4,12 +4,26 @@
 //! The thread setting is process-wide, so this file is its own test binary and its tests take
 //! a lock: no other test observes a changed setting.
 
-use std::sync::Mutex;
+use std::sync::{Mutex, MutexGuard};
 
 use polymat::engine::set_force_parallel;
 use polymat::{Csr, Data, Dense, Kind, Out, c64};
 
 static SETTING: Mutex<()> = Mutex::new(());
+
+/// Takes the lock on the settings. The first call makes rayon's global pool at least two
+/// threads wide, so that the parallel paths run on two workers even on a one-CPU machine (a
+/// kernel splits among at most as many workers as its pool has threads).
+fn setting() -> MutexGuard<'static, ()> {
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().max(2));
+    // Err only if the pool already exists: the first test to get here made it.
+    let _ = rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build_global();
+    SETTING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
 
 fn value(i: usize, salt: usize) -> c64 {
     let h = (i.wrapping_mul(2_654_435_761) ^ salt.wrapping_mul(40_503)) % 1000;
@@ -95,7 +109,7 @@ const SHAPES: [(usize, usize); 6] = [(0, 0), (1, 1), (1, 9), (9, 1), (37, 23), (
 
 #[test]
 fn elementwise_and_transposes_match() {
-    let _g = SETTING.lock().unwrap();
+    let _g = setting();
     let s = c64::new(0.5, -2.0);
     for (m, n) in SHAPES {
         let (a, b) = (dense(m, n, 1), dense(m, n, 2));
@@ -269,7 +283,7 @@ fn elementwise_and_transposes_match() {
 
 #[test]
 fn products_match() {
-    let _g = SETTING.lock().unwrap();
+    let _g = setting();
     for (m, n) in SHAPES {
         let a = csr(m, n, 4, 7);
         for k in [1, 3, 40] {
@@ -299,7 +313,7 @@ fn products_match() {
 /// kernel, which `products_match` and the unit tests check.)
 #[test]
 fn dense_matrix_vector_products_have_the_same_bits_on_any_split() {
-    let _g = SETTING.lock().unwrap();
+    let _g = setting();
     for m in [13, 16, 37, 130, 257] {
         for k in [1, 5, 33, 40] {
             let col = dense(m, k, 21);
@@ -338,7 +352,7 @@ fn dense_matrix_vector_products_have_the_same_bits_on_any_split() {
 
 #[test]
 fn reductions_match() {
-    let _g = SETTING.lock().unwrap();
+    let _g = setting();
     for n in [0, 1, 2, 3, 64, 257] {
         let (op, ket) = (csr(n, n, 5, 11), dense(n, 1, 12));
         assert_close(
@@ -372,7 +386,7 @@ fn reductions_match() {
 /// definition on one case above every threshold, without forcing.
 #[test]
 fn parallel_results_above_thresholds_are_correct() {
-    let _g = SETTING.lock().unwrap();
+    let _g = setting();
     polymat::set_threads(2);
     let n = 1100; // 1 210 000 entries, above the elementwise, transpose and row thresholds
     let (a, b) = (dense(n, n, 21), dense(n, n, 22));
@@ -441,7 +455,7 @@ fn parallel_results_above_thresholds_are_correct() {
 /// default thresholds (2¹⁶ multiply-adds and more).
 #[test]
 fn csr_products_on_workers_match() {
-    let _g = SETTING.lock().unwrap();
+    let _g = setting();
     let cases = [
         (csr(3000, 2500, 10, 31), csr(2500, 4000, 10, 32)),
         (csr(20_000, 20_000, 3, 33), csr(20_000, 20_000, 3, 34)),
@@ -466,7 +480,7 @@ fn csr_products_on_workers_match() {
 /// the blocks' threshold (its first rows), row for row.
 #[test]
 fn csr_transposes_by_blocks_match() {
-    let _g = SETTING.lock().unwrap();
+    let _g = setting();
     // 70 000 rows, a seventh of them empty, 10 entries in the others: 600 000 entries.
     let a = csr(70_000, 65_000, 10, 28);
     assert!(a.downcast_ref::<Csr>().unwrap().nnz() > 1 << 19);
@@ -511,7 +525,7 @@ fn csr_transposes_by_blocks_match() {
 /// is below 45 MB).
 #[test]
 fn streamed_results_match_the_definition() {
-    let _g = SETTING.lock().unwrap();
+    let _g = setting();
     for ((m, n), bytes) in [((67, 53), 1), ((1030, 1030), 0)] {
         polymat::set_stream_bytes(bytes);
         streamed_case(m, n);
@@ -659,11 +673,23 @@ fn streamed_case(m: usize, n: usize) {
 
 #[test]
 fn thread_setting_and_environment() {
-    let _g = SETTING.lock().unwrap();
+    let _g = setting();
+    // faer's decompositions follow the same count, at most the pool's size.
+    let pool = rayon::current_num_threads();
+    let faer_par = |n: usize| match n.min(pool) {
+        1 => faer::Par::Seq,
+        n => faer::Par::rayon(n),
+    };
     polymat::set_threads(3);
     assert_eq!(polymat::threads(), 3);
-    // faer's decompositions follow the same count.
-    assert_eq!(faer::get_global_parallelism(), faer::Par::rayon(3));
+    assert_eq!(faer::get_global_parallelism(), faer_par(3));
+    // Inside a pool of five, the whole count.
+    let five = rayon::ThreadPoolBuilder::new()
+        .num_threads(5)
+        .build()
+        .unwrap();
+    five.install(|| polymat::set_threads(4));
+    assert_eq!(faer::get_global_parallelism(), faer::Par::rayon(4));
     // SAFETY (edition 2024 marks set_var unsafe): the lock keeps this file's other tests out,
     // and nothing else in this test binary reads the environment concurrently.
     unsafe { std::env::set_var(polymat::THREADS_ENV, "5") };
@@ -673,7 +699,7 @@ fn thread_setting_and_environment() {
         5,
         "the variable is read when no explicit setting exists"
     );
-    assert_eq!(faer::get_global_parallelism(), faer::Par::rayon(5));
+    assert_eq!(faer::get_global_parallelism(), faer_par(5));
     unsafe { std::env::set_var(polymat::THREADS_ENV, "not a number") };
     polymat::set_threads(0);
     assert_eq!(polymat::threads(), rayon::current_num_threads().max(1));
@@ -729,4 +755,45 @@ fn thresholds_file_from_the_environment() {
         );
     }
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// A thread count far beyond the pool splits work among the pool's threads only. With one of
+/// a million (`usize::MAX` alike), faer once split a 4 × 4 product (the partial trace of a ket)
+/// into a million tasks, and the call ran for minutes.
+#[test]
+fn a_thread_count_beyond_the_pool_is_capped_by_it() {
+    let _g = setting();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let ket = dense(4, 1, 41);
+        let a = dense(40, 40, 42);
+        let s = csr(300, 300, 5, 43);
+        for n in [1_000_000, usize::MAX] {
+            polymat::set_threads(n);
+            assert_eq!(polymat::threads(), n);
+            for force in [true, false] {
+                set_force_parallel(force);
+                let p = polymat::ptrace(
+                    &ket,
+                    &polymat::ops::Ptrace {
+                        dims: vec![2, 2],
+                        keep: vec![0],
+                    },
+                    Out::Auto,
+                )
+                .unwrap();
+                assert_eq!(p.shape(), (2, 2));
+                polymat::matmul(&a, &a, Out::Auto).unwrap();
+                polymat::expm(&a, Out::Auto).unwrap();
+                polymat::matmul(&s, &s, Out::Auto).unwrap();
+                polymat::transpose(&s, Out::Auto).unwrap();
+                polymat::ops::norm::frobenius(&a).unwrap();
+            }
+        }
+        set_force_parallel(false);
+        polymat::set_threads(0);
+        tx.send(()).unwrap();
+    });
+    rx.recv_timeout(std::time::Duration::from_secs(120))
+        .expect("done within two minutes (a second, unloaded)");
 }

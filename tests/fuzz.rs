@@ -6,7 +6,8 @@
 //!
 //! `POLYMAT_FUZZ_CALLS` sets the number of calls (default 500 000, a few seconds in release;
 //! `10000000` for the long mode);
-//! `POLYMAT_FUZZ_SEED` the seed (default 1).
+//! `POLYMAT_FUZZ_SEED` the seed (default 1). A second driver repeats the exercise with every
+//! parallel path forced (`POLYMAT_FUZZ_THREADS` threads, default 4).
 
 mod common;
 
@@ -615,16 +616,64 @@ fn constructors(r: &mut Rng) -> Outcome {
     }
 }
 
+/// The two drivers below switch process-wide settings (threads, forced parallel paths): one
+/// at a time.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn env_u64(name: &str) -> Option<u64> {
+    std::env::var(name).ok().and_then(|v| v.parse().ok())
+}
+
 #[test]
 fn every_operation_on_random_input() {
-    let calls: u64 = std::env::var("POLYMAT_FUZZ_CALLS")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(500_000);
-    let seed: u64 = std::env::var("POLYMAT_FUZZ_SEED")
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(1);
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let calls = env_u64("POLYMAT_FUZZ_CALLS").unwrap_or(500_000);
+    let seed = env_u64("POLYMAT_FUZZ_SEED").unwrap_or(1);
+    drive(calls, seed, None);
+}
+
+/// The same calls with every parallel path taken whatever the size, in a rayon pool of
+/// `POLYMAT_FUZZ_THREADS` threads (default 4, more than this machine may have): the parallel
+/// kernels' splitting meets the empty, the `usize::MAX`-wide and the non-finite inputs too
+/// (an empty 0 × `usize::MAX` matrix once overflowed a split's arithmetic). Calls:
+/// `POLYMAT_FUZZ_CALLS` / 4 (default 200 000), seeded from `POLYMAT_FUZZ_SEED` + 1000.
+#[test]
+fn every_operation_on_random_input_in_parallel() {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let calls = env_u64("POLYMAT_FUZZ_CALLS").map_or(200_000, |c| c.div_ceil(4));
+    let seed = env_u64("POLYMAT_FUZZ_SEED").unwrap_or(1).wrapping_add(1000);
+    let threads = env_u64("POLYMAT_FUZZ_THREADS").map_or(4, |t| usize::try_from(t).unwrap());
+    let pool = Arc::new(
+        rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .expect("a pool of POLYMAT_FUZZ_THREADS threads"),
+    );
+    // Inside the pool, so that faer's parallelism (capped by the pool at this call) is `threads`.
+    pool.install(|| polymat::engine::set_threads(threads));
+    polymat::engine::set_force_parallel(true);
+    let run = catch_unwind(AssertUnwindSafe(|| drive(calls, seed, Some(pool))));
+    polymat::engine::set_force_parallel(false);
+    polymat::engine::set_threads(0);
+    if let Err(p) = run {
+        std::panic::resume_unwind(p);
+    }
+}
+
+/// Where the last panic on this thread happened (as the hook recorded it), and its message.
+fn panic_text(p: &Box<dyn std::any::Any + Send>) -> String {
+    let msg = p
+        .downcast_ref::<String>()
+        .cloned()
+        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
+        .unwrap_or_default();
+    let at = WHERE.with(|w| w.borrow().clone());
+    format!("{at}: {msg}")
+}
+
+/// `calls` random calls from `seed` (inside `pool` if given), under a watchdog; panics listing
+/// every failure.
+fn drive(calls: u64, seed: u64, pool: Option<Arc<rayon::ThreadPool>>) {
     let progress = Arc::new(AtomicU64::new(0));
     let current = Arc::new(Mutex::new(String::new()));
     let done = Arc::new(AtomicBool::new(false));
@@ -644,83 +693,78 @@ fn every_operation_on_random_input() {
             failures.clone(),
         );
         std::thread::spawn(move || {
-            let ops = operations();
-            let mut rng = Rng::new(seed);
-            for call in 0..calls {
-                let (name, arity, f) = ops[(rng.next_u64() % ops.len() as u64) as usize];
-                let mut inputs: Vec<(Data, Data)> = Vec::new();
-                let mut comparable = true;
-                let base = small_shape(&mut rng);
-                for k in 0..arity {
-                    if rng.next_u64().is_multiple_of(25) {
-                        let h = huge(&mut rng);
-                        inputs.push((h.clone(), h));
-                        comparable = false;
-                        continue;
+            let calls_made = move || {
+                let ops = operations();
+                let mut rng = Rng::new(seed);
+                for call in 0..calls {
+                    let (name, arity, f) = ops[(rng.next_u64() % ops.len() as u64) as usize];
+                    let mut inputs: Vec<(Data, Data)> = Vec::new();
+                    let mut comparable = true;
+                    let base = small_shape(&mut rng);
+                    for k in 0..arity {
+                        if rng.next_u64().is_multiple_of(25) {
+                            let h = huge(&mut rng);
+                            inputs.push((h.clone(), h));
+                            comparable = false;
+                            continue;
+                        }
+                        // Related shapes most of the time, so most calls get past the shape
+                        // checks (a square on the right: a bra or a matrix times an operator).
+                        let s = match (k, rng.next_u64() % 5) {
+                            (0, _) | (_, 0) => base,
+                            (_, 1) => (base.1, base.0),
+                            (_, 2) => (base.1, 1),
+                            (_, 3) => (base.1, base.1),
+                            _ => small_shape(&mut rng),
+                        };
+                        inputs.push(pair(&mut rng, s));
                     }
-                    // Related shapes most of the time, so most calls get past the shape
-                    // checks (a square on the right: a bra or a matrix times an operator).
-                    let s = match (k, rng.next_u64() % 5) {
-                        (0, _) | (_, 0) => base,
-                        (_, 1) => (base.1, base.0),
-                        (_, 2) => (base.1, 1),
-                        (_, 3) => (base.1, base.1),
-                        _ => small_shape(&mut rng),
+                    let what = format!(
+                        "call {call}: {name}{:?}",
+                        inputs.iter().map(|i| i.0.shape()).collect::<Vec<_>>()
+                    );
+                    *current.lock().unwrap() = what.clone();
+                    let state = rng.next_u64();
+                    let dense: Vec<Data> = inputs.iter().map(|i| i.0.clone()).collect();
+                    let csr: Vec<Data> = inputs.iter().map(|i| i.1.clone()).collect();
+                    let run = |args: &[Data]| {
+                        let mut r = Rng::new(state);
+                        catch_unwind(AssertUnwindSafe(|| f(&mut r, args)))
                     };
-                    inputs.push(pair(&mut rng, s));
-                }
-                let what = format!(
-                    "call {call}: {name}{:?}",
-                    inputs.iter().map(|i| i.0.shape()).collect::<Vec<_>>()
-                );
-                *current.lock().unwrap() = what.clone();
-                let state = rng.next_u64();
-                let dense: Vec<Data> = inputs.iter().map(|i| i.0.clone()).collect();
-                let csr: Vec<Data> = inputs.iter().map(|i| i.1.clone()).collect();
-                let run = |args: &[Data]| {
-                    let mut r = Rng::new(state);
-                    catch_unwind(AssertUnwindSafe(|| f(&mut r, args)))
-                };
-                WILD.with(|w| w.set(false));
-                let (a, b) = (run(&dense), run(&csr));
-                let finite = !WILD.with(|w| w.get())
-                    && dense.iter().all(|d| {
-                        polymat::ops::norm::max(d).is_ok_and(|x| x.is_finite() && x < 1e300)
-                    });
-                let ctor = catch_unwind(AssertUnwindSafe(|| constructors(&mut rng)));
-                let fail = |msg: String| {
-                    let mut f = failures.lock().unwrap();
-                    if f.len() < 40 {
-                        f.push(msg);
+                    WILD.with(|w| w.set(false));
+                    let (a, b) = (run(&dense), run(&csr));
+                    let finite = !WILD.with(|w| w.get())
+                        && dense.iter().all(|d| {
+                            polymat::ops::norm::max(d).is_ok_and(|x| x.is_finite() && x < 1e300)
+                        });
+                    let ctor = catch_unwind(AssertUnwindSafe(|| constructors(&mut rng)));
+                    let fail = |msg: String| {
+                        let mut f = failures.lock().unwrap();
+                        if f.len() < 40 {
+                            f.push(msg);
+                        }
+                    };
+                    match (&a, &b) {
+                        (Err(p), _) | (_, Err(p)) => {
+                            fail(format!("{what}: panicked at {}", panic_text(p)));
+                        }
+                        (Ok(x), Ok(y)) if comparable && !agree(x, y, finite) => {
+                            fail(format!("{what}: Dense gave {x:?}, Csr gave {y:?}"));
+                        }
+                        _ => {}
                     }
-                };
-                match (&a, &b) {
-                    (Err(p), _) | (_, Err(p)) => {
-                        let msg = p
-                            .downcast_ref::<String>()
-                            .cloned()
-                            .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                            .unwrap_or_default();
-                        let at = WHERE.with(|w| w.borrow().clone());
-                        fail(format!("{what}: panicked at {at}: {msg}"));
+                    if let Err(p) = ctor {
+                        fail(format!(
+                            "after {what}: a constructor panicked at {}",
+                            panic_text(&p)
+                        ));
                     }
-                    (Ok(x), Ok(y)) if comparable && !agree(x, y, finite) => {
-                        fail(format!("{what}: Dense gave {x:?}, Csr gave {y:?}"));
-                    }
-                    _ => {}
+                    progress.fetch_add(1, Ordering::Relaxed);
                 }
-                if let Err(p) = ctor {
-                    let msg = p
-                        .downcast_ref::<String>()
-                        .cloned()
-                        .or_else(|| p.downcast_ref::<&str>().map(|s| s.to_string()))
-                        .unwrap_or_default();
-                    let at = WHERE.with(|w| w.borrow().clone());
-                    fail(format!(
-                        "after {what}: a constructor panicked at {at}: {msg}"
-                    ));
-                }
-                progress.fetch_add(1, Ordering::Relaxed);
+            };
+            match pool {
+                Some(pool) => pool.install(calls_made),
+                None => calls_made(),
             }
             done.store(true, Ordering::Relaxed);
         })

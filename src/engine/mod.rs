@@ -27,16 +27,20 @@ static FORCE_PARALLEL: AtomicBool = AtomicBool::new(false);
 /// The default is the environment variable `POLYMAT_NUM_THREADS` if it holds a positive
 /// integer, else the size of the current rayon pool. With 1 every kernel runs serially on the
 /// calling thread. Parallel kernels run on the current rayon pool (the global one unless the
-/// call happens inside [`rayon::ThreadPool::install`]) and never split work into more pieces
-/// than this many threads. The setting is process-wide and may change at any time; calls in
-/// flight keep the value they read.
+/// call happens inside [`rayon::ThreadPool::install`]) and never split work among more workers
+/// than this many threads, nor than that pool has: `set_threads(64)` on a 2-thread pool runs
+/// kernels on two workers ([`threads`] still reports 64). The setting is process-wide and may
+/// change at any time; calls in flight keep the value they read.
 ///
 /// faer's decompositions that polymat calls (the LU of `expm`, `inv` and `solve`, QR, the
 /// eigensolvers and the SVD) take their parallelism from faer's own process-wide setting, so
 /// a positive `n` here (or in `POLYMAT_NUM_THREADS`) also sets that
-/// ([`faer::set_global_parallelism`]: `Par::Seq` for 1, `Par::rayon(n)` otherwise), and 0
-/// sets it to `Par::rayon(0)`, the size of the current rayon pool at that call (faer's own
-/// default looks the pool up at every call, which its API cannot set again). Without this,
+/// ([`faer::set_global_parallelism`]: `Par::Seq` for 1, otherwise `Par::rayon` of `n` or the
+/// current rayon pool's size at that call, whichever is smaller), and 0 sets it to
+/// `Par::rayon(0)`, the size of the current rayon pool at that call (faer's own default looks
+/// the pool up at every call, which its API cannot set again). A count far beyond the pool
+/// once reached faer as it was: with `set_threads(1_000_000)` a 4 × 4 product split into as
+/// many tasks and ran for minutes. Without this,
 /// `set_threads(1)` left a 1000 × 1000 SVD using a second thread for a third of its time
 /// (0.68 s wall, 0.92 s of CPU; 0.95 s on one thread).
 ///
@@ -57,12 +61,23 @@ pub(crate) fn threads_setting() -> usize {
     THREADS.load(Ordering::Relaxed)
 }
 
-/// faer's global parallelism for a polymat thread count (0: the current pool's size).
+/// faer's global parallelism for a polymat thread count (0: the current pool's size), at most
+/// the current pool's size.
 fn faer_par(n: usize) -> faer::Par {
     match n {
-        1 => faer::Par::Seq,
-        n => faer::Par::rayon(n),
+        0 => faer::Par::rayon(0),
+        n => match n.min(rayon::current_num_threads()) {
+            1 => faer::Par::Seq,
+            n => faer::Par::rayon(n),
+        },
     }
+}
+
+/// [`threads`], at most the size of the rayon pool the caller runs in: the most workers a
+/// kernel splits its work among.
+#[inline]
+fn usable_threads() -> usize {
+    threads().min(rayon::current_num_threads()).max(1)
 }
 
 /// The number of threads polymat's kernels may use (at least 1). See [`set_threads`].
@@ -197,9 +212,9 @@ pub(crate) fn force_parallel() -> bool {
 
 /// How many workers a kernel of `family` doing `work` units should use: 1 below the family's
 /// threshold, then T workers, and one more for every T-th of the threshold of further work,
-/// up to [`threads`], where T is the thread count the thresholds were measured with
-/// ([`Thresholds::measured_threads`]: 2 for the defaults, the `--write` run's count for a
-/// calibration file).
+/// up to [`threads`] and the size of the caller's rayon pool, where T is the thread count the
+/// thresholds were measured with ([`Thresholds::measured_threads`]: 2 for the defaults, the
+/// `--write` run's count for a calibration file).
 ///
 /// A threshold is the size from which T threads beat one, so a worker needs about a T-th of
 /// it to pay for its hand-off. Capping the workers by the size keeps a many-core machine from
@@ -210,7 +225,7 @@ pub(crate) fn force_parallel() -> bool {
 #[inline]
 pub(crate) fn workers(family: Family, work: usize) -> usize {
     if FORCE_PARALLEL.load(Ordering::Relaxed) {
-        return threads();
+        return usable_threads();
     }
     let threshold = thresholds::of(family);
     if work < threshold {
@@ -218,7 +233,12 @@ pub(crate) fn workers(family: Family, work: usize) -> usize {
         // (every small kernel passes here).
         return 1;
     }
-    workers_for(threshold, thresholds::measured_threads(), work, threads())
+    workers_for(
+        threshold,
+        thresholds::measured_threads(),
+        work,
+        usable_threads(),
+    )
 }
 
 /// [`workers`] for a threshold measured with `measured` threads (where that many first beat
@@ -431,6 +451,14 @@ where
     mat
 }
 
+/// The `k`-th of the pieces of length `per` that cut `0..len` (the last one shorter), without
+/// overflow for any `len`: an empty matrix may still have `usize::MAX` columns.
+#[inline]
+pub(crate) fn piece(k: usize, per: usize, len: usize) -> Range<usize> {
+    let start = k.saturating_mul(per).min(len);
+    start..start.saturating_add(per).min(len)
+}
+
 /// `Σ f(range)` over `0..len` split into one range per worker (a single call when `workers`
 /// is 1). The split depends only on `len` and `workers`, so a given setting always sums in the
 /// same order.
@@ -445,7 +473,7 @@ where
     let per = len.div_ceil(workers);
     (0..len.div_ceil(per))
         .into_par_iter()
-        .map(|k| f(k * per..((k + 1) * per).min(len)))
+        .map(|k| f(piece(k, per, len)))
         .collect::<Vec<T>>()
         .into_iter()
         .sum()
@@ -453,6 +481,19 @@ where
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn pieces_cut_any_length_without_overflow() {
+        use super::piece;
+        assert_eq!(piece(0, 4, 10), 0..4);
+        assert_eq!(piece(2, 4, 10), 8..10);
+        assert_eq!(piece(3, 4, 10), 10..10);
+        // An empty 0 × usize::MAX matrix split over four workers: the last piece ends at
+        // usize::MAX, where (k + 1)·per overflowed.
+        let per = usize::MAX.div_ceil(4);
+        assert_eq!(piece(3, per, usize::MAX), 3 * per..usize::MAX);
+        assert_eq!(piece(usize::MAX, per, usize::MAX), usize::MAX..usize::MAX);
+    }
+
     #[test]
     fn workers_grow_with_the_work() {
         use super::workers_for;

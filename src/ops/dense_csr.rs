@@ -134,7 +134,7 @@ fn axpy_columns(a: &Dense, b: &Csr, workers: usize) -> Result<Dense> {
         let per = m.div_ceil(workers);
         (0..m.div_ceil(per))
             .into_par_iter()
-            .for_each(|w| run(w * per..((w + 1) * per).min(m)));
+            .for_each(|w| run(engine::piece(w, per, m)));
     } else {
         run(0..m);
     }

@@ -139,7 +139,7 @@ fn fused_dots(basis: &[&[c64]], w: &[c64]) -> Vec<c64> {
     let per = n.div_ceil(workers).max(CHUNK);
     let parts: Vec<Vec<c64>> = (0..n.div_ceil(per))
         .into_par_iter()
-        .map(|k| dots_part(basis, w, k * per..((k + 1) * per).min(n)))
+        .map(|k| dots_part(basis, w, engine::piece(k, per, n)))
         .collect();
     let mut out = vec![c64::new(0.0, 0.0); m];
     for p in parts {

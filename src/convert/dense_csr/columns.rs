@@ -14,7 +14,7 @@ pub(super) fn via_columns(a: &Dense, workers: usize, limit: usize) -> Option<Csr
     let (m, n) = a.shape();
     let per = n.div_ceil(workers);
     let collect = |w: usize| {
-        let cols = (w * per).min(n)..((w + 1) * per).min(n);
+        let cols = crate::engine::piece(w, per, n);
         collect_columns(a, cols, limit)
     };
     let mut parts: Vec<Columns> = if workers > 1 {
