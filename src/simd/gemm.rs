@@ -110,34 +110,36 @@ impl<'a> Operand<'a> {
         })
     }
 
-    /// A of `m` rows and `p` columns from its compressed rows (`indptr`, `indices`, `values`
-    /// as a Csr holds them: row i's entries at positions `indptr[i]..indptr[i + 1]`, columns
-    /// below `p`), every other entry zero, laid out in `buf` as [`padded`](Self::padded) lays
-    /// out its copy: a small sparse A whose product takes the register kernel. The zeros are
-    /// multiplied as stored ones are (0·∞ is NaN), which is the sparse product's arithmetic
-    /// only when every entry is stored. `None` as for [`padded`](Self::padded).
+    /// A of `m` rows and `p` columns from its entries in row-major order (`values[i·p + k]` =
+    /// A[i, k]: a Csr that stores every entry, whose rows then hold columns 0..p in order),
+    /// laid out in `buf` as [`padded`](Self::padded) lays out its copy: a small sparse A whose
+    /// product takes the register kernel. `None` as for [`padded`](Self::padded).
     ///
     /// # Panics
-    /// If `indptr` has fewer than `m + 1` entries, a position is out of range of `indices` or
-    /// `values`, or a column is `p` or more (a Csr's invariants rule all three out).
-    pub(crate) fn from_rows(
+    /// If `values` does not hold m·p entries (a caller's bug).
+    pub(crate) fn from_row_major(
         buf: &'a mut PadBuf,
         (m, p): (usize, usize),
-        (indptr, indices, values): (&[usize], &[usize], &[c64]),
+        values: &[c64],
     ) -> Option<Operand<'a>> {
         if !in_range(m, p) {
             return None;
         }
+        assert_eq!(values.len(), m * p, "gemm::from_row_major: wrong length");
         let w = m.next_multiple_of(2);
         // p·w ≤ MAX_INNER·MAX_ROWS, the buffer's length (`in_range`).
         let cells = &mut buf[..p * w];
-        cells.fill(MaybeUninit::new(ZERO));
-        for i in 0..m {
-            let row = indptr[i]..indptr[i + 1];
-            for (&k, &v) in indices[row.clone()].iter().zip(&values[row]) {
-                cells[k * w + i].write(v);
+        for (i, row) in values.chunks_exact(p).enumerate() {
+            for (column, &v) in cells.chunks_exact_mut(w).zip(row) {
+                column[i].write(v);
             }
         }
+        if w > m {
+            for column in cells.chunks_exact_mut(w) {
+                column[m].write(ZERO);
+            }
+        }
+        // Every one of the p·w cells is written: rows 0..m from `values`, row m (odd m) zero.
         Some(Operand {
             ptr: buf.as_ptr().cast::<c64>(),
             stride: w,
@@ -482,6 +484,39 @@ mod tests {
     fn value(i: usize, salt: usize) -> c64 {
         let h = (i * 2_654_435_761 + salt * 40_503) % 1009;
         c64::new(h as f64 / 97.0 - 5.0, (h * 7 % 1009) as f64 / 211.0 - 2.0)
+    }
+
+    /// A from its row-major entries is laid out as the padded copy of its columns, cell for
+    /// cell (the padding row of an odd m zero).
+    #[test]
+    fn row_major_entries_lay_out_as_the_padded_columns() {
+        let mut want = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
+        let mut got = [MaybeUninit::new(c64::new(f64::NAN, 0.0)); MAX_ROWS * MAX_INNER];
+        for m in 1..=MAX_ROWS {
+            for p in [1, 2, 3, 7, 16, MAX_INNER] {
+                let rows: Vec<c64> = (0..m * p).map(|x| value(x, 3)).collect();
+                let cols: Vec<Vec<c64>> = (0..p)
+                    .map(|k| (0..m).map(|i| rows[i * p + k]).collect())
+                    .collect();
+                let Some(a) = Operand::padded(&mut want, (m, p), |k| &cols[k]) else {
+                    assert!(!crate::simd::avx2());
+                    return;
+                };
+                let b = Operand::from_row_major(&mut got, (m, p), &rows).unwrap();
+                assert_eq!((a.stride, a.m, a.p), (b.stride, b.m, b.p));
+                let cells = a.stride * p;
+                // SAFETY: both operands wrote their first stride·p cells.
+                let (a, b) = unsafe {
+                    (
+                        std::slice::from_raw_parts(a.ptr, cells),
+                        std::slice::from_raw_parts(b.ptr, cells),
+                    )
+                };
+                assert_eq!(a, b, "{m}×{p}");
+            }
+        }
+        assert!(Operand::from_row_major(&mut got, (13, 1), &[ZERO; 13]).is_none());
+        assert!(Operand::from_row_major(&mut got, (1, 65), &[ZERO; 65]).is_none());
     }
 
     /// Every register count (m = 1..=12, odd and even) and inner sizes up to the limit agree

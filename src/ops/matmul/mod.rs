@@ -350,8 +350,8 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
         && !one_row_past_registers(m, k, n, 16)
     {
         let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
-        let rows = (a.indptr(), a.indices(), a.data());
-        if let Some(ap) = gemm::Operand::from_rows(&mut buf, (m, k), rows) {
+        // Every entry stored: the values are a, row-major.
+        if let Some(ap) = gemm::Operand::from_row_major(&mut buf, (m, k), a.data()) {
             return register_product(&ap, b);
         }
     }
