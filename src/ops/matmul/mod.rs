@@ -342,6 +342,13 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     // entries into a padded copy and each result column in registers, as a small Dense·Dense
     // (`simd::gemm`). Every entry stored, so no zero is multiplied that the sparse product
     // would skip.
+    if m.saturating_mul(k).saturating_mul(n) <= TINY_PRODUCT
+        && n > 1
+        && b.layout() == Layout::ColMajor
+        && a.stores_every_entry()
+    {
+        return tiny_product(a.data(), b);
+    }
     if workers == 1
         && n > 1
         && b.layout() == Layout::ColMajor
@@ -364,12 +371,19 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
         return bra_times(x, b, k.saturating_mul(n));
     }
     if workers == 1 && n == 1 && m > 0 {
-        // A ket on one thread: its one column written straight into a fresh buffer, without
-        // the column blocks of `build_mat`.
-        // SAFETY: `csr_dense_cols` writes all m entries of the column it is handed.
+        // A ket on one thread: its one column written straight into a fresh buffer by the row
+        // dots, without the column blocks of `build_mat` or `csr_dense_cols`' groups of columns.
+        let x = match b.vector_slice() {
+            Some(x) => x,
+            None => b.col(0),
+        };
+        let (p, idx, val) = (a.indptr(), a.indices(), a.data());
+        // SAFETY: `csr_row_dots` writes all m entries of the column it is handed; rows 0..m
+        // are a's, whose Csr invariants bound their ranges, and its column indices are below
+        // its column count, b's row count (`matmul_shapes`), the length of x.
         let mat = unsafe {
             filled_column((m, 1), m, |out| {
-                csr_dense_cols(a, b, 0..m, 0, &mut [out]);
+                crate::simd::csr_row_dots(p, idx, val, [x], 0..m, &mut [out]);
                 Ok(())
             })
         }?;
@@ -409,6 +423,33 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
         })
     }?;
     Ok(Dense::new(mat))
+}
+
+/// The most multiply-adds of a Csr·Dense product made by [`tiny_product`]: a 2 × 2 times
+/// 2 × 2.
+const TINY_PRODUCT: usize = 8;
+
+/// a·b for a Csr `a` that stores every entry, given by its values (then a, row-major, m × k),
+/// and a column-major `b` (k × n): each result entry the dot of a row of a and a column of b,
+/// both contiguous, written into a fresh column-major result. For the smallest products, where
+/// the register kernel's padded copy and set-up cost more than the few multiply-adds.
+fn tiny_product(a: &[c64], b: &Dense) -> Result<Dense> {
+    let (k, n) = b.shape();
+    let m = a.len() / k.max(1);
+    let mut mat = alloc::reserve_mat("matmul", m, n)?;
+    let cs = usize::try_from(mat.col_stride()).unwrap_or(m);
+    let out = mat.as_ptr_mut();
+    for j in 0..n {
+        let bj = &b.buffer_col(j)[..k];
+        for (i, row) in a.chunks_exact(k).enumerate() {
+            let s: c64 = row.iter().zip(bj).map(|(x, y)| x * y).sum();
+            // SAFETY: i < m and j < n, within the reserved m × n block of column stride cs.
+            unsafe { out.add(j * cs + i).write(s) };
+        }
+    }
+    // SAFETY: every one of the m × n entries was written above; c64 has no drop glue.
+    unsafe { mat.set_dims(m, n) };
+    Ok(Dense::from(mat))
 }
 
 /// A fresh `len × 1` buffer whose one column `fill` writes, for the one-thread Csr·Dense

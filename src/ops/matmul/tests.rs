@@ -99,11 +99,12 @@ fn dense_products_across_the_small_kernel_limits() {
     }
 }
 
-/// Csr·Dense of small Csr operators that store every entry (the register kernel on a padded
-/// copy of a) and of partly stored ones (the row dots), against the sum over a's stored
-/// entries: odd and even row counts, at and past the kernel's 12 rows and 64 inner entries, one
-/// column and several, both layouts of b. An infinity in b reaches only the rows that store
-/// its row's column: a structural zero adds nothing (no 0·∞ = NaN).
+/// Csr·Dense of small Csr operators that store every entry (plain dots up to 8 multiply-adds,
+/// then the register kernel on a padded copy of a) and of partly stored ones (the row dots),
+/// against the sum over a's stored entries: odd and even row counts, at and past the kernel's
+/// 12 rows and 64 inner entries, one column and several, both layouts of b. An infinity in b
+/// reaches only the rows that store its row's column: a structural zero adds nothing (no
+/// 0·∞ = NaN).
 #[test]
 fn small_csr_dense_products_match_the_definition() {
     let v = |i: usize, j: usize, s: usize| {
@@ -114,6 +115,12 @@ fn small_csr_dense_products_match_the_definition() {
     // `infinite`, b(1, 0) is +∞.
     for (m, k, n, every, infinite) in [
         (1, 1, 2, 1, false),
+        (2, 2, 2, 1, false),
+        (2, 2, 2, 1, true),
+        (2, 2, 2, 2, true),
+        (1, 4, 2, 1, false),
+        (4, 1, 2, 1, false),
+        (2, 1, 4, 1, false),
         (3, 4, 2, 1, false),
         (7, 7, 7, 1, false),
         (10, 10, 10, 1, false),
