@@ -327,8 +327,9 @@ fn gemv_rows(a: &Dense, x: &[c64], y: &mut [c64], r0: usize) {
 /// contiguous rows of `b` (scipy's order). A small `a` (at most 12 rows and 64 columns) that
 /// stores every entry, times a column-major `b` of several columns, is copied into a padded
 /// buffer and multiplied as a small Dense·Dense (each result column in registers): 10 × 10
-/// 7 137 → 5 255 instructions a call. (Only a fully stored `a`: a structural zero copied as
-/// 0 would turn an infinity of `b` into NaN where the sparse product adds nothing.)
+/// 7 137 → 3 974 instructions a call; at most 8 multiply-adds (2 × 2 · 2 × 2), each entry is
+/// one plain dot. (Only a fully stored `a`: a structural zero copied as 0 would turn an
+/// infinity of `b` into NaN where the sparse product adds nothing.)
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) on mismatched inner dimensions.
@@ -338,10 +339,8 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     let n = b.shape().1;
     let k = a.shape().1;
     let workers = engine::workers(Family::CsrRows, a.nnz().max(m).saturating_mul(n));
-    // At most 12 rows and 64 columns, every entry stored, and more than one column of b: a's
-    // entries into a padded copy and each result column in registers, as a small Dense·Dense
-    // (`simd::gemm`). Every entry stored, so no zero is multiplied that the sparse product
-    // would skip.
+    // At most 8 multiply-adds (2 × 2 · 2 × 2), every entry stored: plain dots, cheaper than
+    // the padded copy below.
     if m.saturating_mul(k).saturating_mul(n) <= TINY_PRODUCT
         && n > 1
         && b.layout() == Layout::ColMajor
@@ -349,6 +348,10 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     {
         return tiny_product(a.data(), b);
     }
+    // At most 12 rows and 64 columns, every entry stored, and more than one column of b: a's
+    // entries into a padded copy and each result column in registers, as a small Dense·Dense
+    // (`simd::gemm`). Every entry stored, so no zero is multiplied that the sparse product
+    // would skip.
     if workers == 1
         && n > 1
         && b.layout() == Layout::ColMajor
@@ -441,7 +444,7 @@ fn tiny_product(a: &[c64], b: &Dense) -> Result<Dense> {
     let out = mat.as_ptr_mut();
     for j in 0..n {
         let bj = &b.buffer_col(j)[..k];
-        for (i, row) in a.chunks_exact(k).enumerate() {
+        for (i, row) in a.chunks_exact(k.max(1)).enumerate() {
             let s: c64 = row.iter().zip(bj).map(|(x, y)| x * y).sum();
             // SAFETY: i < m and j < n, within the reserved m × n block of column stride cs.
             unsafe { out.add(j * cs + i).write(s) };
