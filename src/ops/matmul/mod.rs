@@ -339,30 +339,21 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
     let n = b.shape().1;
     let k = a.shape().1;
     let workers = engine::workers(Family::CsrRows, a.nnz().max(m).saturating_mul(n));
-    // At most 8 multiply-adds (2 × 2 · 2 × 2), every entry stored: plain dots, cheaper than
-    // the padded copy below.
-    if m.saturating_mul(k).saturating_mul(n) <= TINY_PRODUCT
-        && n > 1
-        && b.layout() == Layout::ColMajor
-        && a.stores_every_entry()
-    {
-        return tiny_product(a.data(), b);
-    }
-    // At most 12 rows and 64 columns, every entry stored, and more than one column of b: a's
-    // entries into a padded copy and each result column in registers, as a small Dense·Dense
-    // (`simd::gemm`). Every entry stored, so no zero is multiplied that the sparse product
-    // would skip.
-    if workers == 1
-        && n > 1
-        && b.layout() == Layout::ColMajor
-        && a.stores_every_entry()
-        // A bra from 5 × 5 on: read in place below, faer is faster (8 × 8 1.4×).
-        && !one_row_past_registers(m, k, n, 16)
-    {
-        let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
-        // Every entry stored: the values are a, row-major.
-        if let Some(ap) = gemm::Operand::from_row_major(&mut buf, (m, k), a.data()) {
-            return register_product(&ap, b);
+    // Every entry stored, and more than one column-major column of b: the values are a,
+    // row-major, and no zero multiplied below is one the sparse product would skip.
+    if n > 1 && b.layout() == Layout::ColMajor && a.stores_every_entry() {
+        // At most 8 multiply-adds (2 × 2 · 2 × 2): plain dots, cheaper than the padded copy.
+        if m.saturating_mul(k).saturating_mul(n) <= TINY_PRODUCT {
+            return tiny_product(a, b);
+        }
+        // At most 12 rows and 64 columns: a's entries into a padded copy and each result
+        // column in registers, as a small Dense·Dense (`simd::gemm`). A bra from 5 × 5 on is
+        // read in place below, where faer is faster (8 × 8 1.4×).
+        if workers == 1 && !one_row_past_registers(m, k, n, 16) {
+            let mut buf = [MaybeUninit::uninit(); MAX_ROWS * MAX_INNER];
+            if let Some(ap) = gemm::Operand::from_row_major(&mut buf, (m, k), a.data()) {
+                return register_product(&ap, b);
+            }
         }
     }
     if m == 1 && n > 1 && a.stores_every_entry() {
@@ -378,7 +369,7 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
         // dots, without the column blocks of `build_mat` or `csr_dense_cols`' groups of columns.
         let x = match b.vector_slice() {
             Some(x) => x,
-            None => b.col(0),
+            None => b.try_col(0)?,
         };
         let (p, idx, val) = (a.indptr(), a.indices(), a.data());
         // SAFETY: `csr_row_dots` writes all m entries of the column it is handed; rows 0..m
@@ -432,19 +423,18 @@ pub fn matmul_csr_dense(a: &Csr, b: &Dense) -> Result<Dense> {
 /// 2 × 2.
 const TINY_PRODUCT: usize = 8;
 
-/// a·b for a Csr `a` that stores every entry, given by its values (then a, row-major, m × k),
-/// and a column-major `b` (k × n): each result entry the dot of a row of a and a column of b,
-/// both contiguous, written into a fresh column-major result. For the smallest products, where
-/// the register kernel's padded copy and set-up cost more than the few multiply-adds.
-fn tiny_product(a: &[c64], b: &Dense) -> Result<Dense> {
-    let (k, n) = b.shape();
-    let m = a.len() / k.max(1);
+/// a·b for a Csr `a` that stores every entry (its values are then a, row-major) and a
+/// column-major `b`: each result entry the dot of a row of a and a column of b, both
+/// contiguous, written into a fresh column-major result. For the smallest products, where the
+/// register kernel's padded copy and set-up cost more than the few multiply-adds.
+fn tiny_product(a: &Csr, b: &Dense) -> Result<Dense> {
+    let ((m, k), n) = (a.shape(), b.shape().1);
     let mut mat = alloc::reserve_mat("matmul", m, n)?;
     let cs = usize::try_from(mat.col_stride()).unwrap_or(m);
     let out = mat.as_ptr_mut();
     for j in 0..n {
         let bj = &b.buffer_col(j)[..k];
-        for (i, row) in a.chunks_exact(k.max(1)).enumerate() {
+        for (i, row) in a.data().chunks_exact(k.max(1)).enumerate() {
             let s: c64 = row.iter().zip(bj).map(|(x, y)| x * y).sum();
             // SAFETY: i < m and j < n, within the reserved m × n block of column stride cs.
             unsafe { out.add(j * cs + i).write(s) };
