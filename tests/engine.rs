@@ -382,6 +382,32 @@ fn reductions_match() {
     }
 }
 
+/// `expm_multiply`'s fused Taylor terms split long vectors over workers (pieces of 2¹⁴
+/// entries): serial and forced parallel runs agree (the shift, `tr(a)/n`, is a reduction and
+/// may round differently), as do the max-norms of long vectors.
+#[test]
+fn expm_multiply_on_long_vectors_matches() {
+    let _g = setting();
+    let n = 40_000;
+    let a = csr(n, n, 3, 21);
+    for cols in [1, 2] {
+        let v = dense(n, cols, 22);
+        let (s, p) = both(|| {
+            polymat::expm_multiply(&a, &v, c64::new(0.0, -0.05), polymat::Out::Auto).unwrap()
+        });
+        let (s, p) = (entries(&s).4, entries(&p).4);
+        let scale = s.iter().map(|z| z.norm()).fold(0.0, f64::max);
+        for (k, (x, y)) in s.iter().zip(&p).enumerate() {
+            assert!(
+                (x - y).norm() <= 1e-12 * scale,
+                "{cols} column(s), entry {k}: {x} {y}"
+            );
+        }
+        let (s, p) = both(|| polymat::ops::norm::max(&v).unwrap());
+        assert_eq!(s.to_bits(), p.to_bits(), "max-norm, {cols} column(s)");
+    }
+}
+
 /// A parallel result must also be right, not just equal to the serial one: check against the
 /// definition on one case above every threshold, without forcing.
 #[test]

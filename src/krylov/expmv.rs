@@ -96,8 +96,9 @@ pub(crate) fn parameters(norm: f64, n0: usize) -> (usize, usize) {
     best.unwrap_or((M_MAX, 1))
 }
 
-/// `exp(t·A)·B` for `A = op + mu·I` (`op` is the shifted operator, `mu` the mean of A's
-/// diagonal, `norm` = `‖op‖₁`), `B` of `n0` columns.
+/// `exp(t·A)·B` for the operator `op` = A, applied as `A − mu·I` (`mu` the mean of A's
+/// diagonal, `norm` = `‖A − mu·I‖₁`), `B` of `n0` columns. The shift is applied in each
+/// Taylor term ([`Vectors::taylor_term`], one pass over the vectors where the kind allows).
 ///
 /// # Errors
 /// The operator's errors; [`Error::Numerical`] if the result overflows.
@@ -132,11 +133,9 @@ pub(crate) fn expm_multiply(
         for j in 0..m_star {
             let coeff = t / (s * (j + 1)) as f64;
             let mut next = op.apply(&bb)?;
-            vs.scale(&mut next, coeff)?;
+            let (c2, f_max) = vs.taylor_term(&mut next, &bb, (mu, coeff), &mut f)?;
             bb = next;
-            let c2 = vs.norm_max(&bb)?;
-            vs.axpy(&mut f, c64::new(1.0, 0.0), &bb)?;
-            if c1 + c2 <= TOL * vs.norm_max(&f)? {
+            if c1 + c2 <= TOL * f_max {
                 break;
             }
             c1 = c2;

@@ -47,6 +47,18 @@ pub(crate) trait Vectors {
     /// A deterministic pseudo-random vector like `like`, from `seed`.
     fn random_like(&self, like: &Data, seed: u64) -> Result<Data>;
 
+    /// One term of the truncated Taylor series in `expm_multiply`: `x ← coeff·(x − shift·prev)`,
+    /// then `sum ← sum + x`; returns `(max |xᵢ|, max |sumᵢ|)` after the update.
+    fn taylor_term(
+        &self,
+        x: &mut Data,
+        prev: &Data,
+        (shift, coeff): (c64, c64),
+        sum: &mut Data,
+    ) -> Result<(f64, f64)> {
+        taylor_term_steps(self, x, prev, (shift, coeff), sum)
+    }
+
     /// `basis[i]†·w` for every `i` (one pass over the basis where the kind allows).
     fn dots(&self, basis: &[Data], w: &Data) -> Result<Vec<c64>> {
         basis.iter().map(|v| self.dot(v, w)).collect()
@@ -73,4 +85,23 @@ pub(crate) trait Vectors {
             })
             .collect()
     }
+}
+
+/// [`Vectors::taylor_term`] as separate steps: `axpy` (the shift, if any), `scale`, `norm_max`,
+/// `axpy` into the sum, `norm_max`. The default, and the fallback of an implementation that
+/// fuses the term for some vectors only.
+pub(crate) fn taylor_term_steps<V: Vectors + ?Sized>(
+    vs: &V,
+    x: &mut Data,
+    prev: &Data,
+    (shift, coeff): (c64, c64),
+    sum: &mut Data,
+) -> Result<(f64, f64)> {
+    if shift != c64::new(0.0, 0.0) {
+        vs.axpy(x, -shift, prev)?;
+    }
+    vs.scale(x, coeff)?;
+    let c = vs.norm_max(x)?;
+    vs.axpy(sum, c64::new(1.0, 0.0), x)?;
+    Ok((c, vs.norm_max(sum)?))
 }

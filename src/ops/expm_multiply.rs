@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use super::space::{Dispatched, FnMap};
+use super::space::Dispatched;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
 use crate::krylov::expmv;
@@ -10,8 +10,9 @@ use crate::scalar::{ZERO, c64};
 use crate::storage::Data;
 
 /// `exp(t·a)·v`. Parameter: `t`. One generic kernel for every combination of kinds: products
-/// through `matmul`, vector updates through `iadd`/`imul`, so `a` stays sparse (or on the
-/// GPU, or distributed) and `v` stays in its own kind; the result has `v`'s kind.
+/// through `matmul`, vector updates through `iadd`/`imul` (one fused pass per Taylor term for
+/// Dense vectors), so `a` stays sparse (or on the GPU, or distributed) and `v` stays in its
+/// own kind; the result has `v`'s kind.
 pub static EXPM_MULTIPLY: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("expm_multiply", 2)
         .check(|op, args, t: &c64| {
@@ -108,15 +109,7 @@ fn expm_multiply_data(a: &Data, v: &Data, t: c64) -> Result<Data> {
         moved = crate::convert::to(kind, v)?;
         &moved
     };
-    let op = FnMap {
-        n,
-        f: |x: &Data| {
-            let mut y = super::space::back_to(x.kind(), super::matmul(a, x, Out::Auto)?)?;
-            if mu != ZERO {
-                super::iadd(&mut y, x, -mu)?;
-            }
-            Ok(y)
-        },
-    };
+    // The shift by mu is applied in each Taylor term, with its scaling and sums.
+    let op = super::space::matrix_map(a);
     expmv::expm_multiply(&op, &Dispatched, v, t, mu, norm, v.shape().1)
 }

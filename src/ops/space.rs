@@ -5,6 +5,7 @@
 use faer::MatRef;
 use rayon::prelude::*;
 
+use super::norm::nan_max;
 use crate::dispatch::Out;
 use crate::engine::{self, Family};
 use crate::error::Result;
@@ -35,6 +36,25 @@ impl Vectors for Dispatched {
 
     fn norm_max(&self, x: &Data) -> Result<f64> {
         super::norm::max(x)
+    }
+
+    fn taylor_term(
+        &self,
+        x: &mut Data,
+        prev: &Data,
+        (shift, coeff): (c64, c64),
+        sum: &mut Data,
+    ) -> Result<(f64, f64)> {
+        if let Some(p) = prev.downcast_ref::<Dense>()
+            && let Some(x) = x.get_mut::<Dense>()
+            && let Some(sum) = sum.get_mut::<Dense>()
+            && same_buffers(x, p)
+            && same_buffers(sum, p)
+        {
+            return Ok(fused_taylor_term(x, p, (shift, coeff), sum));
+        }
+        // Another kind, a shared vector or mixed layouts: the steps one by one.
+        crate::krylov::taylor_term_steps(self, x, prev, (shift, coeff), sum)
     }
 
     fn copy(&self, x: &Data) -> Result<Data> {
@@ -96,6 +116,64 @@ impl Vectors for Dispatched {
             crate::convert::to(like.kind(), &v)
         }
     }
+}
+
+/// Whether `a` and `b` hold buffers of one shape in one layout (so that their buffer columns
+/// pair entry by entry).
+fn same_buffers(a: &Dense, b: &Dense) -> bool {
+    let (x, y) = (a.buffer(), b.buffer());
+    a.layout() == b.layout() && (x.nrows(), x.ncols()) == (y.nrows(), y.ncols())
+}
+
+/// Entries per piece of [`fused_taylor_term`] on several workers.
+const TERM_PIECE: usize = 1 << 14;
+
+/// [`Vectors::taylor_term`] on Dense vectors in one pass: `x ← coeff·(x − shift·prev)`,
+/// `sum ← sum + x`, and both maxima, where the steps one by one read and wrote the vectors
+/// five times (`expm_multiply` on the XXZ chain at N = 16, one thread: 36 → 29 ms). The same
+/// arithmetic as the steps for finite entries; a square that overflows falls back to
+/// [`norm::max_dense`](super::norm::max_dense) for that maximum.
+fn fused_taylor_term(
+    x: &mut Dense,
+    prev: &Dense,
+    (shift, coeff): (c64, c64),
+    sum: &mut Dense,
+) -> (f64, f64) {
+    let (m, n) = (prev.buffer().nrows(), prev.buffer().ncols());
+    let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
+    let mut sq = [0.0f64; 2];
+    if m > 0 {
+        let (xb, sb) = (x.buffer_mut(), sum.buffer_mut());
+        for j in 0..n {
+            let (xc, sc, pc) = (
+                xb.col_as_slice_mut(j),
+                sb.col_as_slice_mut(j),
+                prev.buffer_col(j),
+            );
+            let part = if workers <= 1 || m <= TERM_PIECE {
+                crate::simd::taylor_term(xc, pc, shift, coeff, sc)
+            } else {
+                let per = m.div_ceil(workers).max(TERM_PIECE);
+                xc.par_chunks_mut(per)
+                    .zip(sc.par_chunks_mut(per))
+                    .zip(pc.par_chunks(per))
+                    .map(|((xc, sc), pc)| crate::simd::taylor_term(xc, pc, shift, coeff, sc))
+                    .reduce(
+                        || [0.0; 2],
+                        |a, b| [nan_max(a[0], b[0]), nan_max(a[1], b[1])],
+                    )
+            };
+            sq = [nan_max(sq[0], part[0]), nan_max(sq[1], part[1])];
+        }
+    }
+    let root = |s: f64, d: &Dense| {
+        if s.is_finite() || s.is_nan() {
+            s.sqrt()
+        } else {
+            super::norm::max_dense(d)
+        }
+    };
+    (root(sq[0], x), root(sq[1], sum))
 }
 
 /// Rows handled together by the fused loops: a chunk of every basis vector stays in cache.
@@ -280,4 +358,113 @@ pub(crate) fn working_kind(a: &Data, x: &Data) -> Result<Kind> {
             x.kind()
         },
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::krylov::taylor_term_steps;
+    use crate::storage::Layout;
+
+    fn value(i: usize, j: usize, salt: usize) -> c64 {
+        c64::new(
+            ((i * 7 + j * 3 + salt) % 11) as f64 * 0.3 - 1.4,
+            ((i * 5 + j + 2 * salt) % 13) as f64 * 0.2 - 1.1,
+        )
+    }
+
+    fn dense(m: usize, n: usize, salt: usize, layout: Layout) -> Data {
+        Dense::from_fn(m, n, |i, j| value(i, j, salt))
+            .into_layout(layout)
+            .unwrap()
+            .into()
+    }
+
+    /// Kind, shape and entries to the bit.
+    fn bits(d: &Data) -> (Kind, (usize, usize), Vec<(u64, u64)>) {
+        let d2: Data = crate::convert::to(Kind::DENSE, d).unwrap();
+        let x = d2.downcast_ref::<Dense>().unwrap();
+        let v = (0..x.shape().1)
+            .flat_map(|j| x.col(j).to_vec())
+            .map(|z| (z.re.to_bits(), z.im.to_bits()))
+            .collect();
+        (d.kind(), d.shape(), v)
+    }
+
+    /// The fused term on Dense vectors gives the steps' vectors and maxima to the bit: kets,
+    /// several columns in either layout, with and without a shift; mixed layouts, a shared
+    /// vector and a Csr vector take the steps.
+    #[test]
+    fn the_fused_taylor_term_is_the_steps() {
+        let terms = [
+            (c64::new(0.0, 0.0), c64::new(0.0, -0.25)),
+            (c64::new(0.5, -0.75), c64::new(0.125, 0.5)),
+        ];
+        let layouts = [Layout::ColMajor, Layout::RowMajor];
+        for (m, n) in [(0, 1), (1, 1), (7, 1), (33, 1), (9, 3), (1, 5)] {
+            for &term in &terms {
+                for (lx, lp, ls) in [(0, 0, 0), (1, 1, 1), (0, 1, 0), (1, 1, 0)] {
+                    let (lx, lp, ls) = (layouts[lx], layouts[lp], layouts[ls]);
+                    let prev = dense(m, n, 2, lp);
+                    let (mut x1, mut s1) = (dense(m, n, 1, lx), dense(m, n, 3, ls));
+                    let (mut x2, mut s2) =
+                        (Dispatched.copy(&x1).unwrap(), Dispatched.copy(&s1).unwrap());
+                    let got = Dispatched
+                        .taylor_term(&mut x1, &prev, term, &mut s1)
+                        .unwrap();
+                    let want =
+                        taylor_term_steps(&Dispatched, &mut x2, &prev, term, &mut s2).unwrap();
+                    let what = format!("{m}×{n} {term:?} {lx:?} {lp:?} {ls:?}");
+                    assert_eq!(got.0.to_bits(), want.0.to_bits(), "{what}");
+                    assert_eq!(got.1.to_bits(), want.1.to_bits(), "{what}");
+                    assert_eq!(bits(&x1), bits(&x2), "{what}");
+                    assert_eq!(bits(&s1), bits(&s2), "{what}");
+                }
+            }
+        }
+        // A shared x is not written in place: the handle kept sees the old values.
+        let prev = dense(6, 1, 2, Layout::ColMajor);
+        let mut x = dense(6, 1, 1, Layout::ColMajor);
+        let kept = x.clone();
+        let before = bits(&kept);
+        let mut sum = dense(6, 1, 3, Layout::ColMajor);
+        Dispatched
+            .taylor_term(&mut x, &prev, terms[1], &mut sum)
+            .unwrap();
+        assert_eq!(bits(&kept), before);
+        assert_ne!(bits(&x), before);
+        // A Csr sum goes through the dispatchers.
+        let mut x = dense(4, 1, 1, Layout::ColMajor);
+        let mut sum = crate::convert::to(Kind::CSR, &dense(4, 1, 3, Layout::ColMajor)).unwrap();
+        let (mut x2, mut s2) = (Dispatched.copy(&x).unwrap(), Dispatched.copy(&sum).unwrap());
+        let prev = dense(4, 1, 2, Layout::ColMajor);
+        let got = Dispatched
+            .taylor_term(&mut x, &prev, terms[1], &mut sum)
+            .unwrap();
+        let want = taylor_term_steps(&Dispatched, &mut x2, &prev, terms[1], &mut s2).unwrap();
+        assert_eq!(
+            (got.0.to_bits(), got.1.to_bits()),
+            (want.0.to_bits(), want.1.to_bits())
+        );
+        assert_eq!(bits(&sum), bits(&s2));
+    }
+
+    /// A square that overflows falls back to `|x|` entry by entry: the maxima stay finite.
+    #[test]
+    fn the_fused_maxima_survive_overflowing_squares() {
+        let big = 1e200;
+        let mut x: Data = Dense::from_fn(5, 1, |i, _| c64::new(big * (i + 1) as f64, 0.0)).into();
+        let mut sum: Data = Dense::zeros(5, 1).into();
+        let prev: Data = Dense::zeros(5, 1).into();
+        let (mx, ms) = Dispatched
+            .taylor_term(
+                &mut x,
+                &prev,
+                (c64::new(0.0, 0.0), c64::new(0.0, 1.0)),
+                &mut sum,
+            )
+            .unwrap();
+        assert_eq!(mx, 5.0 * big);
+        assert_eq!(ms, 5.0 * big);
+    }
 }

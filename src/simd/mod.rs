@@ -26,6 +26,7 @@ mod gemv;
 mod mask;
 mod scale;
 pub(crate) mod stream;
+mod taylor;
 
 pub(crate) use columns::{Flip, flip_cols, scale_cols, sum_cols};
 pub(crate) use gemv::gemv_cols;
@@ -35,6 +36,7 @@ pub(crate) use scale::{
     SHORT_ROW, add_scaled_run, kron_block, kron_block_swapped, kron_short_rows, scale_run,
 };
 pub(crate) use scale::{add_scaled_into, scale_into};
+pub(crate) use taylor::taylor_term;
 
 /// Whether the AVX2 + FMA kernels can run (cached by std). Every such CPU also has POPCNT,
 /// which [`avx2_fn`] kernels are compiled for as well (a row's count of set bits in one

@@ -20,7 +20,7 @@ pub fn one_dia(a: &Dia, mu: c64) -> Result<f64> {
     let missing = |cols: &mut [f64]| {
         if !has_main && mu != crate::scalar::ZERO {
             for s in &mut cols[valid_cols(shape, 0)] {
-                *s += mu.norm();
+                *s += crate::ops::norm::modulus(mu);
             }
         }
     };
@@ -33,7 +33,7 @@ pub fn one_dia(a: &Dia, mu: c64) -> Result<f64> {
         let js = valid_cols(shape, o);
         let shift = if o == 0 { mu } else { crate::scalar::ZERO };
         for (s, x) in cols[js.clone()].iter_mut().zip(&r[js]) {
-            *s += (*x - shift).norm();
+            *s += crate::ops::norm::modulus(*x - shift);
         }
     }
     if !crossed {
@@ -45,11 +45,12 @@ pub fn one_dia(a: &Dia, mu: c64) -> Result<f64> {
 /// `max |aᵢⱼ|` over the stored entries (0 for none; NaN if one is NaN). O(stored entries).
 pub fn max_dia(a: &Dia) -> f64 {
     let (shape, n) = (a.shape(), a.shape().1);
-    let entries = a.offsets().iter().enumerate().flat_map(move |(k, &o)| {
-        let js = valid_cols(shape, o);
-        a.data()[k * n + js.start..k * n + js.end].iter().copied()
-    });
-    super::super::norm::max_abs(entries)
+    super::super::norm::max_abs(|| {
+        a.offsets().iter().enumerate().map(move |(k, &o)| {
+            let js = valid_cols(shape, o);
+            &a.data()[k * n + js.start..k * n + js.end]
+        })
+    })
 }
 
 /// The Frobenius norm, `√(Σ |aᵢⱼ|²)` over the stored entries. O(stored entries).
