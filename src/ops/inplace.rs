@@ -2,7 +2,7 @@
 
 use crate::dispatch::Out;
 use crate::error::Result;
-use crate::scalar::{c64, scaled};
+use crate::scalar::{MINUS_ONE, c64, scaled};
 use crate::shape::same_shape;
 use crate::storage::{Csr, Data, Dense};
 
@@ -83,13 +83,64 @@ fn iadd_dense(dst: &mut Dense, src: &Dense, scale: c64) {
     let other = src.buffer();
     for j in 0..if buf.nrows() == 0 { 0 } else { buf.ncols() } {
         let col = buf.col_as_slice_mut(j);
-        if same {
+        if same && scale == MINUS_ONE {
+            // `scaled`'s sign flip: x + (−y) is x − y.
             for (d, s) in col.iter_mut().zip(src.buffer_col(j)) {
-                *d += scaled(scale, *s);
+                *d -= *s;
             }
+        } else if same {
+            crate::simd::add_scaled_assign(col, scale, src.buffer_col(j));
         } else {
             for (i, d) in col.iter_mut().enumerate() {
                 *d += scaled(scale, other[(j, i)]);
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::storage::Layout;
+
+    /// In place on Dense of one layout: `x + s·y` to the bit for a general scale, and `x − y`
+    /// for −1 (an infinite part of y stays infinite, as numpy's `a - b`); mixed layouts too.
+    #[test]
+    fn in_place_sums_are_the_scalar_arithmetic() {
+        let x = Dense::from_fn(5, 3, |i, j| c64::new(i as f64 - 1.5, 0.25 * j as f64));
+        let y = Dense::from_fn(5, 3, |i, j| {
+            if (i, j) == (2, 1) {
+                c64::new(0.5, f64::INFINITY)
+            } else {
+                c64::new(0.75 * j as f64, i as f64 - 3.0)
+            }
+        });
+        for s in [MINUS_ONE, c64::new(0.5, -2.0), c64::new(1.0, 0.0)] {
+            for (lx, ly) in [
+                (Layout::ColMajor, Layout::ColMajor),
+                (Layout::RowMajor, Layout::RowMajor),
+                (Layout::ColMajor, Layout::RowMajor),
+            ] {
+                let mut a: Data = x.clone().into_layout(lx).unwrap().into();
+                let b: Data = y.clone().into_layout(ly).unwrap().into();
+                assert!(iadd(&mut a, &b, s).unwrap());
+                let a = a.downcast_ref::<Dense>().unwrap();
+                for i in 0..5 {
+                    for j in 0..3 {
+                        let want = x.get(i, j) + scaled(s, y.get(i, j));
+                        let got = a.get(i, j);
+                        let same = |g: f64, w: f64| {
+                            g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan())
+                        };
+                        assert!(
+                            same(got.re, want.re) && same(got.im, want.im),
+                            "{s} {i} {j}"
+                        );
+                    }
+                }
+                if s == MINUS_ONE {
+                    assert_eq!(a.get(2, 1).im, f64::NEG_INFINITY);
+                }
             }
         }
     }

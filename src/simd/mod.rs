@@ -35,7 +35,7 @@ pub(crate) use mask::{mask_columns, nonzero_bits, scalar_zero_count, smallest_pa
 pub(crate) use scale::{
     SHORT_ROW, add_scaled_run, kron_block, kron_block_swapped, kron_short_rows, scale_run,
 };
-pub(crate) use scale::{add_scaled_into, scale_into};
+pub(crate) use scale::{add_scaled_assign, add_scaled_into, scale_into};
 pub(crate) use taylor::taylor_term;
 
 /// Whether the AVX2 + FMA kernels can run (cached by std). Every such CPU also has POPCNT,
