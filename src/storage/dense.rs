@@ -123,6 +123,29 @@ impl Clone for Dense {
             m.copy_from(&self.buf);
             return Dense::with_layout(m, self.layout);
         }
+        // Larger ones: one `memcpy` of the buffer, padding included, where the fresh buffer has
+        // the same column stride (as `transpose`'s copy does). faer's clone writes entry by
+        // entry: 5.7 % of `eigs` on the XXZ chain at N = 16, which copies its kets.
+        if self.buf.row_stride() == 1
+            && let Ok(mut m) = alloc::reserve_mat("clone", r, c)
+            && m.col_stride() == self.buf.col_stride()
+            && let Ok(stride) = usize::try_from(m.col_stride())
+        {
+            // SAFETY: both buffers are r × c (r, c ≥ 1 here) with unit row stride and column
+            // stride `stride` ≥ r, so each spans stride·(c − 1) + r elements of its own
+            // allocation (the fresh one reserved for r × c); they do not overlap. The padding
+            // is copied as raw bytes and never read as values; every entry is written, so the
+            // dimensions may be set, and c64 has no drop glue.
+            unsafe {
+                std::ptr::copy_nonoverlapping(
+                    self.buf.as_ptr(),
+                    m.as_ptr_mut(),
+                    stride * (c - 1) + r,
+                );
+                m.set_dims(r, c);
+            }
+            return Dense::with_layout(m, self.layout);
+        }
         Dense::with_layout(self.buf.clone(), self.layout)
     }
 }
@@ -662,6 +685,35 @@ mod tests {
         })
         .join()
         .unwrap();
+    }
+
+    /// Larger clones copy the buffer whole (padding included): the same entries in the same
+    /// layout, a buffer of their own, for odd and padded row counts, kets and bras, empty
+    /// shapes.
+    #[test]
+    fn a_large_clone_copies_every_entry() {
+        let value = |i: usize, j: usize| c64::new(i as f64 * 0.5 - j as f64, (i * j % 7) as f64);
+        for (m, n) in [
+            (1000, 1),
+            (1, 700),
+            (37, 41),
+            (64, 64),
+            (129, 3),
+            (0, 500),
+            (500, 0),
+        ] {
+            for layout in [Layout::ColMajor, Layout::RowMajor] {
+                let a = Dense::from_fn(m, n, value).into_layout(layout).unwrap();
+                let b = a.clone();
+                assert_eq!((b.layout(), b.shape()), (layout, (m, n)));
+                if m > 0 && n > 0 {
+                    assert_ne!(b.buf.as_ptr(), a.buf.as_ptr());
+                }
+                for (i, j) in (0..m).flat_map(|i| (0..n).map(move |j| (i, j))) {
+                    assert_eq!(b.get(i, j), value(i, j), "{m}×{n} {layout:?} ({i}, {j})");
+                }
+            }
+        }
     }
 
     #[test]
