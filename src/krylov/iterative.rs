@@ -351,7 +351,7 @@ fn gmres(
             // Rozložník and Strakoš 2006: orthogonality is lost only as the residual falls),
             // as scipy's and QuTiP's GMRES run it. A second pass on every step (until
             // 2026-11-29) doubled the sweeps over the basis: a 2-D Laplacian of 90 000
-            // unknowns, restart 30, 354–376 → 265–300 ms.
+            // unknowns, restart 30, 313–347 → 205–231 ms (one thread, alternated).
             for (i, v) in basis.iter().enumerate() {
                 let c = vs.dot(v, &w)?;
                 vs.axpy(&mut w, -c, v)?;
