@@ -353,6 +353,34 @@ fn gmres_solves_nonnormal_systems_to_the_tolerance() {
     }
 }
 
+/// One unknown with complex values: every iterative method on Dense and Csr, with and without
+/// a preconditioner (the Krylov dots conjugate a 1 × 1 vector as they do any ket; GMRES
+/// diverged before that).
+#[test]
+fn iterative_solves_of_one_complex_unknown() {
+    let a = Dense::from_fn(1, 1, |_, _| c64::new(2.0, 1.0));
+    let b: Data = Dense::from_fn(1, 1, |_, _| c64::new(0.3, -1.7)).into();
+    let want = c64::new(0.3, -1.7) / c64::new(2.0, 1.0);
+    let it = Iterative::default().tol(1e-12);
+    for kind in [Kind::DENSE, Kind::CSR] {
+        let ak = polymat::to(kind, &a.clone().into()).unwrap();
+        let pre = Preconditioner::jacobi(&ak).unwrap();
+        for m in [
+            SolveMethod::Gmres(it.clone()),
+            SolveMethod::Gmres(it.clone().preconditioner(pre.clone())),
+            SolveMethod::Bicgstab(it.clone()),
+            SolveMethod::Cg(it.clone()),
+        ] {
+            let x = polymat::solve(&ak, &b, m.clone(), Out::Dense).unwrap();
+            let got = x.downcast_ref::<Dense>().unwrap().get(0, 0);
+            assert!(
+                (got - want).norm() <= 1e-12,
+                "{m:?} on {kind}: {got} {want}"
+            );
+        }
+    }
+}
+
 #[test]
 fn iterative_solves_match_lu() {
     let mut rng = Rng::new(3);

@@ -59,6 +59,13 @@ pub(crate) trait Vectors {
         taylor_term_steps(self, x, prev, (shift, coeff), sum)
     }
 
+    /// `y ← y + a·x`, then `next†·y`: a step of modified Gram–Schmidt and the next step's dot
+    /// (one pass over `y` where the kind allows).
+    fn axpy_dot(&self, y: &mut Data, a: c64, x: &Data, next: &Data) -> Result<c64> {
+        self.axpy(y, a, x)?;
+        self.dot(next, y)
+    }
+
     /// `basis[i]†·w` for every `i` (one pass over the basis where the kind allows).
     fn dots(&self, basis: &[Data], w: &Data) -> Result<Vec<c64>> {
         basis.iter().map(|v| self.dot(v, w)).collect()

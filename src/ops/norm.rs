@@ -107,7 +107,8 @@ pub(super) fn nan_max(acc: f64, x: f64) -> f64 {
 
 /// `|x|` for the 1-norms: `√(re² + im²)` where that square neither overflows nor underflows
 /// (then it is within an ulp of `hypot`), else `x.norm()` (`hypot`). `hypot` for every entry
-/// was a third of `‖a‖₁` of a Csr.
+/// was about half of `‖a − μI‖₁` of the XXZ chain's H (`perf`: 2.6 % of `expm_multiply` in
+/// `hypot`, 2.5 % in the sums).
 #[inline(always)]
 pub(crate) fn modulus(x: crate::scalar::c64) -> f64 {
     let s = x.norm_sqr();
