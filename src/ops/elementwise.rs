@@ -291,23 +291,11 @@ pub(crate) fn dense_copy(op: &str, a: &Dense, layout: Layout) -> Result<Dense> {
         // on the Intel VM it took 137–141 ms against the map's 181–349 ms.
         return dense_map(op, a, |x| x).map(|d| d.relabelled(layout));
     }
-    if workers == 1 && m > 0 && n > 0 {
+    if workers == 1 {
         // One thread: one `memcpy` of the whole buffer when both have the same column stride
         // (they do, being reserved alike), padding included: at 10 × 10 one call instead of
         // ten and no column blocks (1 580 → 1 150 instructions per `transpose`).
-        let mut mat = alloc::reserve_mat(op, m, n)?;
-        let src = a.buffer();
-        if src.row_stride() == 1 && src.col_stride() == mat.col_stride() {
-            let stride = usize::try_from(mat.col_stride()).unwrap_or(m);
-            // SAFETY: both buffers are m × n with column stride `stride` ≥ m, so each spans
-            // stride·(n − 1) + m elements of its own allocation; the fresh output does not
-            // overlap the input. The padding between columns is copied as raw bytes (never
-            // read as values), and every entry of the result is written, so it may be given
-            // its dimensions.
-            unsafe {
-                std::ptr::copy_nonoverlapping(src.as_ptr(), mat.as_ptr_mut(), stride * (n - 1) + m);
-                mat.set_dims(m, n);
-            }
+        if let Some(mat) = alloc::copy_whole(op, a.buffer())? {
             return Ok(Dense::with_layout(mat, layout));
         }
     }

@@ -134,19 +134,18 @@ crate::simd::avx2_fn! {
     fn max_norm_sqr(part: &[crate::scalar::c64]) -> f64 {
         let mut acc = [0.0f64; MAX_LANES];
         let mut nan = false;
-        let mut chunks = part.chunks_exact(MAX_LANES);
-        for chunk in &mut chunks {
-            for (a, x) in acc.iter_mut().zip(chunk) {
+        let mut lanes = |values: &[crate::scalar::c64]| {
+            for (a, x) in acc.iter_mut().zip(values) {
                 let s = x.norm_sqr();
                 nan |= s.is_nan();
                 *a = if s > *a { s } else { *a };
             }
+        };
+        let mut chunks = part.chunks_exact(MAX_LANES);
+        for chunk in &mut chunks {
+            lanes(chunk);
         }
-        for (a, x) in acc.iter_mut().zip(chunks.remainder()) {
-            let s = x.norm_sqr();
-            nan |= s.is_nan();
-            *a = if s > *a { s } else { *a };
-        }
+        lanes(chunks.remainder());
         if nan {
             f64::NAN
         } else {

@@ -185,10 +185,10 @@ fn fused_taylor_term(
         }
     }
     let root = |s: f64, d: &Dense| {
-        if s.is_finite() || s.is_nan() {
-            s.sqrt()
-        } else {
+        if s.is_infinite() {
             super::norm::max_dense(d)
+        } else {
+            s.sqrt()
         }
     };
     (root(sq[0], x), root(sq[1], sum))

@@ -143,9 +143,8 @@ mod avx {
         unsafe { _mm256_storeu_pd(lanes.as_mut_ptr(), _mm256_max_pd(m0, m1)) };
         let mut acc = (lanes[0].max(lanes[2]), lanes[1].max(lanes[3]), false);
         if k < n {
-            let p = if SHIFT { prev[k] } else { c64::new(0.0, 0.0) };
-            let shift = if SHIFT { shift } else { c64::new(0.0, 0.0) };
-            acc = entry(&mut x[k], p, (shift, coeff), &mut sum[k], acc);
+            // `entry` reads `prev` only under a shift, as the loop above.
+            acc = entry(&mut x[k], prev[k], (shift, coeff), &mut sum[k], acc);
         }
         if acc.2 || _mm256_movemask_pd(bad) != 0 {
             [f64::NAN; 2]

@@ -339,6 +339,38 @@ pub(crate) fn reserve_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>
     Ok(mat)
 }
 
+/// A copy of `src` in a fresh buffer from [`reserve_mat`], made by one `memcpy` of the whole
+/// buffer, padding included (one call instead of one per column, and no entry-by-entry loop):
+/// `None` for an empty `src` or when the fresh buffer's column stride differs from `src`'s
+/// (the caller then copies column by column).
+///
+/// # Errors
+/// [`reserve_mat`]'s, naming `op`.
+#[inline]
+pub(crate) fn copy_whole(op: &str, src: faer::MatRef<'_, c64>) -> Result<Option<Mat<c64>>> {
+    let (m, n) = (src.nrows(), src.ncols());
+    if m == 0 || n == 0 || src.row_stride() != 1 {
+        return Ok(None);
+    }
+    let mut mat = reserve_mat(op, m, n)?;
+    let Ok(stride) = usize::try_from(mat.col_stride()) else {
+        return Ok(None);
+    };
+    if src.col_stride() != mat.col_stride() {
+        return Ok(None);
+    }
+    // SAFETY: both buffers are m × n (m, n ≥ 1) with unit row stride and column stride
+    // `stride` ≥ m, so each spans stride·(n − 1) + m elements of its own allocation (the fresh
+    // one reserved for m × n); they do not overlap. The padding between columns is copied as
+    // raw bytes and never read as values; every entry is written, so the dimensions may be set,
+    // and c64 has no drop glue.
+    unsafe {
+        std::ptr::copy_nonoverlapping(src.as_ptr(), mat.as_ptr_mut(), stride * (n - 1) + m);
+        mat.set_dims(m, n);
+    }
+    Ok(Some(mat))
+}
+
 /// A `rows × cols` matrix whose entries are not written yet: [`reserve_mat`] with its
 /// dimensions set, for a result that a kernel writes in full (faer's products under
 /// `Accum::Replace` do, and read nothing of it).
