@@ -123,14 +123,22 @@ pub use ops::{
     add, add_scaled, adjoint, block_build, block_extract, block_overwrite, column_stack,
     column_unstack, conj, diag, eigs, expect, expect_super, expm, expm_multiply, extract, iadd,
     identity, identity_like, imul, inner, inner_op, inv, isdiag, isequal, isherm, iszero, kron,
-    kron_transpose, logm, matmul, matmul_dag, matmul_outer, mean_abs_nonzero, mean_nonzero, mul,
-    multiply, neg, one_element, pow, project, ptrace, reshape, solve, split_columns, sqrtm, sub,
-    svd, tidyup, trace, trace_oper_ket, transpose, zeros, zeros_like,
+    kron_transpose, lindblad_dissipator, liouvillian, logm, matmul, matmul_dag, matmul_outer,
+    mean_abs_nonzero, mean_nonzero, mul, multiply, neg, one_element, pow, project, ptrace, reshape,
+    solve, split_columns, spost, spre, sprepost, sqrtm, steadystate, sub, svd, tidyup, trace,
+    trace_oper_ket, transpose, zeros, zeros_like,
 };
 pub use scalar::c64;
-pub use storage::{Csr, Data, Dense, Dia, Diagonals, Kind, Layout, Storage};
+pub use storage::{
+    Csr, Data, Dense, Dia, Diagonals, Kind, KronSum, KronTerm, Layout, Storage, SuperOp, SuperTerm,
+};
 
 /// The README's examples, compiled and run as doctests.
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The examples of `docs/open_systems.md`, compiled and run as doctests.
+#[doc = include_str!("../docs/open_systems.md")]
+#[cfg(doctest)]
+pub struct OpenSystemsDoctests;

@@ -7,7 +7,9 @@
 //!
 //! OP is `eigs` (the 4 lowest eigenvalues, no vectors), `expm_multiply` (exp(−0.5i·H)·ψ),
 //! `matvec` (H·ψ) or `build` (H itself: 3(N − 1) Kronecker products and sums). Prints the
-//! median seconds per call over REPS calls, then the minimum.
+//! median seconds per call over REPS calls, then the minimum. With `--kron-sum` H is the
+//! lazy Kronecker sum of its Pauli products (`KronSum`) instead of a stored Csr; with `--mem`
+//! the bytes H holds and the peak resident memory (MB) follow on the same line.
 
 #[path = "../../examples/common/xxz.rs"]
 mod xxz;
@@ -39,7 +41,16 @@ fn main() -> polymat::Result<()> {
         }
         return report(times);
     }
-    let h = xxz::xxz(n, 1.0, 0.7)?;
+    let lazy = args.iter().any(|a| a == "--kron-sum");
+    let h = if lazy {
+        xxz::xxz_lazy(n, 1.0, 0.7)?
+    } else {
+        xxz::xxz(n, 1.0, 0.7)?
+    };
+    // What H holds: a Csr's three arrays, or a Kronecker sum's 2×2 factors.
+    let held = h.as_csr().map_or(3 * (n - 1) * 2 * 64, |c| {
+        c.nnz() * 24 + (c.shape().0 + 1) * 8
+    });
     let psi = start(1 << n)?;
     let opts = EigsOptions {
         count: Some(4),
@@ -61,7 +72,31 @@ fn main() -> polymat::Result<()> {
         }
         times.push(t.elapsed().as_secs_f64());
     }
+    if args.iter().any(|a| a == "--mem") {
+        times.sort_by(f64::total_cmp);
+        println!(
+            "{:.9} {:.9} {held} {:.0}",
+            times[times.len() / 2],
+            times[0],
+            peak_mb().unwrap_or(f64::NAN)
+        );
+        return Ok(());
+    }
     report(times)
+}
+
+/// Peak resident memory of this process, from /proc (Linux), in MB.
+fn peak_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
 }
 
 /// Prints the median and the minimum of `times` (at least one).

@@ -6,7 +6,8 @@ use super::{Batch, Conversion, Group};
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::storage::{Csr, Dense};
 
-/// Dense, Csr, GpuDense, Dia and GpuCsr (in that order: their kinds are fixed) and the
+/// Dense, Csr, GpuDense, Dia, GpuCsr, KronSum and SuperOp (in that order: their kinds are
+/// fixed) and the
 /// converters, with QuTiP's and qutip-jax's weights (entering the GPU weighs 1, leaving it 2),
 /// and their groups (GpuDense and GpuCsr in the sticky GPU group, so GPU data stays there under
 /// `Out::Auto`).
@@ -37,6 +38,7 @@ pub(super) fn register(b: &mut Batch) {
         .add_conversion(Conversion::new(GpuCsr::to_gpu_dense, GPU_DENSIFY_WEIGHT));
     b.add_to_group::<GpuCsr>(Group::SPARSE)
         .add_to_group::<GpuCsr>(Group::GPU);
+    super::lazy::register(b);
 }
 
 /// The weight of GpuCsr → GpuDense (see [`register`]).

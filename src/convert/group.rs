@@ -7,7 +7,7 @@ use std::sync::{LazyLock, RwLock};
 use crate::error::{Error, Result};
 
 /// A named family of storage kinds: `dense` (Dense, GpuDense), `sparse` (Csr, Dia, GpuCsr), `gpu`
-/// (GpuDense, GpuCsr), or one a user creates. A kind may belong to several groups.
+/// (GpuDense, GpuCsr), `lazy` (KronSum, SuperOp), or one a user creates. A kind may belong to several groups.
 ///
 /// Groups do two things:
 ///
@@ -47,13 +47,18 @@ pub const MAX_GROUPS: usize = 1024;
 
 static GROUPS: LazyLock<RwLock<Vec<GroupInfo>>> = LazyLock::new(|| {
     RwLock::new(
-        [("dense", false), ("sparse", false), ("gpu", true)]
-            .into_iter()
-            .map(|(name, sticky)| GroupInfo {
-                name: name.to_owned(),
-                sticky,
-            })
-            .collect(),
+        [
+            ("dense", false),
+            ("sparse", false),
+            ("gpu", true),
+            ("lazy", false),
+        ]
+        .into_iter()
+        .map(|(name, sticky)| GroupInfo {
+            name: name.to_owned(),
+            sticky,
+        })
+        .collect(),
     )
 });
 
@@ -69,6 +74,10 @@ impl Group {
     /// GPU memory: [`GpuDense`](crate::GpuDense), [`GpuCsr`](crate::GpuCsr). Sticky: `Out::Auto`
     /// keeps GPU data on the GPU.
     pub const GPU: Group = Group(2);
+    /// Operators held as factors and never formed: [`KronSum`](crate::KronSum),
+    /// [`SuperOp`](crate::SuperOp). Not sticky: an operation without a lazy kernel returns
+    /// what its kernel makes, and nothing converts into a lazy kind.
+    pub const LAZY: Group = Group(3);
 
     /// The group called `name` (case-insensitive), created if it does not exist.
     ///

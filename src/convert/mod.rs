@@ -18,6 +18,7 @@ mod dense_csr;
 pub(crate) mod dia;
 mod dot;
 mod group;
+pub(crate) mod lazy;
 mod snapshot;
 
 pub use conversion::{Batch, Conversion, MAX_WEIGHT};
@@ -194,6 +195,8 @@ impl ConversionRegistry {
         debug_assert_eq!(reg.kind_of::<crate::storage::Csr>(), Ok(Kind::CSR));
         debug_assert_eq!(reg.kind_of::<crate::gpu::GpuDense>(), Ok(Kind::GPU_DENSE));
         debug_assert_eq!(reg.kind_of::<crate::gpu::GpuCsr>(), Ok(Kind::GPU_CSR));
+        debug_assert_eq!(reg.kind_of::<crate::KronSum>(), Ok(Kind::KRON_SUM));
+        debug_assert_eq!(reg.kind_of::<crate::SuperOp>(), Ok(Kind::SUPER_OP));
         reg
     }
 

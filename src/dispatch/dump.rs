@@ -14,9 +14,9 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
     /// ```
     /// use polymat::{Kind, Out, ops::ADD};
     /// let table = ADD.table();
-    /// // Dense, Csr, GpuDense, Dia and GpuCsr for two inputs, 6 outputs each: every cell is
-    /// // served.
-    /// assert_eq!(table.len(), 5 * 5 * 6);
+    /// // The 7 built-in kinds for two inputs, each with Auto and the 5 stored kinds as
+    /// // outputs; the lazy kinds (KronSum, SuperOp) are outputs only of their own sums.
+    /// assert_eq!(table.len(), 7 * 7 * 6 + 2);
     /// let cell = table.iter().find(|e| e.inputs == [Kind::CSR, Kind::DENSE] && e.out == Out::Csr);
     /// assert_eq!(cell.map(|e| e.kernel.as_str()), Some("add_csr_dense"));
     /// ```

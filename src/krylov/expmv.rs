@@ -128,13 +128,27 @@ pub(crate) fn expm_multiply(
     let mut f = vs.copy(b)?;
     let eta = (t * mu / s as f64).exp();
     let mut bb = vs.copy(b)?;
+    // The vector of the term before last, whose buffer the next product reuses.
+    let mut spare: Option<Data> = None;
     for _ in 0..s {
         let mut c1 = vs.norm_max(&bb)?;
         for j in 0..m_star {
             let coeff = t / (s * (j + 1)) as f64;
-            let mut next = op.apply(&bb)?;
-            let (c2, f_max) = vs.taylor_term(&mut next, &bb, (mu, coeff), &mut f)?;
-            bb = next;
+            let (mut next, fused) = match spare.take() {
+                Some(mut v) => match op.apply_taylor(&bb, &mut v, (mu, coeff), &mut f)? {
+                    Some(m) => (v, Some(m)),
+                    None => {
+                        op.apply_into(&bb, &mut v)?;
+                        (v, None)
+                    }
+                },
+                None => (op.apply(&bb)?, None),
+            };
+            let (c2, f_max) = match fused {
+                Some(m) => m,
+                None => vs.taylor_term(&mut next, &bb, (mu, coeff), &mut f)?,
+            };
+            spare = Some(std::mem::replace(&mut bb, next));
             if c1 + c2 <= TOL * f_max {
                 break;
             }

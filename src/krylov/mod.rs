@@ -28,6 +28,31 @@ pub(crate) trait LinearMap {
     fn dim(&self) -> usize;
     /// `A·x`, in the kind of the Krylov vectors.
     fn apply(&self, x: &Data) -> Result<Data>;
+
+    /// `A·x` into `out`, reusing its buffer where the operator can (a vector of the right kind
+    /// and shape that nothing else holds): a loop that drops one vector per product then
+    /// allocates no fresh memory (whose pages the system would clear). By default a new
+    /// vector replaces `out`.
+    fn apply_into(&self, x: &Data, out: &mut Data) -> Result<()> {
+        *out = self.apply(x)?;
+        Ok(())
+    }
+
+    /// `out ← coeff·(A·x − shift·x)` and `sum ← sum + out` in one go, where the operator can
+    /// fuse the Taylor term of `expm_multiply` into its product ([`Vectors::taylor_term`]
+    /// after the product, without the term's own passes over the vectors). Returns
+    /// `(max |outᵢ|, max |sumᵢ|)`, or `None` without touching anything where it cannot (the
+    /// default), and the caller takes the separate steps.
+    fn apply_taylor(
+        &self,
+        x: &Data,
+        out: &mut Data,
+        term: (c64, c64),
+        sum: &mut Data,
+    ) -> Result<Option<(f64, f64)>> {
+        let _ = (x, out, term, sum);
+        Ok(None)
+    }
 }
 
 /// The vector operations a Krylov method needs.

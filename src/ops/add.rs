@@ -13,7 +13,7 @@ use crate::scalar::c64;
 use crate::scalar::{MINUS_ONE, ONE, ZERO, scaled};
 use crate::shape::same_shape;
 use crate::storage::alloc::{self, csr_buffers, try_with_capacity};
-use crate::storage::{Csr, Data, Dense, Dia};
+use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp};
 
 /// `a + scale·b`. Parameter: the scale. Kernels: Dense+Dense → Dense, Csr+Csr → Csr,
 /// Csr+Dense → Dense, Dense+Csr → Dense.
@@ -39,6 +39,12 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
         })
         .binary("add_gpucsr", |a: &GpuCsr, b: &GpuCsr, s: &c64| {
             a.add_scaled(b, *s)
+        })
+        .binary("add_kronsum", |a: &KronSum, b: &KronSum, s: &c64| {
+            super::lazy::kron_sum::add_kron_sum(a, b, *s)
+        })
+        .binary("add_superop", |a: &SuperOp, b: &SuperOp, s: &c64| {
+            super::lazy::super_op::add_super_op(a, b, *s)
         })
         .builtin()
 });

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::gpu::GpuDense;
 use crate::scalar::ZERO;
 use crate::shape::same_shape;
-use crate::storage::{Csr, Data, Dense, Dia};
+use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp};
 
 pub use super::tolerance::Tol;
 use super::tolerance::{Near, close};
@@ -162,6 +162,12 @@ pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
             Ok(super::dia::isherm_dia(a, *t))
         })
         .unary("isherm_gpu", |a: &GpuDense, t: &f64| a.isherm(*t))
+        .unary("isherm_kronsum", |a: &KronSum, t: &f64| {
+            super::lazy::kron_sum::isherm_kron_sum(a, *t)
+        })
+        .unary("isherm_superop", |a: &SuperOp, t: &f64| {
+            super::lazy::super_op::isherm_super_op(a, *t)
+        })
         .builtin()
 });
 

@@ -17,7 +17,7 @@ use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::{ZERO, c64};
 use crate::shape::expect_shapes;
 use crate::simd::gemm;
-use crate::storage::{Csr, Data, Dense, Dia, Layout};
+use crate::storage::{Csr, Data, Dense, Dia, KronSum, Layout, SuperOp};
 
 /// `⟨ψ|op|ψ⟩` for a ket ψ, `Tr(op·ρ)` for an operator ρ. Kernels: Dense², Csr², Csr op with
 /// Dense state (the common case of a sparse observable on a dense state), Dia with a Dense
@@ -45,6 +45,9 @@ pub static EXPECT: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         })
         .binary("expect_gpucsr_gpu", |o: &GpuCsr, s: &GpuDense, _: &()| {
             o.expect(s)
+        })
+        .binary("expect_kronsum_dense", |o: &KronSum, s: &Dense, _: &()| {
+            super::lazy::kron_sum::expect_kron_sum_dense(o, s)
         })
         .builtin()
 });
@@ -269,6 +272,10 @@ pub static EXPECT_SUPER: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .binary("expect_super_gpu", |s: &GpuDense, r: &GpuDense, _: &()| {
             s.expect_super(r, super_shapes("expect_super", s.shape(), r.shape())?)
         })
+        .binary(
+            "expect_super_superop_dense",
+            |s: &SuperOp, r: &Dense, _: &()| super::lazy::super_op::expect_super_op_dense(s, r),
+        )
         .builtin()
 });
 

@@ -61,6 +61,7 @@ pub mod inner;
 pub mod inplace;
 pub mod kron;
 mod krylov_eigs;
+pub mod lazy;
 pub mod lu;
 pub mod matmul;
 pub mod mean;
@@ -99,6 +100,10 @@ pub use funm::{LOGM, SQRTM, logm, sqrtm};
 pub use inner::{INNER, INNER_OP, inner, inner_op};
 pub use inplace::{iadd, imul};
 pub use kron::{KRON, KRON_TRANSPOSE, kron, kron_transpose};
+pub use lazy::{
+    Modes, SteadyState, TARGET_MODE_MATMUL, lindblad_dissipator, liouvillian, spost, spre,
+    sprepost, steadystate, target_mode_matmul,
+};
 pub use lu::RCOND_MIN;
 pub use matmul::{MATMUL, MATMUL_DAG, matmul, matmul_dag};
 pub use mean::{MEAN_ABS_NONZERO, MEAN_NONZERO, mean_abs_nonzero, mean_nonzero};

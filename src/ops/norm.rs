@@ -13,7 +13,7 @@ use crate::engine::{self, Family};
 use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
 use crate::scalar::{ZERO, c64};
-use crate::storage::{Csr, Data, Dense, Dia};
+use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp};
 
 fn vector(op: &str, a: &[&Data], _: &()) -> Result<()> {
     let s = a[0].shape();
@@ -51,6 +51,12 @@ pub static NORM_FROBENIUS: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
         .unary("norm_frobenius_gpu", |a: &GpuDense, _: &()| {
             a.norm_frobenius()
         })
+        .unary("norm_frobenius_kronsum", |a: &KronSum, _: &()| {
+            super::lazy::kron_sum::frobenius_kron_sum(a)
+        })
+        .unary("norm_frobenius_superop", |a: &SuperOp, _: &()| {
+            super::lazy::super_op::frobenius_super_op(a)
+        })
         .builtin()
 });
 
@@ -73,6 +79,12 @@ pub static NORM_ONE: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
             super::dia::one_dia(a, ZERO)
         })
         .unary("norm_one_gpu", |a: &GpuDense, _: &()| a.norm_one())
+        .unary("norm_one_kronsum", |a: &KronSum, _: &()| {
+            super::lazy::kron_sum::one_kron_sum(a)
+        })
+        .unary("norm_one_superop", |a: &SuperOp, _: &()| {
+            super::lazy::super_op::one_super_op(a)
+        })
         .builtin()
 });
 

@@ -8,7 +8,7 @@ use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::scalar::{MINUS_ONE, ZERO};
-use crate::storage::{Csr, Data, Dense, Dia};
+use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp};
 
 /// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
 pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
@@ -19,6 +19,12 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
         .unary("mul_dia", |a: &Dia, s: &c64| super::dia::mul_dia(a, *s))
         .unary("mul_gpu", |a: &GpuDense, s: &c64| a.scale(*s))
         .unary("mul_gpucsr", |a: &GpuCsr, s: &c64| a.scale(*s))
+        .unary("mul_kronsum", |a: &KronSum, s: &c64| {
+            super::lazy::kron_sum::mul_kron_sum(a, *s)
+        })
+        .unary("mul_superop", |a: &SuperOp, s: &c64| {
+            super::lazy::super_op::mul_super_op(a, *s)
+        })
         .builtin()
 });
 
@@ -32,6 +38,12 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .unary("neg_dia", |a: &Dia, _: &()| super::dia::neg_dia(a))
         .unary("neg_gpu", |a: &GpuDense, _: &()| a.scale(MINUS_ONE))
         .unary("neg_gpucsr", |a: &GpuCsr, _: &()| a.scale(MINUS_ONE))
+        .unary("neg_kronsum", |a: &KronSum, _: &()| {
+            super::lazy::kron_sum::mul_kron_sum(a, c64::new(-1.0, 0.0))
+        })
+        .unary("neg_superop", |a: &SuperOp, _: &()| {
+            super::lazy::super_op::mul_super_op(a, c64::new(-1.0, 0.0))
+        })
         .builtin()
 });
 

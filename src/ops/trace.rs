@@ -9,7 +9,7 @@ use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::ZERO;
 use crate::scalar::c64;
 use crate::shape::square;
-use crate::storage::{Csr, Data, Dense, Dia};
+use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp};
 
 /// `Tr a` for square `a`, a scalar. Kernels: Dense, Csr.
 pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
@@ -20,6 +20,12 @@ pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .unary("trace_dia", |a: &Dia, _: &()| super::dia::trace_dia(a))
         .unary("trace_gpu", |a: &GpuDense, _: &()| a.trace())
         .unary("trace_gpucsr", |a: &GpuCsr, _: &()| a.trace())
+        .unary("trace_kronsum", |a: &KronSum, _: &()| {
+            super::lazy::kron_sum::trace_kron_sum(a)
+        })
+        .unary("trace_superop", |a: &SuperOp, _: &()| {
+            super::lazy::super_op::trace_super_op(a)
+        })
         .builtin()
 });
 

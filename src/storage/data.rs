@@ -7,7 +7,7 @@ use std::sync::Arc;
 use faer::Mat;
 use sprs::CsMat;
 
-use super::{Csr, Dense, Dia, Kind, Storage};
+use super::{Csr, Dense, Dia, Kind, KronSum, Storage, SuperOp};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
 
@@ -199,12 +199,17 @@ impl fmt::Debug for Data {
 impl fmt::Display for Data {
     /// The built-in kinds print their entries (`[[1, 0], [0, 1]]`, see
     /// [`storage`](crate::storage#printing)) and, with `{:#}`, their summary
-    /// (`Csr(2×2, nnz=2)`); other kinds print `Kind(r×c)`.
+    /// (`Csr(2×2, nnz=2)`); the lazy kinds print their summary either way
+    /// (`KronSum(8×8, 3 terms on 3 subsystems)`); other kinds print `Kind(r×c)`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if let Some(d) = self.downcast_ref::<Dense>() {
             fmt::Display::fmt(d, f)
         } else if let Some(c) = self.downcast_ref::<Csr>() {
             fmt::Display::fmt(c, f)
+        } else if let Some(k) = self.downcast_ref::<KronSum>() {
+            fmt::Display::fmt(k, f)
+        } else if let Some(s) = self.downcast_ref::<SuperOp>() {
+            fmt::Display::fmt(s, f)
         } else {
             write!(f, "{}({}×{})", self.kind, self.shape.0, self.shape.1)
         }
@@ -229,6 +234,20 @@ impl From<Dia> for Data {
     #[inline]
     fn from(value: Dia) -> Data {
         Data::with_kind(Kind::DIA, value)
+    }
+}
+
+impl From<KronSum> for Data {
+    #[inline]
+    fn from(value: KronSum) -> Data {
+        Data::with_kind(Kind::KRON_SUM, value)
+    }
+}
+
+impl From<SuperOp> for Data {
+    #[inline]
+    fn from(value: SuperOp) -> Data {
+        Data::with_kind(Kind::SUPER_OP, value)
     }
 }
 

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 ///
 /// Kinds are cheap to copy and compare and index the dispatch tables directly. The built-in
 /// kinds have fixed values ([`Kind::DENSE`], [`Kind::CSR`], [`Kind::GPU_DENSE`],
-/// [`Kind::DIA`], [`Kind::GPU_CSR`]); user kinds get the next free index
+/// [`Kind::DIA`], [`Kind::GPU_CSR`], [`Kind::KRON_SUM`], [`Kind::SUPER_OP`]); user kinds get the next free index
 /// when they are registered. A kind displays as its registered name and parses from its name or
 /// any alias, case-insensitively.
 ///
@@ -38,6 +38,11 @@ impl Kind {
     /// Compressed sparse row storage in GPU memory, [`GpuCsr`](crate::GpuCsr). Registered in
     /// every build; creating a value needs the `cuda` feature and a GPU.
     pub const GPU_CSR: Kind = Kind(4);
+    /// A sum of Kronecker products of local factors, never formed,
+    /// [`KronSum`](crate::KronSum).
+    pub const KRON_SUM: Kind = Kind(5);
+    /// A superoperator `ρ ↦ Σ cₖ·Aₖ·ρ·Bₖ`, never formed, [`SuperOp`](crate::SuperOp).
+    pub const SUPER_OP: Kind = Kind(6);
 
     /// The kind's index, dense from 0 in registration order.
     #[inline]

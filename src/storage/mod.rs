@@ -37,14 +37,17 @@
 
 pub(crate) mod alloc;
 mod csr;
+pub(crate) mod csr_build;
 mod data;
 mod dense;
 mod dia;
 mod diagonals;
 mod display;
 mod kind;
+mod kron_sum;
 mod layout;
 pub(crate) mod scratch;
+mod super_op;
 
 pub use csr::Csr;
 pub use data::Data;
@@ -53,8 +56,10 @@ pub use dia::Dia;
 pub(crate) use dia::valid_cols;
 pub use diagonals::Diagonals;
 pub use kind::Kind;
+pub use kron_sum::{KronSum, KronTerm};
 pub use layout::Layout;
 pub(crate) use layout::transpose_values;
+pub use super_op::{SuperOp, SuperTerm};
 
 use std::any::Any;
 use std::fmt;

@@ -19,7 +19,7 @@ use crate::scalar::c64;
 use crate::scalar::{ONE, ZERO};
 use crate::shape::{matmul_dag_shapes, matmul_shapes};
 use crate::simd::gemm::{self, MAX_INNER, MAX_ROWS};
-use crate::storage::{Csr, Data, Dense, Dia, Layout, alloc};
+use crate::storage::{Csr, Data, Dense, Dia, KronSum, Layout, SuperOp, alloc};
 
 /// `a·b`. Kernels: Dense·Dense → Dense, Csr·Csr → Csr, Csr·Dense → Dense, Dense·Csr → Dense
 /// (row-major, [`matmul_dense_csr`](super::dense_csr::matmul_dense_csr): a bra times a large
@@ -55,6 +55,24 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         })
         .binary("matmul_gpucsr_host", |a: &GpuCsr, b: &GpuCsr, _: &()| {
             matmul_gpucsr(a, b)
+        })
+        .binary("matmul_kronsum_dense", |a: &KronSum, b: &Dense, _: &()| {
+            super::lazy::kron_sum::matmul_kron_sum_dense(a, b)
+        })
+        .binary("matmul_dense_kronsum", |a: &Dense, b: &KronSum, _: &()| {
+            super::lazy::kron_sum::matmul_dense_kron_sum(a, b)
+        })
+        .binary("matmul_kronsum", |a: &KronSum, b: &KronSum, _: &()| {
+            super::lazy::kron_sum::matmul_kron_sum(a, b)
+        })
+        .binary("matmul_superop_dense", |a: &SuperOp, b: &Dense, _: &()| {
+            super::lazy::super_op::matmul_super_op_dense(a, b)
+        })
+        .binary("matmul_superop_gpu", |a: &SuperOp, b: &GpuDense, _: &()| {
+            super::lazy::super_op::apply_dispatched(a, &Data::from(b.try_clone()?))
+        })
+        .binary("matmul_superop", |a: &SuperOp, b: &SuperOp, _: &()| {
+            super::lazy::super_op::matmul_super_op(a, b)
         })
         .builtin()
 });

@@ -10,7 +10,7 @@ use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::shape::indptr_len;
-use crate::storage::{Csr, Data, Dense, Dia, alloc};
+use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp, alloc};
 
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
 pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
@@ -24,6 +24,12 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .unary("adjoint_gpu", |a: &GpuDense, _: &()| a.transpose(true))
         .unary("adjoint_gpucsr", |a: &GpuCsr, _: &()| {
             transpose_gpucsr(a, true)
+        })
+        .unary("adjoint_kronsum", |a: &KronSum, _: &()| {
+            super::lazy::kron_sum::adjoint_kron_sum(a)
+        })
+        .unary("adjoint_superop", |a: &SuperOp, _: &()| {
+            super::lazy::super_op::adjoint_super_op(a)
         })
         .builtin()
 });
@@ -41,6 +47,12 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .unary("transpose_gpucsr", |a: &GpuCsr, _: &()| {
             transpose_gpucsr(a, false)
         })
+        .unary("transpose_kronsum", |a: &KronSum, _: &()| {
+            super::lazy::kron_sum::transpose_kron_sum(a)
+        })
+        .unary("transpose_superop", |a: &SuperOp, _: &()| {
+            super::lazy::super_op::transpose_super_op(a)
+        })
         .builtin()
 });
 
@@ -57,6 +69,12 @@ pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .unary("conj_dia", |a: &Dia, _: &()| super::dia::conj_dia(a))
         .unary("conj_gpu", |a: &GpuDense, _: &()| a.conj())
         .unary("conj_gpucsr", |a: &GpuCsr, _: &()| a.conj())
+        .unary("conj_kronsum", |a: &KronSum, _: &()| {
+            super::lazy::kron_sum::conj_kron_sum(a)
+        })
+        .unary("conj_superop", |a: &SuperOp, _: &()| {
+            super::lazy::super_op::conj_super_op(a)
+        })
         .builtin()
 });
 
