@@ -330,3 +330,266 @@ fn superoperator_algebra_stays_lazy() {
         assert!(polymat::isequal(&got, want, 1e-12, 1e-12).unwrap());
     }
 }
+
+/// A seeded complex matrix with a few exact zeros, as Csr.
+fn random_op(d: usize, seed: u64) -> Data {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        state ^= state >> 12;
+        state ^= state << 25;
+        state ^= state >> 27;
+        (state.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    };
+    let m = Dense::from_fn(d, d, |i, j| {
+        let z = c64::new(next(), next());
+        if (i * 3 + j + seed as usize).is_multiple_of(4) {
+            c64::new(0.0, 0.0)
+        } else {
+            z
+        }
+    });
+    polymat::to(Kind::CSR, &m.into()).unwrap()
+}
+
+/// A Kronecker sum of one- and two-site terms (far-apart sites too) and, for even seeds, an
+/// identity term.
+fn random_sum(dims: &[usize], terms: usize, seed: u64) -> KronSum {
+    let mut k = KronSum::new(dims).unwrap();
+    let m = dims.len();
+    for t in 0..terms {
+        let s0 = (t * 7 + seed as usize) % m;
+        let s1 = (t * 5 + 3 + seed as usize) % m;
+        let mut f = vec![(s0, random_op(dims[s0], seed * 31 + t as u64))];
+        if s1 != s0 && t % 3 != 0 {
+            f.push((s1, random_op(dims[s1], seed * 17 + t as u64)));
+        }
+        k.push_term(c64::new(0.5 + t as f64 * 0.25, -0.125 * t as f64), f)
+            .unwrap();
+    }
+    if seed.is_multiple_of(2) {
+        k.push_term(c64::new(0.75, 0.5), []).unwrap();
+    }
+    k
+}
+
+fn close(got: &Data, want: &Data, what: &str) {
+    assert!(
+        polymat::isequal(got, want, 1e-12, 1e-12).unwrap(),
+        "{what}: {got:#} differs from {want:#}"
+    );
+}
+
+/// Products, traces, norms and the lazy algebra of Kronecker sums equal those of their
+/// stored forms: mixed dimensions, terms on one and two sites, an identity term.
+#[test]
+fn kronecker_sums_match_their_stored_forms() {
+    for (dims, terms) in [
+        (vec![2, 3, 2], 5),
+        (vec![2; 9], 12),
+        (vec![3, 1, 4, 2, 2], 9),
+        (vec![5], 2),
+        (vec![2; 16], 20),
+    ] {
+        for seed in 0..3u64 {
+            let k: Data = random_sum(&dims, terms, seed).into();
+            let s = polymat::to(Kind::CSR, &k).unwrap();
+            let n = k.shape().0;
+            let x: Data = Dense::from_fn(n, 2, |i, j| {
+                c64::new((i as f64 * 0.7 + j as f64).sin(), (i as f64 * 0.3).cos())
+            })
+            .into();
+            let what = format!("dims {dims:?} seed {seed}");
+            close(
+                &polymat::matmul(&k, &x, Out::Auto).unwrap(),
+                &polymat::matmul(&s, &x, Out::Auto).unwrap(),
+                &what,
+            );
+            let bra = polymat::adjoint(&x, Out::Auto).unwrap();
+            close(
+                &polymat::matmul(&bra, &k, Out::Auto).unwrap(),
+                &polymat::matmul(&bra, &s, Out::Auto).unwrap(),
+                &what,
+            );
+            let (tk, ts) = (polymat::trace(&k).unwrap(), polymat::trace(&s).unwrap());
+            assert!((tk - ts).norm() <= 1e-10 * (1.0 + ts.norm()), "{what}");
+            for (lazy, stored) in [
+                (
+                    polymat::ops::norm::frobenius(&k).unwrap(),
+                    polymat::ops::norm::frobenius(&s).unwrap(),
+                ),
+                (
+                    polymat::ops::norm::one(&k).unwrap(),
+                    polymat::ops::norm::one(&s).unwrap(),
+                ),
+            ] {
+                assert!(
+                    (lazy - stored).abs() <= 1e-9 * (1.0 + stored),
+                    "{what}: {lazy} {stored}"
+                );
+            }
+            if n > 4096 {
+                // The lazy algebra is exercised on the smaller spaces.
+                continue;
+            }
+            for (lazy, stored) in [
+                (
+                    polymat::adjoint(&k, Out::Auto).unwrap(),
+                    polymat::adjoint(&s, Out::Auto).unwrap(),
+                ),
+                (
+                    polymat::transpose(&k, Out::Auto).unwrap(),
+                    polymat::transpose(&s, Out::Auto).unwrap(),
+                ),
+                (
+                    polymat::conj(&k, Out::Auto).unwrap(),
+                    polymat::conj(&s, Out::Auto).unwrap(),
+                ),
+                (
+                    polymat::mul(&k, c64::new(0.5, -2.0), Out::Auto).unwrap(),
+                    polymat::mul(&s, c64::new(0.5, -2.0), Out::Auto).unwrap(),
+                ),
+                (
+                    polymat::add_scaled(&k, &k, c64::new(0.0, 1.0), Out::Auto).unwrap(),
+                    polymat::add_scaled(&s, &s, c64::new(0.0, 1.0), Out::Auto).unwrap(),
+                ),
+                (
+                    polymat::matmul(&k, &k, Out::Auto).unwrap(),
+                    polymat::matmul(&s, &s, Out::Auto).unwrap(),
+                ),
+            ] {
+                assert_eq!(lazy.kind(), Kind::KRON_SUM, "{what}");
+                close(&polymat::to(Kind::CSR, &lazy).unwrap(), &stored, &what);
+            }
+            let herm =
+                polymat::add(&k, &polymat::adjoint(&k, Out::Auto).unwrap(), Out::Auto).unwrap();
+            assert!(polymat::isherm(&herm, 1e-12).unwrap(), "{what}");
+        }
+    }
+}
+
+/// Superoperators with stored factors (Csr and Dense, the wide path of the plan), a
+/// rectangular one (through the dispatchers' products) and their algebra equal the stored
+/// forms; `N` decay channels merge into `N + 2` terms.
+#[test]
+fn superoperators_with_stored_factors_match_their_stored_forms() {
+    for n in [1usize, 3, 6, 20] {
+        let (h, c1, c2) = (
+            random_op(n, 1),
+            polymat::to(Kind::DENSE, &random_op(n, 2)).unwrap(),
+            random_op(n, 3),
+        );
+        let l = polymat::liouvillian(Some(&h), &[c1.clone(), c2.clone()]).unwrap();
+        let l2 = polymat::add(&l, &polymat::sprepost(&c1, &h).unwrap(), Out::Auto).unwrap();
+        for s in [&l, &l2] {
+            let stored = polymat::to(Kind::CSR, s).unwrap();
+            let x: Data = Dense::from_fn(n * n, 2, |i, j| {
+                c64::new((i as f64 * 0.7 + j as f64).sin(), 0.25)
+            })
+            .into();
+            close(
+                &polymat::matmul(s, &x, Out::Auto).unwrap(),
+                &polymat::matmul(&stored, &x, Out::Auto).unwrap(),
+                "apply",
+            );
+            let (t1, t2) = (polymat::trace(s).unwrap(), polymat::trace(&stored).unwrap());
+            assert!((t1 - t2).norm() <= 1e-10 * (1.0 + t2.norm()));
+            let (f1, f2) = (
+                polymat::ops::norm::frobenius(s).unwrap(),
+                polymat::ops::norm::frobenius(&stored).unwrap(),
+            );
+            assert!((f1 - f2).abs() <= 1e-9 * (1.0 + f2));
+            let (o1, o2) = (
+                polymat::ops::norm::one(s).unwrap(),
+                polymat::ops::norm::one(&stored).unwrap(),
+            );
+            assert!((o1 - o2).abs() <= 1e-9 * (1.0 + o2));
+            for (lazy, want) in [
+                (
+                    polymat::transpose(s, Out::Auto).unwrap(),
+                    polymat::transpose(&stored, Out::Auto).unwrap(),
+                ),
+                (
+                    polymat::conj(s, Out::Auto).unwrap(),
+                    polymat::conj(&stored, Out::Auto).unwrap(),
+                ),
+            ] {
+                assert_eq!(lazy.kind(), Kind::SUPER_OP);
+                close(&polymat::to(Kind::CSR, &lazy).unwrap(), &want, "algebra");
+            }
+        }
+    }
+    // Rectangular factors: p×q → m×r through the dispatchers.
+    let (a, b) = (
+        polymat::to(
+            Kind::CSR,
+            &Dense::from_fn(3, 2, |i, j| c64::new(i as f64 + 1.0, j as f64)).into(),
+        )
+        .unwrap(),
+        Data::from(Dense::from_fn(4, 5, |i, j| {
+            c64::new((i * j) as f64 * 0.5, 1.0)
+        })),
+    );
+    let s = polymat::sprepost(&a, &b).unwrap();
+    assert_eq!(s.shape(), (15, 8));
+    let stored = polymat::to(Kind::CSR, &s).unwrap();
+    let x: Data = Dense::from_fn(8, 3, |i, j| c64::new(i as f64 - j as f64, 0.5)).into();
+    close(
+        &polymat::matmul(&s, &x, Out::Auto).unwrap(),
+        &polymat::matmul(&stored, &x, Out::Auto).unwrap(),
+        "rectangular",
+    );
+    // Merging.
+    let cs: Vec<Data> = (0..5).map(|k| random_op(4, k + 10)).collect();
+    let l = polymat::liouvillian(Some(&random_op(4, 9)), &cs).unwrap();
+    assert_eq!(l.downcast_ref::<SuperOp>().unwrap().terms().len(), 7);
+}
+
+/// `target_mode_matmul` equals the operator expanded to the whole space by Kronecker
+/// products and a permutation of the subsystems, for targets in and out of order.
+#[test]
+fn target_mode_matmul_matches_the_expanded_operator() {
+    use polymat::ops::{Modes, target_mode_matmul};
+    let dims = vec![2, 3, 2, 2];
+    for targets in [vec![1], vec![3, 0], vec![2, 1], vec![0, 1, 3]] {
+        let local: usize = targets.iter().map(|&t| dims[t]).product();
+        let op = polymat::to(Kind::DENSE, &random_op(local, targets.len() as u64)).unwrap();
+        let opd = op.as_dense().unwrap().clone();
+        let x = Dense::from_fn(24, 2, |i, j| c64::new((i as f64).sin(), j as f64 + 0.5));
+        let got = target_mode_matmul(
+            &op,
+            &x.clone().into(),
+            &Modes::new(dims.clone(), targets.clone()),
+            Out::Auto,
+        )
+        .unwrap();
+        let got = got.as_dense().unwrap();
+        let strides = [12, 4, 2, 1];
+        for col in 0..2 {
+            for i in 0..24 {
+                let digits: Vec<usize> = (0..4).map(|s| i / strides[s] % dims[s]).collect();
+                let r = targets.iter().fold(0, |a, &t| a * dims[t] + digits[t]);
+                let mut want = c64::new(0.0, 0.0);
+                for c in 0..local {
+                    let mut d = digits.clone();
+                    let mut rest = c;
+                    for &t in targets.iter().rev() {
+                        d[t] = rest % dims[t];
+                        rest /= dims[t];
+                    }
+                    let j: usize = (0..4).map(|s| d[s] * strides[s]).sum();
+                    want += opd.get(r, c) * x.get(j, col);
+                }
+                assert!(
+                    (got.get(i, col) - want).norm() < 1e-12,
+                    "{targets:?} ({i}, {col})"
+                );
+            }
+        }
+    }
+    // Bad targets are errors.
+    let op: Data = Dense::identity(2).into();
+    let psi: Data = Dense::zeros(8, 1).into();
+    for t in [vec![3], vec![0, 0]] {
+        assert!(target_mode_matmul(&op, &psi, &Modes::new(vec![2, 2, 2], t), Out::Auto).is_err());
+    }
+}

@@ -41,10 +41,10 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
             a.add_scaled(b, *s)
         })
         .binary("add_kronsum", |a: &KronSum, b: &KronSum, s: &c64| {
-            super::lazy::kron_sum::add_kron_sum(a, b, *s)
+            a.plus(b, *s)
         })
         .binary("add_superop", |a: &SuperOp, b: &SuperOp, s: &c64| {
-            super::lazy::super_op::add_super_op(a, b, *s)
+            add_super_op(a, b, *s)
         })
         .builtin()
 });
@@ -59,6 +59,37 @@ pub static SUB: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         })
         .builtin()
 });
+
+/// Whether `add` of two factors of these kinds has a direct kernel (no conversion), so that
+/// merging the terms of a superoperator keeps their kind.
+pub(crate) fn adds_directly(a: &Data, b: &Data) -> bool {
+    a.kind() == b.kind()
+        && ADD
+            .get(&[a.kind(), b.kind()], Out::Auto)
+            .is_ok_and(|r| r.is_direct())
+}
+
+/// `a + s·b` for two superoperators mapping matrices of the same shapes, lazy: the terms of
+/// both, like terms merged.
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) unless both map matrices of one shape to matrices of
+/// one shape.
+fn add_super_op(a: &SuperOp, b: &SuperOp, s: c64) -> Result<SuperOp> {
+    if (a.input(), a.output()) != (b.input(), b.output()) {
+        return Err(crate::error::Error::shape(
+            "add",
+            &[a.shape(), b.shape()],
+            "superoperators must map matrices of the same shapes",
+        ));
+    }
+    let mut terms = a.raw();
+    terms.extend(b.raw().into_iter().map(|(c, x, y)| (s * c, x, y)));
+    let merged = crate::storage::merge_terms(terms, adds_directly, |x, y, t| {
+        add_scaled(x, y, t, Out::Auto)
+    })?;
+    SuperOp::of_terms(a.input(), a.output(), merged)
+}
 
 /// `a + b`.
 ///

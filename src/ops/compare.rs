@@ -163,10 +163,20 @@ pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
         })
         .unary("isherm_gpu", |a: &GpuDense, t: &f64| a.isherm(*t))
         .unary("isherm_kronsum", |a: &KronSum, t: &f64| {
-            super::lazy::kron_sum::isherm_kron_sum(a, *t)
+            // Hermitian pieces make a Hermitian sum; otherwise decide on the formed operator.
+            if super::lazy::kron_sum::plan_of(a)?.is_hermitian(*t) {
+                return Ok(true);
+            }
+            isherm_csr(&crate::convert::lazy::kron_sum_to_csr(a)?, *t)
         })
         .unary("isherm_superop", |a: &SuperOp, t: &f64| {
-            super::lazy::super_op::isherm_super_op(a, *t)
+            if a.shape().0 != a.shape().1 {
+                return Ok(false);
+            }
+            if super::lazy::super_op::plan_is_hermitian(a, *t)? {
+                return Ok(true);
+            }
+            isherm_csr(&crate::convert::lazy::super_op_to_csr(a)?, *t)
         })
         .builtin()
 });

@@ -274,7 +274,10 @@ pub static EXPECT_SUPER: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         })
         .binary(
             "expect_super_superop_dense",
-            |s: &SuperOp, r: &Dense, _: &()| super::lazy::super_op::expect_super_op_dense(s, r),
+            |s: &SuperOp, r: &Dense, _: &()| {
+                let y = super::matmul::super_op::matmul_super_op_dense(s, r)?;
+                trace_oper_ket_dense(&y)
+            },
         )
         .builtin()
 });

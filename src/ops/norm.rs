@@ -80,10 +80,16 @@ pub static NORM_ONE: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
         })
         .unary("norm_one_gpu", |a: &GpuDense, _: &()| a.norm_one())
         .unary("norm_one_kronsum", |a: &KronSum, _: &()| {
-            super::lazy::kron_sum::one_kron_sum(a)
+            match super::lazy::kron_sum::one_norm_exact(a)? {
+                Some(n) => Ok(n),
+                None => Ok(one_csr(&crate::convert::lazy::kron_sum_to_csr(a)?)),
+            }
         })
         .unary("norm_one_superop", |a: &SuperOp, _: &()| {
-            super::lazy::super_op::one_super_op(a)
+            match super::lazy::super_op::one_norm_exact(a)? {
+                Some(n) => Ok(n),
+                None => Ok(one_csr(&crate::convert::lazy::super_op_to_csr(a)?)),
+            }
         })
         .builtin()
 });

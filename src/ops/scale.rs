@@ -20,10 +20,12 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
         .unary("mul_gpu", |a: &GpuDense, s: &c64| a.scale(*s))
         .unary("mul_gpucsr", |a: &GpuCsr, s: &c64| a.scale(*s))
         .unary("mul_kronsum", |a: &KronSum, s: &c64| {
-            super::lazy::kron_sum::mul_kron_sum(a, *s)
+            a.map(|c| c * s, |f| Ok(f.clone()))
         })
         .unary("mul_superop", |a: &SuperOp, s: &c64| {
-            super::lazy::super_op::mul_super_op(a, *s)
+            a.map(a.input(), a.output(), |c, x, y| {
+                Ok((c * s, x.cloned(), y.cloned()))
+            })
         })
         .builtin()
 });
@@ -39,10 +41,12 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .unary("neg_gpu", |a: &GpuDense, _: &()| a.scale(MINUS_ONE))
         .unary("neg_gpucsr", |a: &GpuCsr, _: &()| a.scale(MINUS_ONE))
         .unary("neg_kronsum", |a: &KronSum, _: &()| {
-            super::lazy::kron_sum::mul_kron_sum(a, c64::new(-1.0, 0.0))
+            a.map(|c| -c, |f| Ok(f.clone()))
         })
         .unary("neg_superop", |a: &SuperOp, _: &()| {
-            super::lazy::super_op::mul_super_op(a, c64::new(-1.0, 0.0))
+            a.map(a.input(), a.output(), |c, x, y| {
+                Ok((-c, x.cloned(), y.cloned()))
+            })
         })
         .builtin()
 });

@@ -20,11 +20,14 @@ pub static TRACE: LazyLock<Dispatcher<(), c64>> = LazyLock::new(|| {
         .unary("trace_dia", |a: &Dia, _: &()| super::dia::trace_dia(a))
         .unary("trace_gpu", |a: &GpuDense, _: &()| a.trace())
         .unary("trace_gpucsr", |a: &GpuCsr, _: &()| a.trace())
-        .unary("trace_kronsum", |a: &KronSum, _: &()| {
-            super::lazy::kron_sum::trace_kron_sum(a)
-        })
+        .unary("trace_kronsum", |a: &KronSum, _: &()| a.trace_with(trace))
         .unary("trace_superop", |a: &SuperOp, _: &()| {
-            super::lazy::super_op::trace_super_op(a)
+            square("trace", a.shape())?;
+            match a.trace_with(trace)? {
+                Some(t) => Ok(t),
+                // Factors that are not square: the trace of the formed operator.
+                None => trace_csr(&crate::convert::lazy::super_op_to_csr(a)?),
+            }
         })
         .builtin()
 });

@@ -180,21 +180,117 @@ impl KronSum {
         &self.terms
     }
 
-    /// A Kronecker sum of these terms, the factors checked as by [`push_term`](KronSum::push_term).
-    pub(crate) fn from_terms(
-        dims: &[usize],
-        terms: impl IntoIterator<Item = (c64, Vec<(usize, Data)>)>,
-    ) -> Result<KronSum> {
-        let mut k = KronSum::new(dims)?;
-        for (c, f) in terms {
-            k.push_term(c, f)?;
-        }
-        Ok(k)
-    }
-
     /// What the operations derived from this operator, made on first use.
     pub(crate) fn derived(&self) -> &Derived {
         &self.derived
+    }
+
+    /// Every coefficient mapped by `coeff` and every factor by `factor` (the adjoint
+    /// conjugates the coefficients and takes each factor's adjoint). The operations pass
+    /// their dispatchers in: storage knows none.
+    pub(crate) fn map(
+        &self,
+        coeff: impl Fn(c64) -> c64,
+        factor: impl Fn(&Data) -> Result<Data>,
+    ) -> Result<KronSum> {
+        let mut out = KronSum::new(&self.dims)?;
+        for t in &self.terms {
+            let f = t
+                .factors
+                .iter()
+                .map(|(s, x)| Ok((*s, factor(x)?)))
+                .collect::<Result<Vec<_>>>()?;
+            out.push_term(coeff(t.coeff), f)?;
+        }
+        Ok(out)
+    }
+
+    /// `Tr` from the factors' traces (`trace`): per term, their product times the
+    /// dimensions the term leaves alone. O(terms · sites) factor traces.
+    pub(crate) fn trace_with(&self, trace: impl Fn(&Data) -> Result<c64>) -> Result<c64> {
+        let mut sum = c64::new(0.0, 0.0);
+        for t in &self.terms {
+            let mut tr = t.coeff;
+            let mut seen = vec![false; self.dims.len()];
+            for (s, f) in &t.factors {
+                tr *= trace(f)?;
+                seen[*s] = true;
+            }
+            for (s, &d) in self.dims.iter().enumerate() {
+                if !seen[s] {
+                    tr *= d as f64;
+                }
+            }
+            sum += tr;
+        }
+        Ok(sum)
+    }
+
+    /// Both on the same subsystems.
+    fn same_dims(&self, op: &str, other: &KronSum) -> Result<()> {
+        if self.dims == other.dims {
+            Ok(())
+        } else {
+            Err(Error::argument(
+                op,
+                format!(
+                    "Kronecker sums on different subsystems ({:?} and {:?}) do not combine \
+                     lazily; convert one to Csr (polymat::to) to combine them stored",
+                    self.dims, other.dims
+                ),
+            ))
+        }
+    }
+
+    /// `self + s·other`: the terms of both.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for different subsystem dimensions.
+    pub(crate) fn plus(&self, other: &KronSum, s: c64) -> Result<KronSum> {
+        self.same_dims("add", other)?;
+        let mut out = self.clone();
+        for t in &other.terms {
+            out.push_term(s * t.coeff, t.factors.iter().cloned())?;
+        }
+        Ok(out)
+    }
+
+    /// `self·other` on the same subsystems: every pair of terms, the factors of a site
+    /// multiplied by `product` (`(⊗Aₛ)(⊗Bₛ) = ⊗(Aₛ·Bₛ)`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for different subsystem dimensions; `product`'s errors.
+    pub(crate) fn times(
+        &self,
+        other: &KronSum,
+        product: impl Fn(&Data, &Data) -> Result<Data>,
+    ) -> Result<KronSum> {
+        self.same_dims("matmul", other)?;
+        let mut out = KronSum::new(&self.dims)?;
+        for ta in &self.terms {
+            for tb in &other.terms {
+                let mut factors: Vec<(usize, Data)> = Vec::new();
+                let (fa, fb) = (&ta.factors, &tb.factors);
+                let (mut i, mut j) = (0, 0);
+                while i < fa.len() || j < fb.len() {
+                    let sa = fa.get(i).map_or(usize::MAX, |f| f.0);
+                    let sb = fb.get(j).map_or(usize::MAX, |f| f.0);
+                    if sa == sb {
+                        factors.push((sa, product(&fa[i].1, &fb[j].1)?));
+                        i += 1;
+                        j += 1;
+                    } else if sa < sb {
+                        factors.push(fa[i].clone());
+                        i += 1;
+                    } else {
+                        factors.push(fb[j].clone());
+                        j += 1;
+                    }
+                }
+                out.push_term(ta.coeff * tb.coeff, factors)?;
+            }
+        }
+        Ok(out)
     }
 }
 

@@ -59,6 +59,7 @@ pub use kind::Kind;
 pub use kron_sum::{KronSum, KronTerm};
 pub use layout::Layout;
 pub(crate) use layout::transpose_values;
+pub(crate) use super_op::{RawTerm, merge_terms};
 pub use super_op::{SuperOp, SuperTerm};
 
 use std::any::Any;

@@ -161,6 +161,150 @@ impl SuperOp {
     pub(crate) fn derived(&self) -> &Derived {
         &self.derived
     }
+
+    /// The terms as `(c, A, B)`.
+    pub(crate) fn raw(&self) -> Vec<RawTerm> {
+        self.terms
+            .iter()
+            .map(|t| (t.coeff, t.left.clone(), t.right.clone()))
+            .collect()
+    }
+
+    /// A superoperator from `input` to `output` of these terms.
+    ///
+    /// # Errors
+    /// As [`push_term`](SuperOp::push_term).
+    pub(crate) fn of_terms(
+        input: (usize, usize),
+        output: (usize, usize),
+        terms: Vec<RawTerm>,
+    ) -> Result<SuperOp> {
+        let mut s = SuperOp::new(input, output)?;
+        for (c, a, b) in terms {
+            s.push_term(c, a, b)?;
+        }
+        Ok(s)
+    }
+
+    /// Every term mapped by `f`, into a superoperator from `input` to `output` (the adjoint
+    /// and the transpose swap them). The operations pass their dispatchers in.
+    pub(crate) fn map(
+        &self,
+        input: (usize, usize),
+        output: (usize, usize),
+        f: impl Fn(c64, Option<&Data>, Option<&Data>) -> Result<RawTerm>,
+    ) -> Result<SuperOp> {
+        let mut out = SuperOp::new(input, output)?;
+        for t in &self.terms {
+            let (c, a, b) = f(t.coeff, t.left.as_ref(), t.right.as_ref())?;
+            out.push_term(c, a, b)?;
+        }
+        Ok(out)
+    }
+
+    /// `Σ c·tr(A)·tr(B)` from the factors' traces (an identity factor has the trace of its
+    /// dimension), for a superoperator whose factors are square (`None` otherwise).
+    pub(crate) fn trace_with(&self, trace: impl Fn(&Data) -> Result<c64>) -> Result<Option<c64>> {
+        if self.input != self.output {
+            return Ok(None);
+        }
+        let (p, q) = self.input;
+        let mut sum = c64::new(0.0, 0.0);
+        for t in &self.terms {
+            let ta = t
+                .left
+                .as_ref()
+                .map_or(Ok(c64::new(p as f64, 0.0)), &trace)?;
+            let tb = t
+                .right
+                .as_ref()
+                .map_or(Ok(c64::new(q as f64, 0.0)), &trace)?;
+            sum += t.coeff * ta * tb;
+        }
+        Ok(Some(sum))
+    }
+
+    /// The composition `ρ ↦ self(other(ρ))` as terms `(Aᵢ·Cⱼ, Dⱼ·Bᵢ)` for every pair, the
+    /// factors multiplied by `product` (`None` the identity), not merged.
+    ///
+    /// # Errors
+    /// [`Error::Shape`] unless `other`'s output is `self`'s input; `product`'s errors.
+    pub(crate) fn compose(
+        &self,
+        other: &SuperOp,
+        product: impl Fn(&Data, &Data) -> Result<Data>,
+    ) -> Result<Vec<RawTerm>> {
+        if self.input != other.output {
+            return Err(Error::shape(
+                "matmul",
+                &[self.input, other.output],
+                "the right superoperator's output matrices must be the left one's input",
+            ));
+        }
+        let times = |x: Option<&Data>, y: Option<&Data>| -> Result<Option<Data>> {
+            Ok(match (x, y) {
+                (None, None) => None,
+                (Some(x), None) | (None, Some(x)) => Some(x.clone()),
+                (Some(x), Some(y)) => Some(product(x, y)?),
+            })
+        };
+        let mut terms = Vec::new();
+        for ta in &self.terms {
+            for tb in &other.terms {
+                terms.push((
+                    ta.coeff * tb.coeff,
+                    times(ta.left.as_ref(), tb.left.as_ref())?,
+                    times(tb.right.as_ref(), ta.right.as_ref())?,
+                ));
+            }
+        }
+        Ok(terms)
+    }
+}
+
+/// A term `(c, A, B)` of a superoperator, `None` the identity.
+pub(crate) type RawTerm = (c64, Option<Data>, Option<Data>);
+
+/// Merges like terms: the one-sided terms `c·A·ρ` whose factors `joinable` says add directly
+/// into one (and the same for `ρ·B`), by `add_scaled(x, a, s)` = `x + s·a`; the identity
+/// terms into one; repeated two-sided terms (the same factor handles) into one. Terms of
+/// coefficient 0 are dropped. The operations pass their dispatchers in.
+///
+/// # Errors
+/// `add_scaled`'s errors.
+pub(crate) fn merge_terms(
+    terms: Vec<RawTerm>,
+    joinable: impl Fn(&Data, &Data) -> bool,
+    add_scaled: impl Fn(&Data, &Data, c64) -> Result<Data>,
+) -> Result<Vec<RawTerm>> {
+    let mut out: Vec<RawTerm> = Vec::new();
+    for (c, a, b) in terms {
+        if c == c64::new(0.0, 0.0) {
+            continue;
+        }
+        let slot = out.iter().position(|(_, x, y)| match (&a, &b, x, y) {
+            (None, None, None, None) => true,
+            (Some(a), None, Some(x), None) | (None, Some(a), None, Some(x)) => {
+                a.ptr_eq(x) || joinable(x, a)
+            }
+            (Some(a), Some(b), Some(x), Some(y)) => a.ptr_eq(x) && b.ptr_eq(y),
+            _ => false,
+        });
+        let Some(k) = slot else {
+            out.push((c, a, b));
+            continue;
+        };
+        let (ck, xk, yk) = &mut out[k];
+        match (a, b, xk.as_mut(), yk.as_mut()) {
+            (Some(a), None, Some(x), None) | (None, Some(a), None, Some(x)) if !a.ptr_eq(x) => {
+                // ck·x + c·a = ck·(x + (c/ck)·a): one factor, the coefficient kept.
+                *x = add_scaled(x, &a, c / *ck)?;
+            }
+            _ => *ck += c,
+        }
+    }
+    out.retain(|t| t.0 != c64::new(0.0, 0.0));
+    Ok(out)
 }
 
 impl Storage for SuperOp {

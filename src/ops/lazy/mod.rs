@@ -1,12 +1,16 @@
 //! The lazy kinds' operations: [`KronSum`](crate::KronSum) and [`SuperOp`](crate::SuperOp)
 //! applied without being formed, their algebra kept lazy, and their constructors.
 //!
-//! Both compile into one plan: local operators on the modes of a tensor-product
-//! space, run tile by tile (`docs/open_systems.md`). A superoperator on `n×n` matrices is such an operator
-//! on the `2m` modes of `vec ρ` (ρ's column modes, then its row modes), so the Lindbladian of
-//! local operators and a Kronecker-sum Hamiltonian run on the same kernels.
+//! Both compile into one plan ([`plan`](self) internals): local operators on the modes of a
+//! tensor-product space, run tile by tile (`docs/open_systems.md`). A superoperator on `n×n`
+//! matrices is such an operator on the `2m` modes of `vec ρ` (ρ's column modes, then its row
+//! modes), so the Lindbladian of local operators and a Kronecker-sum Hamiltonian run on the
+//! same kernels. The kinds' algebra (sums, scalings, adjoints, products) is the storage types'
+//! own, each operation passing its dispatcher for the factors; the files here use the other
+//! operations but no operation's file uses them, except through the plan's kernels.
 
 pub mod kron_sum;
+pub mod liouvillian;
 pub(crate) mod map;
 pub mod mode;
 pub(crate) mod plan;
@@ -14,6 +18,6 @@ pub(crate) mod run;
 pub mod steady;
 pub mod super_op;
 
+pub use liouvillian::{lindblad_dissipator, liouvillian, spost, spre, sprepost};
 pub use mode::{Modes, TARGET_MODE_MATMUL, target_mode_matmul};
 pub use steady::{SteadyState, steadystate};
-pub use super_op::{lindblad_dissipator, liouvillian, spost, spre, sprepost};

@@ -35,12 +35,12 @@ use crate::storage::{Csr, Data, Kind};
 pub(crate) const GROUP_SIZE: usize = 256;
 /// Stored entries up to which a term is multiplied out (`Π` of its factors' entries).
 const GROUP_ENTRIES: usize = 4096;
-/// Entries of a tile, gathered from the vector into a contiguous copy (512 KiB, and as much
-/// for the result) that stays in cache while every operator of the pass runs over it. Larger
-/// tiles need fewer passes over the vectors in memory; smaller ones stay in L2. Measured on
-/// the dissipative chain (`examples/open_chain.rs`, N = 10): 2¹⁵ fastest, 2¹⁴ and 2¹⁶ within
-/// 10–25 %.
-pub(crate) const TILE: usize = 1 << 15;
+/// Entries of a tile, gathered from the vector into a contiguous copy (1 MiB, and as much for
+/// the result) that stays in cache while every operator of the pass runs over it. Larger
+/// tiles need fewer passes over the vectors in memory; smaller ones stay in L2. On the
+/// dissipative chain at N = 10 (`benches/open_chain/run.sh`) 2¹⁶ was fastest, 2¹⁵ 5–10 %
+/// slower, 2¹³–2¹⁴ and 2¹⁷–2¹⁸ 10–40 % slower.
+pub(crate) const TILE: usize = 1 << 16;
 /// Length from which a run of the trailing modes is worth a vector loop; every pass keeps at
 /// least this many trailing entries free.
 const RUN: usize = 16;

@@ -79,18 +79,6 @@ fn scale_by<S: Simd>(simd: S, y: &mut [c64], d: &[c64], x: &[c64], accumulate: b
 #[inline(always)]
 fn tile_op<S: Simd>(simd: S, op: &TileOp, xt: &[c64], yt: &mut [c64]) {
     let run = op.run;
-    if run < 4 {
-        // Short runs: each entry over every base, the bases' loop tight and in order.
-        for &(r, c, v) in &op.entries {
-            let (yr, xc) = (&mut yt[r..], &xt[c..]);
-            for &b in &op.bases {
-                for e in 0..run {
-                    yr[b + e] += v * xc[b + e];
-                }
-            }
-        }
-        return;
-    }
     for &b in &op.bases {
         for &(r, c, v) in &op.entries {
             axpy(

@@ -9,6 +9,8 @@ use rayon::prelude::*;
 
 use super::gemm3m;
 
+pub(crate) mod super_op;
+
 pub use super::spgemm::matmul_csr;
 use super::transpose::transpose_csr;
 use crate::dispatch::{Dispatcher, Out};
@@ -60,19 +62,19 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             super::lazy::kron_sum::matmul_kron_sum_dense(a, b)
         })
         .binary("matmul_dense_kronsum", |a: &Dense, b: &KronSum, _: &()| {
-            super::lazy::kron_sum::matmul_dense_kron_sum(a, b)
+            matmul_dense_kron_sum(a, b)
         })
         .binary("matmul_kronsum", |a: &KronSum, b: &KronSum, _: &()| {
-            super::lazy::kron_sum::matmul_kron_sum(a, b)
+            a.times(b, |x, y| matmul(x, y, Out::Auto))
         })
         .binary("matmul_superop_dense", |a: &SuperOp, b: &Dense, _: &()| {
-            super::lazy::super_op::matmul_super_op_dense(a, b)
+            super_op::matmul_super_op_dense(a, b)
         })
         .binary("matmul_superop_gpu", |a: &SuperOp, b: &GpuDense, _: &()| {
-            super::lazy::super_op::apply_dispatched(a, &Data::from(b.try_clone()?))
+            super_op::apply_dispatched(a, &Data::from(b.try_clone()?))
         })
         .binary("matmul_superop", |a: &SuperOp, b: &SuperOp, _: &()| {
-            super::lazy::super_op::matmul_super_op(a, b)
+            super_op::compose(a, b)
         })
         .builtin()
 });
@@ -93,6 +95,19 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 #[inline]
 pub fn matmul(a: &Data, b: &Data, out: Out) -> Result<Data> {
     MATMUL.call(&[a, b], out, &())
+}
+
+/// `b·a` for a Dense `b` and a Kronecker sum `a`: `(aᵀ·bᵀ)ᵀ`, the transposes of `b` and of the
+/// result copied, `aᵀ` lazy.
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if `b`'s columns do not match `a`'s rows.
+pub fn matmul_dense_kron_sum(b: &Dense, a: &KronSum) -> Result<Dense> {
+    matmul_shapes("matmul", b.shape(), a.shape())?;
+    let at = a.map(|c| c, |f| super::transpose(f, Out::Auto))?;
+    let bt = super::transpose::transpose_dense(b)?.into_layout(Layout::ColMajor)?;
+    let y = super::lazy::kron_sum::matmul_kron_sum_dense(&at, &bt)?;
+    super::transpose::transpose_dense(&y)
 }
 
 /// `a·b†`. Kernels: Dense, Csr, Dense·Csr† → Dense (no adjoint of the Csr operand is formed),

@@ -12,6 +12,11 @@ use crate::scalar::c64;
 use crate::shape::indptr_len;
 use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp, alloc};
 
+/// `f` of an optional factor of a superoperator (`None`, the identity, stays `None`).
+fn opt(x: Option<&Data>, f: fn(&Data, Out) -> Result<Data>) -> Result<Option<Data>> {
+    x.map(|x| f(x, Out::Auto)).transpose()
+}
+
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
 pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("adjoint", 1)
@@ -26,10 +31,13 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             transpose_gpucsr(a, true)
         })
         .unary("adjoint_kronsum", |a: &KronSum, _: &()| {
-            super::lazy::kron_sum::adjoint_kron_sum(a)
+            a.map(|c| c.conj(), |f| adjoint(f, Out::Auto))
         })
         .unary("adjoint_superop", |a: &SuperOp, _: &()| {
-            super::lazy::super_op::adjoint_super_op(a)
+            // (c·Bᵀ⊗A)† = c̄·(B†)ᵀ ⊗ A†: the term (c̄, A†, B†), output and input swapped.
+            a.map(a.output(), a.input(), |c, x, y| {
+                Ok((c.conj(), opt(x, adjoint)?, opt(y, adjoint)?))
+            })
         })
         .builtin()
 });
@@ -48,10 +56,13 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             transpose_gpucsr(a, false)
         })
         .unary("transpose_kronsum", |a: &KronSum, _: &()| {
-            super::lazy::kron_sum::transpose_kron_sum(a)
+            a.map(|c| c, |f| transpose(f, Out::Auto))
         })
         .unary("transpose_superop", |a: &SuperOp, _: &()| {
-            super::lazy::super_op::transpose_super_op(a)
+            // (c·Bᵀ⊗A)ᵀ = c·B ⊗ Aᵀ: the term (c, Aᵀ, Bᵀ), output and input swapped.
+            a.map(a.output(), a.input(), |c, x, y| {
+                Ok((c, opt(x, transpose)?, opt(y, transpose)?))
+            })
         })
         .builtin()
 });
@@ -70,10 +81,12 @@ pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .unary("conj_gpu", |a: &GpuDense, _: &()| a.conj())
         .unary("conj_gpucsr", |a: &GpuCsr, _: &()| a.conj())
         .unary("conj_kronsum", |a: &KronSum, _: &()| {
-            super::lazy::kron_sum::conj_kron_sum(a)
+            a.map(|c| c.conj(), |f| conj(f, Out::Auto))
         })
         .unary("conj_superop", |a: &SuperOp, _: &()| {
-            super::lazy::super_op::conj_super_op(a)
+            a.map(a.input(), a.output(), |c, x, y| {
+                Ok((c.conj(), opt(x, conj)?, opt(y, conj)?))
+            })
         })
         .builtin()
 });
