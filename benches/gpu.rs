@@ -240,10 +240,7 @@ fn bench_decompositions(c: &mut Criterion) {
         .unwrap();
         let gh = polymat::to(Kind::GPU_DENSE, &h).unwrap();
         let ga = polymat::to(Kind::GPU_DENSE, &a.into()).unwrap();
-        let herm = polymat::ops::EigsOptions {
-            hermitian: Some(true),
-            ..Default::default()
-        };
+        let herm = polymat::ops::EigsOptions::default().hermitian(true);
         let mut g = configure(c, "gpu_eigh", n);
         g.bench_with_input(BenchmarkId::new("polymat_gpu", n), &n, |bch, _| {
             bch.iter(|| black_box(polymat::eigs(&gh, herm).unwrap()))

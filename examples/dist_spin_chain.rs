@@ -85,11 +85,11 @@ fn main() -> polymat::Result<()> {
     let matvec = t1.elapsed() / reps;
 
     let t2 = Instant::now();
-    let opts = || EigsOptions {
-        count: Some(4),
-        order: EigOrder::Low,
-        vectors: false,
-        ..Default::default()
+    let opts = || {
+        EigsOptions::default()
+            .count(4)
+            .order(EigOrder::Low)
+            .vectors(false)
     };
     let e = polymat::eigs(&hd, opts())?;
     let eigs_time = t2.elapsed();

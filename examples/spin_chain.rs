@@ -16,14 +16,23 @@
 //! H = Σᵢ J (XᵢXᵢ₊₁ + YᵢYᵢ₊₁) + Δ ZᵢZᵢ₊₁ with J = 1, Δ = 0.7 and open ends. The start state is
 //! a fixed pseudo-random vector; the program prints ⟨Z₀⟩(t) for t = 0, 0.1, …, 0.5, the time of
 //! each step and the peak memory of the process.
+//!
+//! `eigs` runs watched ([`polymat::eigs_with`]): a progress bar shows the restarts, the
+//! eigenpairs converged and the worst residual, and Ctrl-C stops it cleanly, printing the
+//! eigenvalues converged so far (the program then ends without the time evolution).
+//! `--stop-after R` stops it after R restarts the same way, then resumes from the vector the
+//! stopped run kept (`v0`) and runs a cold start, printing the restarts and products of each.
 
 #[path = "common/xxz.rs"]
 mod xxz;
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use polymat::ops::{EigOrder, EigsOptions};
-use polymat::{Csr, Data, Dense, Out, c64};
+use indicatif::{ProgressBar, ProgressStyle};
+use polymat::ops::{EigOrder, EigsOptions, Flow, Watch};
+use polymat::{Csr, Data, Dense, Error, Out, c64};
 
 /// Z on site 0 of `n`.
 fn z0(n: usize) -> polymat::Result<Data> {
@@ -57,6 +66,40 @@ fn peak_mb() -> Option<f64> {
     Some(kb / 1024.0)
 }
 
+/// The value after `name` on the command line.
+fn flag_value(name: &str) -> Option<usize> {
+    let args: Vec<String> = std::env::args().collect();
+    let i = args.iter().position(|a| a == name)?;
+    args.get(i + 1)?.parse().ok()
+}
+
+/// Resumes a stopped `eigs` from `v0`, then runs it cold, and prints the restarts and
+/// products of each.
+fn resume(h: &Data, opts: EigsOptions, v0: Data) -> polymat::Result<()> {
+    let counted = |start: Option<Data>| -> polymat::Result<(usize, usize, std::time::Duration)> {
+        let last = Arc::new(std::sync::Mutex::new((0, 0)));
+        let seen = Arc::clone(&last);
+        let mut watch = Watch::new().observe(move |p| {
+            if let Ok(mut l) = seen.lock() {
+                *l = (p.iteration, p.applications);
+            }
+            Flow::Continue
+        });
+        if let Some(v) = start {
+            watch = watch.start(v);
+        }
+        let t = Instant::now();
+        polymat::eigs_with(h, opts, &watch)?;
+        let (restarts, products) = last.lock().map(|l| *l).unwrap_or_default();
+        Ok((restarts, products, t.elapsed()))
+    };
+    let (r, p, t) = counted(Some(v0))?;
+    println!("resumed from the stopped run's vector: {r} restarts, {p} products, {t:.2?}");
+    let (r, p, t) = counted(None)?;
+    println!("cold start:                             {r} restarts, {p} products, {t:.2?}");
+    Ok(())
+}
+
 fn main() -> polymat::Result<()> {
     let n: usize = std::env::args()
         .nth(1)
@@ -82,14 +125,60 @@ fn main() -> polymat::Result<()> {
     }
 
     let t1 = Instant::now();
-    let opts = EigsOptions {
-        count: Some(4),
-        order: EigOrder::Low,
-        vectors: false,
-        hermitian: Some(true),
-        ..Default::default()
+    let opts = EigsOptions::default()
+        .count(4)
+        .order(EigOrder::Low)
+        .vectors(false)
+        .hermitian(true);
+    // `--stop-after R`: stop after R restarts as Ctrl-C would, then resume (see `resume`).
+    let stop_after = flag_value("--stop-after").unwrap_or(usize::MAX);
+    // A progress bar fed by the observer, and Ctrl-C asking it to stop.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let flag = Arc::clone(&interrupted);
+    if ctrlc::set_handler(move || flag.store(true, Ordering::Relaxed)).is_err() {
+        eprintln!("(Ctrl-C handler not installed: the run cannot be stopped cleanly)");
+    }
+    let bar = ProgressBar::new(opts.count.unwrap_or(0) as u64);
+    bar.set_style(
+        ProgressStyle::with_template(
+            "eigs {bar:20} {pos}/{len} converged, {msg} [{elapsed_precise}]",
+        )
+        .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    let shown = bar.clone();
+    let watch = Watch::new().observe(move |p| {
+        shown.set_position(p.converged as u64);
+        shown.set_message(format!(
+            "restart {}, {} products, residual {:.1e}",
+            p.iteration, p.applications, p.residual
+        ));
+        if interrupted.load(Ordering::Relaxed) || p.iteration >= stop_after {
+            Flow::Stop
+        } else {
+            Flow::Continue
+        }
+    });
+    let e = match polymat::eigs_with(&h, opts, &watch) {
+        Ok(e) => {
+            bar.finish_and_clear();
+            e
+        }
+        Err(err @ Error::Stopped { .. }) => {
+            bar.abandon();
+            println!("{err}");
+            if let Some(p) = watch.stopped() {
+                let vals: Vec<String> = p.values.iter().map(|v| format!("{:.10}", v.re)).collect();
+                println!("converged so far: [{}]", vals.join(", "));
+                if stop_after != usize::MAX
+                    && let Some(v0) = p.resume
+                {
+                    resume(&h, opts, v0)?;
+                }
+            }
+            return Ok(());
+        }
+        Err(err) => return Err(err),
     };
-    let e = polymat::eigs(&h, opts)?;
     let vals: Vec<String> = e.values.iter().map(|v| format!("{:.10}", v.re)).collect();
     println!(
         "4 lowest eigenvalues ({:.2?}): {}",

@@ -217,6 +217,18 @@ pub enum Error {
         /// What failed.
         reason: String,
     },
+    /// A long computation was stopped by its observer
+    /// ([`Watch::observe`](crate::ops::Watch::observe)); the best result it reached is in the
+    /// [`Watch`](crate::ops::Watch) ([`stopped`](crate::ops::Watch::stopped)).
+    #[error("{op}: {reason}")]
+    Stopped {
+        /// The operation.
+        op: String,
+        /// Restarts (`eigs`) or iterations (solvers) done.
+        iterations: usize,
+        /// What it had reached.
+        reason: String,
+    },
     /// A result that is too large to allocate: a dense matrix over the dense limit
     /// ([`set_dense_limit`](crate::set_dense_limit)), or an allocation the system refused.
     /// Sparse operands are never densified past the limit: this error is returned instead.

@@ -121,12 +121,12 @@ pub use error::{Error, Result, Shape};
 pub use gpu::{GpuCsr, GpuDense};
 pub use ops::{
     add, add_scaled, adjoint, block_build, block_extract, block_overwrite, column_stack,
-    column_unstack, conj, diag, eigs, expect, expect_super, expm, expm_multiply, extract, iadd,
-    identity, identity_like, imul, inner, inner_op, inv, isdiag, isequal, isherm, iszero, kron,
-    kron_transpose, lindblad_dissipator, liouvillian, logm, matmul, matmul_dag, matmul_outer,
-    mean_abs_nonzero, mean_nonzero, mul, multiply, neg, one_element, pow, project, ptrace, reshape,
-    solve, split_columns, spost, spre, sprepost, sqrtm, steadystate, sub, svd, tidyup, trace,
-    trace_oper_ket, transpose, zeros, zeros_like,
+    column_unstack, conj, diag, eigs, eigs_with, expect, expect_super, expm, expm_multiply,
+    expm_multiply_with, extract, iadd, identity, identity_like, imul, inner, inner_op, inv, isdiag,
+    isequal, isherm, iszero, kron, kron_transpose, lindblad_dissipator, liouvillian, logm, matmul,
+    matmul_dag, matmul_outer, mean_abs_nonzero, mean_nonzero, mul, multiply, neg, one_element, pow,
+    project, ptrace, reshape, solve, solve_with, split_columns, spost, spre, sprepost, sqrtm,
+    steadystate, sub, svd, tidyup, trace, trace_oper_ket, transpose, zeros, zeros_like,
 };
 pub use scalar::c64;
 pub use storage::{
@@ -137,6 +137,11 @@ pub use storage::{
 #[doc = include_str!("../README.md")]
 #[cfg(doctest)]
 pub struct ReadmeDoctests;
+
+/// The example of `docs/operations.md`, compiled and run as a doctest.
+#[doc = include_str!("../docs/operations.md")]
+#[cfg(doctest)]
+pub struct OperationsDoctests;
 
 /// The examples of `docs/open_systems.md`, compiled and run as doctests.
 #[doc = include_str!("../docs/open_systems.md")]

@@ -117,11 +117,11 @@ fn one_rank_matches_the_global_kinds() {
     );
 
     // The Krylov methods, unchanged.
-    let o = || EigsOptions {
-        count: Some(3),
-        order: EigOrder::Low,
-        vectors: false,
-        ..Default::default()
+    let o = || {
+        EigsOptions::default()
+            .count(3)
+            .order(EigOrder::Low)
+            .vectors(false)
     };
     let e = polymat::eigs(&hd, o()).unwrap();
     let e_ref = polymat::eigs(&hg, o()).unwrap();

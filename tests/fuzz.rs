@@ -464,22 +464,22 @@ fn operations() -> Vec<(&'static str, usize, Call)> {
         ("sqrtm", 1, |r, d| outcome(polymat::sqrtm(&d[0], out(r)))),
         ("logm", 1, |r, d| outcome(polymat::logm(&d[0], out(r)))),
         ("eigs", 1, |r, d| {
-            let o = EigsOptions {
-                count: [None, Some(1), Some(2), Some(usize::MAX)][(r.next_u64() % 4) as usize],
-                order: if r.next_u64() % 2 == 0 {
+            let o = EigsOptions::default()
+                .count([None, Some(1), Some(2), Some(usize::MAX)][(r.next_u64() % 4) as usize])
+                .order(if r.next_u64() % 2 == 0 {
                     EigOrder::Low
                 } else {
                     EigOrder::High
-                },
-                vectors: r.next_u64() % 2 == 0,
-                hermitian: [None, Some(true), Some(false)][(r.next_u64() % 3) as usize],
-                sigma: (r.next_u64() % 4 == 0).then(|| special(r)),
-                tol: tol(r),
-                method: [EigsMethod::Auto, EigsMethod::Dense, EigsMethod::Krylov]
-                    [(r.next_u64() % 3) as usize],
-                max_iter: 50,
-                ..Default::default()
-            };
+                })
+                .vectors(r.next_u64() % 2 == 0)
+                .hermitian([None, Some(true), Some(false)][(r.next_u64() % 3) as usize])
+                .sigma((r.next_u64() % 4 == 0).then(|| special(r)))
+                .tol(tol(r))
+                .method(
+                    [EigsMethod::Auto, EigsMethod::Dense, EigsMethod::Krylov]
+                        [(r.next_u64() % 3) as usize],
+                )
+                .max_iter(50);
             value(polymat::eigs(&d[0], o), |e| Outcome::Many(e.values.len()))
         }),
         ("svd", 1, |r, d| {

@@ -707,11 +707,7 @@ test_device!(decompositions, |dev| {
     let h = common::zip(&a, &adjoint(&a), |p, q| p + q);
     let hx = dev.put(&h);
     for (order, count) in [(ops::EigOrder::Low, None), (ops::EigOrder::High, Some(5))] {
-        let o = ops::EigsOptions {
-            order,
-            count,
-            ..Default::default()
-        };
+        let o = ops::EigsOptions::default().order(order).count(count);
         let e = polymat::eigs(&hx, o).unwrap();
         let k = count.unwrap_or(n);
         assert_eq!(e.values.len(), k);
@@ -729,14 +725,7 @@ test_device!(decompositions, |dev| {
         let gram = matmul(&adjoint(&v), &v);
         common::assert_ref_close(&gram, &eye(k), "orthonormal eigenvectors");
     }
-    let only = polymat::eigs(
-        &hx,
-        ops::EigsOptions {
-            vectors: false,
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let only = polymat::eigs(&hx, ops::EigsOptions::default().vectors(false)).unwrap();
     let all = polymat::eigs(&dense_of(&h).into(), Default::default()).unwrap();
     for (p, q) in only.values.iter().zip(&all.values) {
         scalar_close(*p, *q, "eigenvalues without vectors");

@@ -93,11 +93,7 @@ fn fixture(n: usize) -> Fixture {
 }
 
 fn lowest(h: &Data, k: usize) -> Vec<f64> {
-    let o = EigsOptions {
-        count: Some(k),
-        vectors: false,
-        ..Default::default()
-    };
+    let o = EigsOptions::default().count(k).vectors(false);
     polymat::eigs(h, o)
         .unwrap()
         .values
@@ -139,20 +135,14 @@ fn sparse_results_store_no_exact_zeros() {
 fn krylov_eigs_match_the_dense_path() {
     for n in [8, 10] {
         let h = xxz(n);
-        let krylov = EigsOptions {
-            count: Some(4),
-            vectors: true,
-            method: EigsMethod::Krylov,
-            ..Default::default()
-        };
+        let krylov = EigsOptions::default()
+            .count(4)
+            .vectors(true)
+            .method(EigsMethod::Krylov);
         let e = polymat::eigs(&h, krylov).unwrap();
         let dense = polymat::eigs(
             &polymat::to(Kind::DENSE, &h).unwrap(),
-            EigsOptions {
-                count: Some(4),
-                vectors: false,
-                ..Default::default()
-            },
+            EigsOptions::default().count(4).vectors(false),
         )
         .unwrap();
         for (a, b) in e.values.iter().zip(&dense.values) {
@@ -193,22 +183,18 @@ fn high_end_general_matrices_and_shift_invert() {
     let dense = polymat::to(Kind::DENSE, &a).unwrap();
     let all = polymat::eigs(
         &dense,
-        EigsOptions {
-            vectors: false,
-            hermitian: Some(false),
-            order: EigOrder::High,
-            ..Default::default()
-        },
+        EigsOptions::default()
+            .vectors(false)
+            .hermitian(false)
+            .order(EigOrder::High),
     )
     .unwrap();
     let high = polymat::eigs(
         &a,
-        EigsOptions {
-            count: Some(3),
-            vectors: false,
-            order: EigOrder::High,
-            ..Default::default()
-        },
+        EigsOptions::default()
+            .count(3)
+            .vectors(false)
+            .order(EigOrder::High),
     )
     .unwrap();
     for (x, y) in high.values.iter().zip(&all.values) {
@@ -220,12 +206,7 @@ fn high_end_general_matrices_and_shift_invert() {
     near.sort_by(|x, y| (x - sigma).norm().total_cmp(&(y - sigma).norm()));
     let si = polymat::eigs(
         &a,
-        EigsOptions {
-            count: Some(3),
-            vectors: false,
-            sigma: Some(sigma),
-            ..Default::default()
-        },
+        EigsOptions::default().count(3).vectors(false).sigma(sigma),
     )
     .unwrap();
     for v in &si.values {

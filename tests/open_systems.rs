@@ -284,13 +284,11 @@ fn the_kronecker_sum_chain_has_scipys_eigenvalues() {
             .map(|x| x.parse().unwrap())
             .collect();
         let h: Data = chain::hamiltonian(n).unwrap().into();
-        let opts = EigsOptions {
-            count: Some(4),
-            hermitian: Some(true),
-            vectors: false,
-            method: polymat::ops::EigsMethod::Krylov,
-            ..Default::default()
-        };
+        let opts = EigsOptions::default()
+            .count(4)
+            .hermitian(true)
+            .vectors(false)
+            .method(polymat::ops::EigsMethod::Krylov);
         let got = polymat::with_implicit_conversions(polymat::ImplicitConversions::Deny, || {
             polymat::eigs(&h, opts)
         })

@@ -163,25 +163,16 @@ fn eigs_options() {
     assert!((low.values[0] - r(-s5)).norm() < 1e-14 && (low.values[1] - r(s5)).norm() < 1e-14);
     let top = polymat::eigs(
         &h,
-        EigsOptions {
-            order: EigOrder::High,
-            count: Some(1),
-            vectors: false,
-            ..Default::default()
-        },
+        EigsOptions::default()
+            .order(EigOrder::High)
+            .count(1)
+            .vectors(false),
     )
     .unwrap();
     assert_eq!(top.values.len(), 1);
     assert!((top.values[0] - r(s5)).norm() < 1e-14 && top.vectors.is_none());
     // Forcing the general solver gives the same values.
-    let general = polymat::eigs(
-        &h,
-        EigsOptions {
-            hermitian: Some(false),
-            ..Default::default()
-        },
-    )
-    .unwrap();
+    let general = polymat::eigs(&h, EigsOptions::default().hermitian(false)).unwrap();
     for (x, y) in general.values.iter().zip(&low.values) {
         assert!((x - y).norm() < 1e-12);
     }
@@ -192,13 +183,7 @@ fn eigs_options() {
     assert!((e.values[0] - c(t.cos(), -t.sin())).norm() < 1e-14);
     assert!((e.values[1] - c(t.cos(), t.sin())).norm() < 1e-14);
     assert!(matches!(
-        polymat::eigs(
-            &h,
-            EigsOptions {
-                count: Some(3),
-                ..Default::default()
-            }
-        ),
+        polymat::eigs(&h, EigsOptions::default().count(3)),
         Err(Error::InvalidArgument { .. })
     ));
     assert!(matches!(

@@ -58,12 +58,10 @@ fn unreachable_requests_end_with_errors() {
     assert!(polymat::isequal(&ax, &b, 1e-8, 0.0).unwrap());
     // A basis of every dimension of a 2¹⁷-dimensional operator: refused before allocating.
     let big: Data = Csr::identity(1 << 17).into();
-    let o = EigsOptions {
-        count: Some(2),
-        krylov_dim: Some(usize::MAX),
-        method: EigsMethod::Krylov,
-        ..Default::default()
-    };
+    let o = EigsOptions::default()
+        .count(2)
+        .krylov_dim(usize::MAX)
+        .method(EigsMethod::Krylov);
     let err = polymat::eigs(&big, o).unwrap_err();
     assert!(matches!(err, Error::TooLarge { .. }), "{err}");
 }
@@ -91,14 +89,12 @@ fn krylov_eigs_end_without_a_restart_limit() {
         .unwrap()
         .into();
     let start = std::time::Instant::now();
-    let o = EigsOptions {
-        count: Some(6),
-        tol: 0.0,
-        max_iter: usize::MAX,
-        hermitian: Some(false),
-        method: EigsMethod::Krylov,
-        ..Default::default()
-    };
+    let o = EigsOptions::default()
+        .count(6)
+        .tol(0.0)
+        .max_iter(usize::MAX)
+        .hermitian(false)
+        .method(EigsMethod::Krylov);
     match polymat::eigs(&a, o) {
         Ok(e) => assert_eq!(e.values.len(), 6),
         Err(Error::Numerical { reason, .. }) => {
@@ -187,4 +183,48 @@ fn breakdowns_report_the_true_residual() {
             other => panic!("{what}: {:?}", other.map(|x| x.shape())),
         }
     }
+}
+
+/// A banded Csr matrix raised to a huge power: its powers fill in, so the squarings move to
+/// Dense once a quarter of the entries are stored (full sparse products cost several times
+/// dense ones), and the call ends when the powers overflow instead of squaring on (it ran for
+/// minutes at n = 3000 with every squaring a full Csr·Csr).
+#[test]
+fn powers_that_fill_in_go_dense_and_overflow_ends_them() {
+    let tridiagonal = |n: usize, d: c64, off: c64| -> Data {
+        let (mut rows, mut cols, mut vals) = (vec![], vec![], vec![]);
+        for i in 0..n {
+            rows.push(i);
+            cols.push(i);
+            vals.push(d);
+            if i + 1 < n {
+                rows.extend([i, i + 1]);
+                cols.extend([i + 1, i]);
+                vals.extend([off, off.conj()]);
+            }
+        }
+        Csr::from_triplets((n, n), &rows, &cols, &vals)
+            .unwrap()
+            .into()
+    };
+    // The sparse-then-dense squarings agree with dense ones.
+    let a = tridiagonal(64, c64::new(0.3, 0.1), c64::new(-0.2, 0.15));
+    let dense = polymat::convert::to(polymat::Kind::DENSE, &a).unwrap();
+    for n in [0, 1, 2, 5, 37, 200] {
+        let sparse = polymat::pow(&a, n, Out::Auto).unwrap();
+        assert_eq!(sparse.kind(), polymat::Kind::CSR, "pow keeps Csr for Csr");
+        let want = polymat::pow(&dense, n, Out::Auto).unwrap();
+        let scale = polymat::ops::norm::max(&want).unwrap().max(1e-300);
+        let d = polymat::sub(&sparse, &want, Out::Dense).unwrap();
+        assert!(
+            polymat::ops::norm::max(&d).unwrap() <= 1e-12 * scale,
+            "n = {n}"
+        );
+    }
+    // u32::MAX: overflow ends it, within seconds.
+    let a = tridiagonal(1500, r(2.0), r(-1.0));
+    let start = std::time::Instant::now();
+    let err = polymat::pow(&a, u32::MAX, Out::Auto).unwrap_err();
+    assert!(matches!(err, Error::Numerical { .. }), "{err:?}");
+    assert!(start.elapsed().as_secs() < 60, "{:?}", start.elapsed());
 }

@@ -52,12 +52,10 @@ fn main() -> polymat::Result<()> {
         c.nnz() * 24 + (c.shape().0 + 1) * 8
     });
     let psi = start(1 << n)?;
-    let opts = EigsOptions {
-        count: Some(4),
-        order: EigOrder::Low,
-        vectors: false,
-        ..Default::default()
-    };
+    let opts = EigsOptions::default()
+        .count(4)
+        .order(EigOrder::Low)
+        .vectors(false);
     for _ in 0..reps {
         let t = Instant::now();
         match op.as_str() {

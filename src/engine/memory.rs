@@ -22,8 +22,10 @@ pub const PROBE_BYTES: usize = 256 << 20;
 /// The bytes this process can still allocate and write, as far as the system says: Linux's
 /// `MemAvailable` plus free swap from `/proc/meminfo`, lowered by the room left under the
 /// memory limits of this process's control groups (v1 or v2, each ancestor included; page
-/// cache that can be dropped counts as room). `None` where none of this can be read (outside
-/// Linux).
+/// cache that can be dropped counts as room) and under its own address-space and data limits
+/// (`RLIMIT_AS`, `RLIMIT_DATA`: what `ulimit -v` and batch schedulers set, where an allocation
+/// past the limit fails and Rust's infallible allocations abort). `None` where none of this can
+/// be read (outside Linux).
 ///
 /// ```
 /// if let Some(bytes) = polymat::engine::available_memory() {
@@ -41,10 +43,36 @@ pub fn available_memory() -> Option<u64> {
     let groups = std::fs::read_to_string("/proc/self/cgroup")
         .ok()
         .and_then(|t| cgroup_room(&t, Path::new("/sys/fs/cgroup")));
-    match (system, groups) {
-        (Some(a), Some(b)) => Some(a.min(b)),
-        (a, b) => a.or(b),
+    let limits = rlimit_room();
+    [system, groups, limits].into_iter().flatten().min()
+}
+
+/// The room under this process's `RLIMIT_AS` and `RLIMIT_DATA`: each limit less what the
+/// process already has of it (its virtual size for the first, its data segment for the
+/// second, from `/proc/self/status`). `None` when neither limit is set.
+fn rlimit_room() -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        let status = std::fs::read_to_string("/proc/self/status").ok();
+        let field = |name: &str| status.as_deref().and_then(|t| meminfo_field(t, name));
+        let room = |resource, used: Option<u64>| -> Option<u64> {
+            let mut lim = libc::rlimit {
+                rlim_cur: 0,
+                rlim_max: 0,
+            };
+            // SAFETY: `getrlimit` writes the limit into the struct we pass, nothing else.
+            let ok = unsafe { libc::getrlimit(resource, &mut lim) } == 0;
+            // `rlim_t` is 64-bit on the Linux targets built today but not by definition.
+            #[allow(clippy::unnecessary_cast)]
+            (ok && lim.rlim_cur != libc::RLIM_INFINITY)
+                .then(|| (lim.rlim_cur as u64).saturating_sub(used.unwrap_or(0)))
+        };
+        let a = room(libc::RLIMIT_AS, field("VmSize:"));
+        let d = room(libc::RLIMIT_DATA, field("VmData:"));
+        [a, d].into_iter().flatten().min()
     }
+    #[cfg(not(target_os = "linux"))]
+    None
 }
 
 #[cfg(test)]

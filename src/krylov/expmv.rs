@@ -8,6 +8,7 @@
 //! number of products, never the accuracy; it differs from scipy only when `‖t·A‖₁` exceeds
 //! the bound of condition (3.13) (about 63 for one vector), and then costs more products.
 
+use super::watch::{self, Hook, Partial, Progress};
 use super::{LinearMap, Vectors};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
@@ -102,6 +103,7 @@ pub(crate) fn parameters(norm: f64, n0: usize) -> (usize, usize) {
 ///
 /// # Errors
 /// The operator's errors; [`Error::Numerical`] if the result overflows.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn expm_multiply(
     op: &dyn LinearMap,
     vs: &dyn Vectors,
@@ -110,6 +112,7 @@ pub(crate) fn expm_multiply(
     mu: c64,
     norm: f64,
     n0: usize,
+    hook: Option<&Hook>,
 ) -> Result<Data> {
     const OP: &str = "expm_multiply";
     const TOL: f64 = 1.0 / (1u64 << 53) as f64;
@@ -130,8 +133,10 @@ pub(crate) fn expm_multiply(
     let mut bb = vs.copy(b)?;
     // The vector of the term before last, whose buffer the next product reuses.
     let mut spare: Option<Data> = None;
-    for _ in 0..s {
+    let mut products = 0;
+    for step in 1..=s {
         let mut c1 = vs.norm_max(&bb)?;
+        let mut last = 0.0;
         for j in 0..m_star {
             let coeff = t / (s * (j + 1)) as f64;
             let (mut next, fused) = match spare.take() {
@@ -148,13 +153,35 @@ pub(crate) fn expm_multiply(
                 Some(m) => m,
                 None => vs.taylor_term(&mut next, &bb, (mu, coeff), &mut f)?,
             };
+            products += 1;
             spare = Some(std::mem::replace(&mut bb, next));
+            last = (c1 + c2) / f_max;
             if c1 + c2 <= TOL * f_max {
                 break;
             }
             c1 = c2;
         }
         vs.scale(&mut f, eta)?;
+        if let Some(h) = hook {
+            // After each of the s steps of t/s: the state is exp(step·t/s·a)·b.
+            let progress = Progress {
+                op: OP,
+                iteration: step,
+                applications: products,
+                converged: step,
+                wanted: s,
+                residual: last,
+                elapsed: watch::elapsed(hook),
+            };
+            if step < s && h.report(&progress) {
+                return Err(h.stop(Partial {
+                    progress,
+                    values: Vec::new(),
+                    vectors: Vec::new(),
+                    resume: Some(vs.copy(&f)?),
+                }));
+            }
+        }
         bb = vs.copy(&f)?;
     }
     if !vs.norm_max(&f)?.is_finite() {

@@ -1,8 +1,11 @@
 //! Iterative solvers of `A·x = b` for a ket `b`: CG (Hermitian positive definite A), BiCGSTAB
-//! and restarted GMRES(m), all with an optional right preconditioner `M ≈ A⁻¹` and a zero
-//! initial guess. Convergence is `‖b − A·x‖₂ ≤ tol·‖b‖₂`, on the true residual: a method's
+//! and restarted GMRES(m), all with an optional right preconditioner `M ≈ A⁻¹`, from a zero
+//! initial guess or a given one, optionally watched ([`Hook`]). Convergence is `‖b − A·x‖₂ ≤ tol·‖b‖₂`, on the true residual: a method's
 //! updated residual only proposes it.
 
+use std::cell::Cell;
+
+use super::watch::{self, Hook, Partial, Progress as Report};
 use super::{LinearMap, Vectors};
 use crate::error::{Error, Result};
 use crate::scalar::{ONE, ZERO, c64};
@@ -129,11 +132,74 @@ fn or<'a>(z: &'a Option<Data>, r: &'a Data) -> &'a Data {
     z.as_ref().unwrap_or(r)
 }
 
-/// Solves `A·x = b`.
+/// The operator, counting its products (what a watch reports).
+struct Counted<'a> {
+    a: &'a dyn LinearMap,
+    count: Cell<usize>,
+}
+
+impl LinearMap for Counted<'_> {
+    fn dim(&self) -> usize {
+        self.a.dim()
+    }
+
+    fn apply(&self, x: &Data) -> Result<Data> {
+        self.count.set(self.count.get() + 1);
+        self.a.apply(x)
+    }
+
+    fn apply_into(&self, x: &Data, out: &mut Data) -> Result<()> {
+        self.count.set(self.count.get() + 1);
+        self.a.apply_into(x, out)
+    }
+}
+
+/// What a solve reports to its watch, and how it stops.
+struct Watched<'a> {
+    hook: Option<&'a Hook>,
+}
+
+impl Watched<'_> {
+    /// Reports iteration `it` at relative residual `rel`; `true` when the observer stops it.
+    fn report(&self, a: &Counted<'_>, it: usize, rel: f64) -> bool {
+        self.hook
+            .is_some_and(|h| h.report(&self.progress(a, it, rel)))
+    }
+
+    fn progress(&self, a: &Counted<'_>, it: usize, rel: f64) -> Report {
+        Report {
+            op: "solve",
+            iteration: it,
+            applications: a.count.get(),
+            converged: 0,
+            wanted: 1,
+            residual: rel,
+            elapsed: watch::elapsed(self.hook),
+        }
+    }
+
+    /// The error of a stop at iteration `it`, the iterate `x` kept to resume from.
+    fn stop(&self, a: &Counted<'_>, vs: &dyn Vectors, it: usize, rel: f64, x: &Data) -> Error {
+        let progress = self.progress(a, it, rel);
+        match (self.hook, vs.copy(x)) {
+            (Some(h), Ok(x)) => h.stop(Partial {
+                progress,
+                values: Vec::new(),
+                vectors: Vec::new(),
+                resume: Some(x),
+            }),
+            (_, Err(e)) => e,
+            (None, Ok(_)) => Error::argument("solve", "stopped without a watch"),
+        }
+    }
+}
+
+/// Solves `A·x = b` from `x0` (zero when `None`; an n × 1 vector of the Krylov vectors' kind).
 ///
 /// # Errors
 /// [`Error::Numerical`] with the residual reached when it does not converge within
-/// `max_iter` iterations or breaks down.
+/// `max_iter` iterations or breaks down; [`Error::Stopped`] when `hook`'s observer stops it.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn solve(
     a: &dyn LinearMap,
     vs: &dyn Vectors,
@@ -142,7 +208,11 @@ pub(crate) fn solve(
     tol: f64,
     max_iter: usize,
     m: Option<&dyn LinearMap>,
+    x0: Option<&Data>,
+    hook: Option<&Hook>,
 ) -> Result<Solution> {
+    #[cfg(feature = "tracing")]
+    let _span = tracing::debug_span!("solve", n = a.dim(), method = ?method, tol).entered();
     let bnorm = vs.norm(b)?;
     let mut x = vs.copy(b)?;
     vs.scale(&mut x, ZERO)?;
@@ -155,33 +225,74 @@ pub(crate) fn solve(
             "the right-hand side is not finite",
         ));
     }
+    if let Some(x0) = x0 {
+        if x0.shape() != b.shape() {
+            return Err(Error::shape(
+                "solve",
+                &[b.shape(), x0.shape()],
+                "the initial guess must have the right-hand side's shape",
+            ));
+        }
+        x = vs.copy(x0)?;
+    }
+    let a = Counted {
+        a,
+        count: Cell::new(0),
+    };
+    let w = Watched { hook };
+    let s = Start {
+        b,
+        bnorm,
+        given: x0.is_some(),
+    };
     match method {
-        Method::Cg => cg(a, vs, b, x, bnorm, tol, max_iter, m),
-        Method::Bicgstab => bicgstab(a, vs, b, x, bnorm, tol, max_iter, m),
+        Method::Cg => cg(&a, vs, &s, x, tol, max_iter, m, &w),
+        Method::Bicgstab => bicgstab(&a, vs, &s, x, tol, max_iter, m, &w),
         // A Krylov space has at most n dimensions: a longer cycle only grows the basis.
         Method::Gmres { restart } => {
             let restart = restart.clamp(1, a.dim().max(1));
-            gmres(a, vs, b, x, bnorm, tol, max_iter, restart, m)
+            gmres(&a, vs, &s, x, tol, max_iter, restart, m, &w)
+        }
+    }
+}
+
+/// The right-hand side, its norm, and whether `x` starts from a given guess.
+struct Start<'a> {
+    b: &'a Data,
+    bnorm: f64,
+    given: bool,
+}
+
+impl Start<'_> {
+    /// The first residual `b − A·x` (`b` itself from zero) and its relative norm.
+    fn residual(&self, a: &dyn LinearMap, vs: &dyn Vectors, x: &Data) -> Result<(Data, f64)> {
+        if self.given {
+            true_residual(a, vs, self.b, x, self.bnorm)
+        } else {
+            Ok((vs.copy(self.b)?, 1.0))
         }
     }
 }
 
 #[allow(clippy::too_many_arguments)]
 fn cg(
-    a: &dyn LinearMap,
+    a: &Counted<'_>,
     vs: &dyn Vectors,
-    b: &Data,
+    s: &Start<'_>,
     mut x: Data,
-    bnorm: f64,
     tol: f64,
     max_iter: usize,
     m: Option<&dyn LinearMap>,
+    w: &Watched<'_>,
 ) -> Result<Solution> {
-    let mut r = vs.copy(b)?;
+    let (b, bnorm) = (s.b, s.bnorm);
+    let (mut r, mut rel) = s.residual(a, vs, &x)?;
+    if rel <= tol {
+        return Ok(Solution { x });
+    }
     let mut z = precondition(m, &r)?;
     let mut p = vs.copy(or(&z, &r))?;
     let mut rz = vs.dot(&r, or(&z, &r))?;
-    let mut rel = 1.0;
     let mut progress = Progress::new(a.dim());
     for it in 1..=max_iter {
         let ap = a.apply(&p)?;
@@ -207,6 +318,9 @@ fn cg(
             continue;
         }
         progress.check("CG", it, rel, tol)?;
+        if w.report(a, it, rel) {
+            return Err(w.stop(a, vs, it, rel, &x));
+        }
         z = precondition(m, &r)?;
         let rz_new = vs.dot(&r, or(&z, &r))?;
         let beta = rz_new / rz;
@@ -219,22 +333,25 @@ fn cg(
 
 #[allow(clippy::too_many_arguments)]
 fn bicgstab(
-    a: &dyn LinearMap,
+    a: &Counted<'_>,
     vs: &dyn Vectors,
-    b: &Data,
+    s: &Start<'_>,
     mut x: Data,
-    bnorm: f64,
     tol: f64,
     max_iter: usize,
     m: Option<&dyn LinearMap>,
+    w: &Watched<'_>,
 ) -> Result<Solution> {
-    let mut r = vs.copy(b)?;
-    let mut r0 = vs.copy(b)?;
+    let (b, bnorm) = (s.b, s.bnorm);
+    let (mut r, mut rel) = s.residual(a, vs, &x)?;
+    if rel <= tol {
+        return Ok(Solution { x });
+    }
+    let mut r0 = vs.copy(&r)?;
     let (mut rho, mut alpha, mut omega) = (ONE, ONE, ONE);
     let mut v = vs.copy(b)?;
     vs.scale(&mut v, ZERO)?;
     let mut p = vs.copy(&v)?;
-    let mut rel = 1.0;
     let mut progress = Progress::new(a.dim());
     for it in 1..=max_iter {
         let rho_new = vs.dot(&r0, &r)?;
@@ -288,6 +405,9 @@ fn bicgstab(
             rho = rho_new;
         }
         progress.check("BiCGSTAB", it, rel, tol)?;
+        if w.report(a, it, rel) {
+            return Err(w.stop(a, vs, it, rel, &x));
+        }
     }
     Err(not_converged("solve", "BiCGSTAB", max_iter, rel, tol))
 }
@@ -310,23 +430,25 @@ fn givens(a: c64, b: c64) -> (f64, c64, c64) {
 
 #[allow(clippy::too_many_arguments)]
 fn gmres(
-    a: &dyn LinearMap,
+    a: &Counted<'_>,
     vs: &dyn Vectors,
-    b: &Data,
+    s: &Start<'_>,
     mut x: Data,
-    bnorm: f64,
     tol: f64,
     max_iter: usize,
     restart: usize,
     m: Option<&dyn LinearMap>,
+    watched: &Watched<'_>,
 ) -> Result<Solution> {
+    let (b, bnorm) = (s.b, s.bnorm);
     let mut total = 0;
+    let mut stopping = false;
     let mut rel = 1.0;
     let mut progress = Progress::new(a.dim());
     while total < max_iter {
         // r = b − A·x
         let mut r = vs.copy(b)?;
-        if total > 0 {
+        if total > 0 || s.given {
             let ax = a.apply(&x)?;
             vs.axpy(&mut r, -ONE, &ax)?;
         }
@@ -384,6 +506,11 @@ fn gmres(
                 break;
             }
             progress.check("GMRES", total, rel, tol)?;
+            if watched.report(a, total, rel) {
+                // Stop once this cycle's correction is in x.
+                stopping = true;
+                break;
+            }
             vs.scale(&mut w, c64::new(1.0 / hn, 0.0))?;
             basis.push(w);
         }
@@ -419,6 +546,9 @@ fn gmres(
         }
         if !rel.is_finite() {
             return Err(breakdown("solve", "GMRES", total, rel));
+        }
+        if stopping {
+            return Err(watched.stop(a, vs, total, rel, &x));
         }
     }
     if rel <= tol {

@@ -15,6 +15,7 @@
 pub(crate) mod expmv;
 pub(crate) mod iterative;
 pub(crate) mod schur;
+pub(crate) mod watch;
 
 use faer::MatRef;
 

@@ -11,6 +11,7 @@
 
 use faer::{Mat, Side};
 
+use super::watch::{self, Hook, Partial, Progress};
 use super::{LinearMap, Vectors};
 use crate::error::{Error, Result};
 use crate::scalar::c64;
@@ -142,10 +143,13 @@ pub(crate) fn eigen(
     vs: &dyn Vectors,
     start: &Data,
     req: &Request,
+    hook: Option<&Hook>,
 ) -> Result<Ritz> {
     const OP: &str = "eigs";
     let n = op.dim();
     let k = req.k;
+    #[cfg(feature = "tracing")]
+    let _span = tracing::debug_span!("eigs", n, k, ncv = req.ncv).entered();
     if k == 0 {
         return Ok(Ritz {
             values: Vec::new(),
@@ -198,7 +202,7 @@ pub(crate) fn eigen(
     let mut matvecs = 0;
     let mut worst = f64::INFINITY;
     let (mut lowest, mut stalled) = (f64::INFINITY, 0);
-    for _ in 0..req.max_restarts.max(1) {
+    for cycle in 1..=req.max_restarts.max(1) {
         for j in l..m {
             let mut w = op.apply(&basis[j])?;
             matvecs += 1;
@@ -245,19 +249,36 @@ pub(crate) fn eigen(
         // Residual of the Ritz pair (θ, V·s): |hbar[m, :]·s|.
         let residual =
             |i: usize| -> f64 { (0..m).map(|j| hbar[(m, j)] * s[(j, i)]).sum::<c64>().norm() };
-        let mut converged = true;
         worst = 0.0;
+        // The wanted pairs within the tolerance (NaN residuals are not).
+        let mut done = Vec::with_capacity(k);
         for &i in &idx[..k] {
             let r = residual(i);
             let bound = tol * theta[i].norm().max(floor);
             worst = worst.max(r / theta[i].norm().max(floor));
-            // NaN residuals do not converge either.
-            if r.partial_cmp(&bound) != Some(std::cmp::Ordering::Less)
-                && r.partial_cmp(&bound) != Some(std::cmp::Ordering::Equal)
-            {
-                converged = false;
+            if r <= bound {
+                done.push(i);
             }
         }
+        let converged = done.len() == k;
+        let progress = Progress {
+            op: OP,
+            iteration: cycle,
+            applications: matvecs,
+            converged: done.len(),
+            wanted: k,
+            residual: worst,
+            elapsed: watch::elapsed(hook),
+        };
+        #[cfg(feature = "tracing")]
+        tracing::debug!(
+            restart = cycle,
+            applications = matvecs,
+            converged = done.len(),
+            residual = worst,
+            "eigs: a Krylov–Schur cycle"
+        );
+        let stop = hook.is_some_and(|h| h.report(&progress));
         // A cycle that ends without convergence must, within every `STALL` cycles, bring the
         // worst wanted residual down by 1 %; otherwise the tolerance is out of reach (a
         // `max_iter` of `usize::MAX` would run forever).
@@ -294,6 +315,38 @@ pub(crate) fn eigen(
                 None
             };
             return Ok(Ritz { values, vectors });
+        }
+        if stop && let Some(h) = hook {
+            // The converged pairs, and one unit vector in the span of the wanted Ritz vectors
+            // to resume from (a start vector rich in every wanted direction).
+            let sel = Mat::from_fn(m, done.len(), |j, c| s[(j, done[c])]);
+            let mut vectors = if req.vectors && !done.is_empty() {
+                vs.combine(&basis[..m], sel.as_ref())?
+            } else {
+                Vec::new()
+            };
+            for y in &mut vectors {
+                let nrm = vs.norm(y)?;
+                if nrm > 0.0 {
+                    vs.scale(y, c64::new(1.0 / nrm, 0.0))?;
+                }
+            }
+            let sum = Mat::from_fn(m, 1, |j, _| idx[..k].iter().map(|&i| s[(j, i)]).sum());
+            let mut resume = vs.combine(&basis[..m], sum.as_ref())?.pop();
+            if let Some(v) = resume.as_mut() {
+                let nrm = vs.norm(v)?;
+                if nrm > 0.0 && nrm.is_finite() {
+                    vs.scale(v, c64::new(1.0 / nrm, 0.0))?;
+                } else {
+                    resume = None;
+                }
+            }
+            return Err(h.stop(Partial {
+                progress,
+                values: done.iter().map(|&i| theta[i]).collect(),
+                vectors,
+                resume,
+            }));
         }
         // Restart on the `keep` wanted Ritz vectors, orthonormalised.
         let sel = Mat::from_fn(m, keep, |i, c| s[(i, idx[c])]);

@@ -137,7 +137,7 @@ fn check_count(op: &str, n: usize, o: &EigsOptions) -> Result<()> {
 /// use polymat::{Csr, c64};
 /// use polymat::ops::{EigOrder, EigsOptions};
 /// let sx = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[c64::new(1.0, 0.0); 2]).unwrap();
-/// let opts = EigsOptions { order: EigOrder::High, ..Default::default() };
+/// let opts = EigsOptions::default().order(EigOrder::High);
 /// let e = polymat::eigs(&sx.into(), opts).unwrap();
 /// assert!((e.values[0] - c64::new(1.0, 0.0)).norm() < 1e-14);
 /// assert_eq!(e.vectors.unwrap().shape(), (2, 2));
@@ -145,6 +145,45 @@ fn check_count(op: &str, n: usize, o: &EigsOptions) -> Result<()> {
 #[inline]
 pub fn eigs(a: &Data, options: EigsOptions) -> Result<Eigen> {
     EIGS.call(&[a], Out::Auto, &options)
+}
+
+/// [`eigs`] watched: the Krylov path (see [`eigs_plan`](super::eigs_plan)) starts from the
+/// watch's start vector (scipy's `v0`; an n × 1 ket of any kind) and reports each restart to
+/// its observer, which can stop it. The dense path finishes in one step and ignores the watch.
+///
+/// # Errors
+/// As [`eigs`]; [`Error::Stopped`] when the observer stops the run, the eigenpairs converged
+/// by then and a vector to resume from kept in [`Watch::stopped`](super::Watch::stopped);
+/// [`Error::Shape`] if the start vector is not n × 1.
+///
+/// ```
+/// use std::sync::atomic::{AtomicUsize, Ordering};
+/// use std::sync::Arc;
+/// use polymat::ops::{EigsMethod, EigsOptions, Flow, Watch};
+/// use polymat::{Csr, Data};
+///
+/// let n = 600;
+/// let idx: Vec<usize> = (0..n).collect();
+/// let vals: Vec<_> = (1..=n).map(|i| polymat::c64::new(i as f64, 0.0)).collect();
+/// let a: Data = Csr::from_triplets((n, n), &idx, &idx, &vals)?.into();
+/// let restarts = Arc::new(AtomicUsize::new(0));
+/// let seen = Arc::clone(&restarts);
+/// let watch = Watch::new().observe(move |p| {
+///     seen.store(p.iteration, Ordering::Relaxed);
+///     Flow::Continue
+/// });
+/// let opts = EigsOptions::default()
+///     .count(2)
+///     .hermitian(true)
+///     .tol(1e-10)
+///     .method(EigsMethod::Krylov);
+/// let e = polymat::eigs_with(&a, opts, &watch)?;
+/// assert!((e.values[0].re - 1.0).abs() < 1e-8);
+/// assert!(restarts.load(Ordering::Relaxed) >= 1);
+/// # Ok::<(), polymat::Error>(())
+/// ```
+pub fn eigs_with(a: &Data, options: EigsOptions, watch: &super::Watch) -> Result<Eigen> {
+    watch.scope(|| eigs(a, options))
 }
 
 fn no_convergence(op: &str, what: impl std::fmt::Debug) -> Error {

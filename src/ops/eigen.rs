@@ -42,7 +42,22 @@ pub const KRYLOV_MIN_DIM: usize = 512;
 /// Defaults: `hermitian: None` (tested), `vectors: true`, `order: Low`, `count: None` (all),
 /// `sigma: None`, `tol: 0.0` (machine precision), `max_iter: 0` (automatic: 1000 restarts),
 /// `method: Auto`, `krylov_dim: None` (`max(2·count + 1, 20)`, scipy's `ncv`).
+///
+/// The options grow between releases, so they are built from [`Default`] with a setter per
+/// field (the fields stay readable); a struct literal does not compile outside polymat:
+///
+/// ```
+/// use polymat::ops::{EigOrder, EigsOptions};
+/// let o = EigsOptions::default().count(4).order(EigOrder::High).vectors(false);
+/// assert_eq!((o.count, o.order, o.vectors), (Some(4), EigOrder::High, false));
+/// ```
+///
+/// ```compile_fail
+/// use polymat::ops::EigsOptions;
+/// let o = EigsOptions { count: Some(4), ..Default::default() };
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct EigsOptions {
     /// `Some(true)` uses the Hermitian solver (real eigenvalues, orthonormal vectors) without
     /// checking, `Some(false)` the general one; `None` tests the matrix (atol
@@ -89,6 +104,63 @@ impl Default for EigsOptions {
     }
 }
 
+impl EigsOptions {
+    /// Whether the input is Hermitian (`Some(true)`: the Hermitian solver without a test;
+    /// `None`: tested).
+    pub fn hermitian(mut self, hermitian: impl Into<Option<bool>>) -> Self {
+        self.hermitian = hermitian.into();
+        self
+    }
+
+    /// Whether to compute eigenvectors.
+    pub fn vectors(mut self, vectors: bool) -> Self {
+        self.vectors = vectors;
+        self
+    }
+
+    /// The order of the result, and the end of the spectrum the Krylov path looks for.
+    pub fn order(mut self, order: EigOrder) -> Self {
+        self.order = order;
+        self
+    }
+
+    /// Only the first `count` eigenpairs (`None`: all).
+    pub fn count(mut self, count: impl Into<Option<usize>>) -> Self {
+        self.count = count.into();
+        self
+    }
+
+    /// Shift-invert around `sigma` (`None`: no shift).
+    pub fn sigma(mut self, sigma: impl Into<Option<c64>>) -> Self {
+        self.sigma = sigma.into();
+        self
+    }
+
+    /// The Krylov path's relative residual tolerance (0: machine precision).
+    pub fn tol(mut self, tol: f64) -> Self {
+        self.tol = tol;
+        self
+    }
+
+    /// The most Krylov restarts (0: 1000).
+    pub fn max_iter(mut self, max_iter: usize) -> Self {
+        self.max_iter = max_iter;
+        self
+    }
+
+    /// Dense, Krylov, or chosen by size.
+    pub fn method(mut self, method: EigsMethod) -> Self {
+        self.method = method;
+        self
+    }
+
+    /// The size of the Krylov basis (`None`: `max(2·count + 1, 20)`).
+    pub fn krylov_dim(mut self, krylov_dim: impl Into<Option<usize>>) -> Self {
+        self.krylov_dim = krylov_dim.into();
+        self
+    }
+}
+
 /// The path [`eigs`](super::eigs) takes for an `n × n` input of `kind` with these options: `Krylov` or
 /// `Dense` (never `Auto`).
 ///
@@ -99,7 +171,7 @@ impl Default for EigsOptions {
 /// ```
 /// use polymat::Kind;
 /// use polymat::ops::{EigsMethod, EigsOptions, eigs_plan};
-/// let few = EigsOptions { count: Some(4), ..Default::default() };
+/// let few = EigsOptions::default().count(4);
 /// assert_eq!(eigs_plan(Kind::CSR, 65_536, &few), EigsMethod::Krylov);
 /// assert_eq!(eigs_plan(Kind::CSR, 100, &few), EigsMethod::Dense);
 /// assert_eq!(eigs_plan(Kind::DENSE, 65_536, &few), EigsMethod::Dense);
@@ -117,8 +189,10 @@ pub fn eigs_plan(kind: crate::storage::Kind, n: usize, o: &EigsOptions) -> EigsM
     }
 }
 
-/// The result of [`eigs`](super::eigs).
+/// The result of [`eigs`](super::eigs). It may gain fields (statistics of the Krylov path):
+/// read the ones you need.
 #[derive(Clone, Debug)]
+#[non_exhaustive]
 pub struct Eigen {
     /// The eigenvalues, sorted as requested (real for the Hermitian solver).
     pub values: Vec<c64>,

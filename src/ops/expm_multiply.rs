@@ -6,6 +6,7 @@ use super::space::Dispatched;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::{Error, Result};
 use crate::krylov::expmv;
+use crate::krylov::watch::Hook;
 use crate::scalar::{ZERO, c64};
 use crate::storage::Data;
 
@@ -65,6 +66,42 @@ pub fn expm_multiply(a: &Data, v: &Data, t: c64, out: Out) -> Result<Data> {
     EXPM_MULTIPLY.call(&[a, v], out, &t)
 }
 
+/// [`expm_multiply`] watched: the observer hears after each of the algorithm's `s` steps of
+/// `t/s` (its [`Progress::wanted`](super::Progress::wanted)) and can stop it; the state
+/// reached, `exp(τ·a)·v` at `τ = t·iteration/s`, is kept to resume from.
+///
+/// # Errors
+/// As [`expm_multiply`]; [`Error::Stopped`] when the observer stops the run (the state
+/// reached in [`Watch::stopped`](super::Watch::stopped)).
+///
+/// ```
+/// use polymat::ops::{Flow, Watch};
+/// use polymat::{Csr, Dense, Error, Out, c64};
+///
+/// // exp(−i·t·σx)|0⟩ over a long time, in many steps: stop after the first, then finish.
+/// let sx = Csr::from_triplets((2, 2), &[0, 1], &[1, 0], &[c64::new(1.0, 0.0); 2])?.into();
+/// let ket0 = Dense::from_fn(2, 1, |i, _| c64::new(f64::from(u8::from(i == 0)), 0.0)).into();
+/// let t = c64::new(0.0, -40.0);
+/// let watch = Watch::new().observe(|_| Flow::Stop);
+/// let err = polymat::expm_multiply_with(&sx, &ket0, t, Out::Auto, &watch).unwrap_err();
+/// assert!(matches!(err, Error::Stopped { iterations: 1, .. }));
+/// let p = watch.stopped().unwrap();
+/// let tau = t * (p.progress.iteration as f64 / p.progress.wanted as f64);
+/// let psi = polymat::expm_multiply(&sx, &p.resume.unwrap(), t - tau, Out::Auto)?;
+/// let psi = psi.downcast_ref::<Dense>().unwrap();
+/// assert!((psi.get(0, 0) - c64::new(40f64.cos(), 0.0)).norm() < 1e-12);
+/// # Ok::<(), polymat::Error>(())
+/// ```
+pub fn expm_multiply_with(
+    a: &Data,
+    v: &Data,
+    t: c64,
+    out: Out,
+    watch: &super::Watch,
+) -> Result<Data> {
+    watch.scope(|| expm_multiply(a, v, t, out))
+}
+
 /// `‖a − μI‖₁`, the norm that sets the number of products. Dense, Csr and Dia compute it in
 /// place, the lazy kinds from their plan (exact for local operators, an upper bound with
 /// large factors); other kinds form `a − μI` through the dispatcher (a copy of `a`, which on a
@@ -121,13 +158,16 @@ fn expm_multiply_data(a: &Data, v: &Data, t: c64) -> Result<Data> {
         moved = crate::convert::to(kind, v)?;
         &moved
     };
+    let n0 = v.shape().1;
     // The shift by mu is applied in each Taylor term, with its scaling and sums.
     if v.kind() == crate::Kind::DENSE
         && let Some(op) = super::lazy::map::PlanMap::of(a)?
     {
         // A lazy operator on Dense vectors: straight from its plan, into reused buffers.
-        return expmv::expm_multiply(&op, &Dispatched, v, t, mu, norm, v.shape().1);
+        let hook = Hook::take();
+        return expmv::expm_multiply(&op, &Dispatched, v, t, mu, norm, n0, hook.as_ref());
     }
     let op = super::space::matrix_map(a);
-    expmv::expm_multiply(&op, &Dispatched, v, t, mu, norm, v.shape().1)
+    let hook = Hook::take();
+    expmv::expm_multiply(&op, &Dispatched, v, t, mu, norm, n0, hook.as_ref())
 }

@@ -8,6 +8,7 @@ use crate::dispatch::Out;
 use crate::error::{Error, Result};
 use crate::krylov::LinearMap;
 use crate::krylov::schur::{self, Request, Which};
+use crate::krylov::watch::Hook;
 use crate::scalar::{ONE, c64};
 use crate::storage::{Csr, Data, Dense};
 
@@ -52,7 +53,46 @@ fn run(
     o: &EigsOptions,
     back: impl Fn(c64) -> c64,
 ) -> Result<Eigen> {
-    let ritz = schur::eigen(op, &Dispatched, start, req)?;
+    let hook = Hook::take();
+    let given;
+    let start = match hook.as_ref().and_then(|h| h.start.as_ref()) {
+        Some(v) => {
+            if v.shape() != start.shape() {
+                return Err(Error::shape(
+                    "eigs",
+                    &[start.shape(), v.shape()],
+                    "the start vector must be an n × 1 ket of the operator's dimension",
+                ));
+            }
+            given = if v.kind() == start.kind() {
+                v.clone()
+            } else {
+                crate::convert::to(start.kind(), v)?
+            };
+            &given
+        }
+        None => start,
+    };
+    let ritz = match schur::eigen(op, &Dispatched, start, req, hook.as_ref()) {
+        Err(e @ Error::Stopped { .. }) => {
+            if let Some(h) = &hook {
+                h.amend(|p| {
+                    let mut pairs: Vec<(c64, Option<Data>)> = p
+                        .values
+                        .iter()
+                        .enumerate()
+                        .map(|(i, &x)| (back(x), p.vectors.get(i).cloned()))
+                        .collect();
+                    sort_pairs(&mut pairs, req, o);
+                    p.values = pairs.iter().map(|q| q.0).collect();
+                    p.vectors = pairs.into_iter().filter_map(|q| q.1).collect();
+                    Ok(())
+                })?;
+            }
+            return Err(e);
+        }
+        r => r?,
+    };
     let mut pairs: Vec<(c64, Option<Data>)> = match ritz.vectors {
         Some(v) => ritz
             .values
@@ -62,18 +102,7 @@ fn run(
             .collect(),
         None => ritz.values.into_iter().map(|x| (back(x), None)).collect(),
     };
-    if req.hermitian && o.sigma.is_none_or(|s| s.im == 0.0) {
-        for p in &mut pairs {
-            p.0 = c64::new(p.0.re, 0.0);
-        }
-    }
-    pairs.sort_by(|x, y| {
-        let c = x.0.re.total_cmp(&y.0.re).then(x.0.im.total_cmp(&y.0.im));
-        match o.order {
-            EigOrder::Low => c,
-            EigOrder::High => c.reverse(),
-        }
-    });
+    sort_pairs(&mut pairs, req, o);
     let values = pairs.iter().map(|p| p.0).collect();
     let vectors = if o.vectors {
         let cols = pairs
@@ -91,6 +120,23 @@ fn run(
         None
     };
     Ok(Eigen { values, vectors })
+}
+
+/// Real eigenvalues for the Hermitian solver (without a complex shift), in the order asked
+/// for.
+fn sort_pairs<T>(pairs: &mut [(c64, T)], req: &Request, o: &EigsOptions) {
+    if req.hermitian && o.sigma.is_none_or(|s| s.im == 0.0) {
+        for p in pairs.iter_mut() {
+            p.0 = c64::new(p.0.re, 0.0);
+        }
+    }
+    pairs.sort_by(|x, y| {
+        let c = x.0.re.total_cmp(&y.0.re).then(x.0.im.total_cmp(&y.0.im));
+        match o.order {
+            EigOrder::Low => c,
+            EigOrder::High => c.reverse(),
+        }
+    });
 }
 
 /// A start vector in the kind `op` produces.

@@ -81,6 +81,7 @@ mod tolerance;
 pub mod trace;
 pub mod transpose;
 
+pub use crate::krylov::watch::{Flow, Partial, Progress, Watch};
 pub use add::{ADD, SUB, add, add_scaled, sub};
 pub use block::{
     BLOCK_EXTRACT, BLOCK_OVERWRITE, Block, BlockRange, block_build, block_extract, block_overwrite,
@@ -90,11 +91,12 @@ pub use construct::{
     DIAG, Diagonals, IDENTITY, ZEROS, diag, identity, identity_like, one_element, zeros, zeros_like,
 };
 pub use decomp::{
-    EIGS, EigOrder, Eigen, EigsMethod, EigsOptions, KRYLOV_MIN_DIM, SVD, Svd, eigs, eigs_plan, svd,
+    EIGS, EigOrder, Eigen, EigsMethod, EigsOptions, KRYLOV_MIN_DIM, SVD, Svd, eigs, eigs_plan,
+    eigs_with, svd,
 };
 pub use expect::{EXPECT, EXPECT_SUPER, TRACE_OPER_KET, expect, expect_super, trace_oper_ket};
 pub use expm::{EXPM, expm};
-pub use expm_multiply::{EXPM_MULTIPLY, expm_multiply};
+pub use expm_multiply::{EXPM_MULTIPLY, expm_multiply, expm_multiply_with};
 pub use extract::{Extract, extract};
 pub use funm::{LOGM, SQRTM, logm, sqrtm};
 pub use inner::{INNER, INNER_OP, inner, inner_op};
@@ -118,7 +120,7 @@ pub use reshape::{
     split_columns,
 };
 pub use scale::{MUL, NEG, mul, neg};
-pub use solve::{INV, Iterative, Preconditioner, SOLVE, SolveMethod, inv, solve};
+pub use solve::{INV, Iterative, Preconditioner, SOLVE, SolveMethod, inv, solve, solve_with};
 pub use tidyup::{TIDYUP, tidyup};
 pub use trace::{TRACE, trace};
 pub use transpose::{ADJOINT, CONJ, TRANSPOSE, adjoint, conj, transpose};

@@ -219,13 +219,33 @@ pub fn project_csr(v: &Csr) -> Result<Csr> {
         .map(|((i, j), x)| if bra { (j, x.conj()) } else { (i, x) })
         .collect();
     entries.sort_unstable_by_key(|e| e.0);
-    let (mut rows, mut cols, mut vals) = (Vec::new(), Vec::new(), Vec::new());
-    for &(i, a) in &entries {
-        for &(j, b) in &entries {
-            rows.push(i);
-            cols.push(j);
-            vals.push(a * b.conj());
+    // k stored entries give k² (every row of the k has the same k columns): sized and
+    // checked before anything is written (a full ket of 10⁶ entries asks for 10¹²).
+    let shape = (n, n);
+    let k = entries.len();
+    let nnz = k.checked_mul(k).ok_or_else(|| Error::TooLarge {
+        op: "project".into(),
+        shape,
+        bytes: k as u128 * k as u128 * 24,
+        limit: None,
+        reason: "the number of stored entries overflows usize".into(),
+    })?;
+    alloc::check_memory("project", shape, nnz as u128 * 24 + (n as u128 + 1) * 8)?;
+    let mut indptr: Vec<usize> = alloc::try_with_capacity("project", shape, n + 1)?;
+    let mut indices: Vec<usize> = alloc::try_with_capacity("project", shape, nnz)?;
+    let mut data: Vec<c64> = alloc::try_with_capacity("project", shape, nnz)?;
+    indptr.push(0);
+    let mut next = entries.iter().peekable();
+    for row in 0..n {
+        if let Some(&(_, a)) = next.next_if(|e| e.0 == row) {
+            for &(j, b) in &entries {
+                indices.push(j);
+                data.push(a * b.conj());
+            }
         }
+        indptr.push(indices.len());
     }
-    Csr::from_triplets((n, n), &rows, &cols, &vals)
+    // SAFETY: n + 1 row pointers from 0 to nnz; each row holds the k distinct indices of a
+    // valid Csr vector (unique, below n), sorted above, or none.
+    Ok(unsafe { Csr::from_parts_unchecked(shape, indptr, indices, data) })
 }

@@ -3,6 +3,7 @@
 use std::sync::LazyLock;
 
 use super::matmul::{matmul_csr, matmul_dense};
+use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::GpuDense;
@@ -95,14 +96,108 @@ pub fn pow_dense(a: &Dense, n: u32) -> Result<Dense> {
     )
 }
 
-/// Csr `aⁿ` by repeated squaring.
+/// Csr `aⁿ` by repeated squaring, each power kept as Csr while at most a quarter of its
+/// entries are stored and as Dense once it fills (within the dense limit), the result back in
+/// Csr: a banded operator's powers fill in, and full sparse products cost several times dense
+/// ones. A power that overflows ends the call.
 ///
 /// # Errors
-/// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
+/// [`Error::Shape`](crate::Error::Shape) if `a` is not square;
+/// [`Error::Numerical`](crate::Error::Numerical) when a power has non-finite entries (the
+/// squares grow without bound: the result would have none finite).
 pub fn pow_csr(a: &Csr, n: u32) -> Result<Csr> {
     super::square("pow", a.shape())?;
-    let copy = |a: &Csr| super::csr_with_values("pow", a, |data| data.extend_from_slice(a.data()));
-    power(a, n, || Csr::try_identity(a.shape().0), copy, matmul_csr)
+    let dim = a.shape().0;
+    let base = Fill::Input(a);
+    let one = || Ok(Fill::Sparse(Csr::try_identity(dim)?));
+    match power(&base, n, one, Fill::copy, |x, y| Fill::mul(x, y, n))? {
+        Fill::Input(c) => super::csr_with_values("pow", c, |data| data.extend_from_slice(c.data())),
+        Fill::Sparse(c) => Ok(c),
+        Fill::Dense(d) => dense_to_csr(&d),
+    }
+}
+
+/// A power of a Csr matrix: the input itself, sparse while it is, dense once it fills.
+enum Fill<'a> {
+    Input(&'a Csr),
+    Sparse(Csr),
+    Dense(Dense),
+}
+
+impl<'a> Fill<'a> {
+    fn sparse(&self) -> Option<&Csr> {
+        match self {
+            Fill::Input(c) => Some(c),
+            Fill::Sparse(c) => Some(c),
+            Fill::Dense(_) => None,
+        }
+    }
+
+    /// `x·y`: Csr while the product stores at most a quarter of its entries (or a dense one
+    /// would pass the dense limit), Dense after; an error once it has non-finite entries.
+    fn mul(x: &Fill<'a>, y: &Fill<'a>, n: u32) -> Result<Fill<'a>> {
+        let p = match (x, y) {
+            (Fill::Dense(x), Fill::Dense(y)) => Fill::Dense(matmul_dense(x, y)?),
+            (Fill::Dense(x), y) => Fill::Dense(matmul_dense(x, &csr_to_dense(y.as_csr())?)?),
+            (x, Fill::Dense(y)) => Fill::Dense(matmul_dense(&csr_to_dense(x.as_csr())?, y)?),
+            (x, y) => {
+                let c = matmul_csr(x.as_csr(), y.as_csr())?;
+                let dim = c.shape().0 as u128;
+                if c.nnz() as u128 * 4 > dim * dim
+                    && crate::storage::alloc::check_dense("pow", c.shape()).is_ok()
+                {
+                    Fill::Dense(csr_to_dense(&c)?)
+                } else {
+                    Fill::Sparse(c)
+                }
+            }
+        };
+        let finite = match &p {
+            Fill::Dense(d) => super::norm::max_dense(d).is_finite(),
+            s => s
+                .as_csr()
+                .data()
+                .iter()
+                .all(|z| z.re.is_finite() && z.im.is_finite()),
+        };
+        if !finite {
+            let (r, _) = x.shape();
+            return Err(crate::Error::Numerical {
+                op: "pow".into(),
+                reason: format!(
+                    "the powers of the {r}×{r} matrix overflow on the way to the {n}th: an \
+                     intermediate power has non-finite entries"
+                ),
+            });
+        }
+        Ok(p)
+    }
+
+    /// A copy (`a¹`).
+    fn copy(a: &Fill<'a>) -> Result<Fill<'a>> {
+        match a {
+            Fill::Dense(d) => Ok(Fill::Dense(d.clone())),
+            s => {
+                let c = s.as_csr();
+                Ok(Fill::Sparse(super::csr_with_values("pow", c, |data| {
+                    data.extend_from_slice(c.data())
+                })?))
+            }
+        }
+    }
+
+    /// The Csr of a sparse power (not called on a dense one).
+    fn as_csr(&self) -> &Csr {
+        self.sparse()
+            .unwrap_or_else(|| unreachable!("only sparse powers are read as Csr"))
+    }
+
+    fn shape(&self) -> (usize, usize) {
+        match self {
+            Fill::Dense(d) => d.shape(),
+            s => s.as_csr().shape(),
+        }
+    }
 }
 
 /// GpuDense `aⁿ`: the same square-and-multiply over Zgemm products.

@@ -17,6 +17,7 @@ use crate::error::{Error, Result};
 use crate::gpu::GpuDense;
 use crate::krylov::LinearMap;
 use crate::krylov::iterative::{self, Method};
+use crate::krylov::watch::Hook;
 use crate::scalar::{ZERO, c64};
 use crate::storage::{Csr, Data, Dense, alloc};
 
@@ -60,7 +61,11 @@ impl SolveMethod {
 /// let it = Iterative::default().tol(1e-12).max_iter(500);
 /// assert_eq!((it.tol, it.max_iter, it.restart), (1e-12, 500, 30));
 /// ```
+///
+/// The settings grow between releases: build them from [`Default`] with the setters; a struct
+/// literal does not compile outside polymat.
 #[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
 pub struct Iterative {
     /// Convergence when `‖b − a·x‖₂ ≤ tol·‖b‖₂` (finite, > 0).
     pub tol: f64,
@@ -385,6 +390,50 @@ pub fn solve(a: &Data, b: &Data, method: SolveMethod, out: Out) -> Result<Data> 
     SOLVE.call(&[a, b], out, &method)
 }
 
+/// [`solve()`] watched: the iterative methods start from the watch's start vector (scipy's
+/// `x0`, `b`'s shape, any kind) and report each iteration to its observer, which can stop
+/// them. The direct methods ignore the watch.
+///
+/// # Errors
+/// As [`solve()`]; [`Error::Stopped`] when the observer stops the run, the iterate reached
+/// kept in [`Watch::stopped`](super::Watch::stopped) (`resume`, to pass back as the start);
+/// [`Error::Shape`] if the start does not have `b`'s shape.
+///
+/// ```
+/// use polymat::ops::{Flow, Iterative, SolveMethod, Watch};
+/// use polymat::{Csr, Data, Dense, Error, Out, c64};
+///
+/// // A diagonally dominant tridiagonal system: stop after 3 iterations, then resume.
+/// let n = 400;
+/// let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+/// for i in 0..n {
+///     r.push(i); c.push(i); v.push(c64::new(4.0, 0.0));
+///     if i + 1 < n {
+///         r.extend([i, i + 1]); c.extend([i + 1, i]); v.extend([c64::new(-1.0, 0.0); 2]);
+///     }
+/// }
+/// let a: Data = Csr::from_triplets((n, n), &r, &c, &v)?.into();
+/// let b: Data = Dense::from_fn(n, 1, |i, _| c64::new((i % 7) as f64, 0.0)).into();
+/// let cg = SolveMethod::Cg(Iterative::default().tol(1e-12));
+/// let watch = Watch::new().observe(|p| if p.iteration == 3 { Flow::Stop } else { Flow::Continue });
+/// let err = polymat::solve_with(&a, &b, cg.clone(), Out::Auto, &watch).unwrap_err();
+/// assert!(matches!(err, Error::Stopped { iterations: 3, .. }));
+/// let x3 = watch.stopped().unwrap().resume.unwrap();
+/// let x = polymat::solve_with(&a, &b, cg, Out::Auto, &Watch::new().start(x3))?;
+/// let r = polymat::sub(&polymat::matmul(&a, &x, Out::Auto)?, &b, Out::Auto)?;
+/// assert!(polymat::ops::norm::frobenius(&r)? < 1e-9);
+/// # Ok::<(), polymat::Error>(())
+/// ```
+pub fn solve_with(
+    a: &Data,
+    b: &Data,
+    method: SolveMethod,
+    out: Out,
+    watch: &super::Watch,
+) -> Result<Data> {
+    watch.scope(|| solve(a, b, method, out))
+}
+
 /// The preconditioner of `o` as an operator.
 fn preconditioner(n: usize, o: &Iterative) -> Option<FnMap<impl Fn(&Data) -> Result<Data>>> {
     o.preconditioner.as_ref().map(|p| {
@@ -410,10 +459,37 @@ fn iterative_columns(
     }
     let mut cols = crate::storage::alloc::try_with_capacity("solve", (n, k), k)?;
     let bm = b.col_major("solve")?;
+    let hook = Hook::take();
+    let x0 = match hook.as_ref().and_then(|h| h.start.as_ref()) {
+        Some(x0) if x0.shape() != (n, k) => {
+            return Err(Error::shape(
+                "solve",
+                &[(n, k), x0.shape()],
+                "the initial guess must have the right-hand side's shape",
+            ));
+        }
+        Some(x0) => Some(crate::convert::to_type::<Dense>(x0)?),
+        None => None,
+    };
+    let x0m = x0.as_ref().map(|x| x.col_major("solve")).transpose()?;
     for j in 0..k {
         let bj: Data = Dense::from_col_major(n, 1, bm.col_as_slice(j))?.into();
+        let xj: Option<Data> = match &x0m {
+            Some(x) => Some(Dense::from_col_major(n, 1, x.col_as_slice(j))?.into()),
+            None => None,
+        };
         let pm = pre.as_ref().map(|p| p as &dyn LinearMap);
-        let sol = iterative::solve(op, &Dispatched, &bj, method, o.tol, o.max_iter, pm)?;
+        let sol = iterative::solve(
+            op,
+            &Dispatched,
+            &bj,
+            method,
+            o.tol,
+            o.max_iter,
+            pm,
+            xj.as_ref(),
+            hook.as_ref(),
+        )?;
         cols.push(crate::convert::to_type::<Dense>(&sol.x)?);
     }
     Dense::from_fn_for("solve", n, k, |i, j| cols[j].get(i, 0))
@@ -504,7 +580,26 @@ pub(super) fn solve_data(a: &Data, b: &Data, method: &SolveMethod) -> Result<Dat
             // A ket stays in its own kind (on the GPU for GpuDense, say).
             let pre = preconditioner(op.dim(), o);
             let pm = pre.as_ref().map(|p| p as &dyn LinearMap);
-            return iterative::solve(&op, &Dispatched, b, m, o.tol, o.max_iter, pm).map(|s| s.x);
+            let hook = Hook::take();
+            let x0 = match hook.as_ref().and_then(|h| h.start.as_ref()) {
+                Some(x0) if x0.kind() != b.kind() && x0.shape() == b.shape() => {
+                    Some(crate::convert::to(b.kind(), x0)?)
+                }
+                other => other.cloned(),
+            };
+            let (tol, max_iter) = (o.tol, o.max_iter);
+            return iterative::solve(
+                &op,
+                &Dispatched,
+                b,
+                m,
+                tol,
+                max_iter,
+                pm,
+                x0.as_ref(),
+                hook.as_ref(),
+            )
+            .map(|s| s.x);
         }
         let bd = crate::convert::to_type::<Dense>(b)?;
         return iterative_columns(&op, &bd, m, o).map(Data::from);

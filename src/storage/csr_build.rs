@@ -42,6 +42,9 @@ pub(crate) fn csr_from_row_fn(
     mut fill: impl FnMut(usize, &mut Vec<(usize, c64)>),
 ) -> Result<Csr> {
     let ptrs = indptr_len(op, shape)?;
+    // The row pointers alone must fit before the counting pass walks every row (a row count
+    // past the memory would otherwise be walked for nothing).
+    alloc::check_memory(op, shape, ptrs as u128 * 8)?;
     let mut row = Vec::new();
     let mut nnz = 0usize;
     for i in 0..shape.0 {

@@ -19,7 +19,7 @@ use crate::scalar::c64;
 /// Factors are [`Data`] of any kind: Csr, Dense, Dia, [`KronSum`](crate::KronSum), GPU kinds
 /// or a user's. The constructors [`spre`](crate::spre), [`spost`](crate::spost),
 /// [`sprepost`](crate::sprepost), [`lindblad_dissipator`](crate::lindblad_dissipator) and
-/// [`liouvillian`](crate::liouvillian) build one; `add`, `sub`, `mul`, `neg` and `matmul` of
+/// [`liouvillian`](fn@crate::liouvillian) build one; `add`, `sub`, `mul`, `neg` and `matmul` of
 /// superoperators stay lazy, with like terms merged. `matmul(L, vec ρ)` applies it to a
 /// column-major Dense (where the `n²×1` vector already *is* ρ, no copy) term by term through
 /// the factors' own products.

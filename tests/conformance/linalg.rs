@@ -136,10 +136,7 @@ fn linear_algebra() {
             1,
             &|r| square(r[0]).then(|| Val::M(zeros(r[0].len(), r[0].len()))),
             &|d, _| {
-                let opts = EigsOptions {
-                    order,
-                    ..Default::default()
-                };
+                let opts = EigsOptions::default().order(order);
                 let e = polymat::eigs(d[0], opts)?;
                 let sorted = e.values.windows(2).all(|w| match order {
                     EigOrder::Low => w[0].re <= w[1].re,

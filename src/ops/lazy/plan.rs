@@ -69,6 +69,26 @@ impl Factor {
     }
 }
 
+/// The dimension of the space, once a vector of it is known to fit in the memory available:
+/// a plan is only for applying the operator to such vectors, and its tables (tile offsets,
+/// one entry per tile) and the 1-norm's sweep grow with the dimension.
+///
+/// # Errors
+/// [`Error::Shape`] if the dimension overflows; [`Error::TooLarge`] if a vector of it does
+/// not fit.
+fn vector_fits(dims: &[usize]) -> Result<usize> {
+    let dim: usize = dims
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| Error::shape("matmul", &[], "the dimension overflows usize"))?;
+    crate::storage::alloc::check_memory(
+        "matmul",
+        (dim, 1),
+        dim as u128 * std::mem::size_of::<c64>() as u128,
+    )?;
+    Ok(dim)
+}
+
 /// Offsets `Σ digitₖ·stride[modes[k]]` of every combination of digits of `modes`, the first
 /// mode the most significant.
 pub(crate) fn offsets(modes: &[usize], dims: &[usize], strides: &[usize]) -> Vec<usize> {
@@ -237,10 +257,7 @@ impl Plan {
     /// [`Error::TooLarge`] if the tables cannot be allocated (they are at most a tile each).
     pub(crate) fn build(dims: &[usize], terms: Vec<Term>) -> Result<Plan> {
         let m = dims.len();
-        let dim: usize = dims
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .ok_or_else(|| Error::shape("plan", &[], "the dimension overflows usize"))?;
+        let dim = vector_fits(dims)?;
         let mut strides = vec![1usize; m];
         for s in (0..m.saturating_sub(1)).rev() {
             strides[s] = strides[s + 1] * dims[s + 1];
@@ -293,10 +310,7 @@ impl Plan {
         modes: Vec<usize>,
         entries: Vec<(usize, usize, c64)>,
     ) -> Result<Plan> {
-        let dim: usize = dims
-            .iter()
-            .try_fold(1usize, |a, &d| a.checked_mul(d))
-            .ok_or_else(|| Error::shape("plan", &[], "the dimension overflows usize"))?;
+        let dim = vector_fits(dims)?;
         let m = dims.len();
         let mut strides = vec![1usize; m];
         for s in (0..m.saturating_sub(1)).rev() {

@@ -167,6 +167,8 @@ pub fn steadystate(l: &Data, options: &SteadyState) -> Result<Data> {
         options.tol,
         options.max_iter,
         None,
+        None,
+        None,
     )?;
     let rho = ops::column_unstack(&sol.x, n, Out::Auto)?;
     let herm = ops::add(&rho, &ops::adjoint(&rho, Out::Auto)?, Out::Auto)?;
