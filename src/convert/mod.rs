@@ -195,8 +195,8 @@ impl ConversionRegistry {
         debug_assert_eq!(reg.kind_of::<crate::storage::Csr>(), Ok(Kind::CSR));
         debug_assert_eq!(reg.kind_of::<crate::gpu::GpuDense>(), Ok(Kind::GPU_DENSE));
         debug_assert_eq!(reg.kind_of::<crate::gpu::GpuCsr>(), Ok(Kind::GPU_CSR));
-        debug_assert_eq!(reg.kind_of::<crate::KronSum>(), Ok(Kind::KRON_SUM));
-        debug_assert_eq!(reg.kind_of::<crate::SuperOp>(), Ok(Kind::SUPER_OP));
+        debug_assert_eq!(reg.kind_of::<crate::storage::KronSum>(), Ok(Kind::KRON_SUM));
+        debug_assert_eq!(reg.kind_of::<crate::storage::SuperOp>(), Ok(Kind::SUPER_OP));
         reg
     }
 

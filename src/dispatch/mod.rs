@@ -29,6 +29,7 @@
 //! the conversion registry.
 
 mod builder;
+pub(crate) mod checks;
 mod dump;
 mod out;
 mod policy;

@@ -185,7 +185,10 @@ mod tests {
         assert_eq!(parse_size("99999999999999999999G"), None);
     }
 
-    /// The vendor read through CPUID is the one the kernel reports (where it does).
+    /// The vendor read through CPUID is the one the kernel reports (where it does). x86-64
+    /// only: elsewhere there is no CPUID, and under user-mode emulation `/proc/cpuinfo` is
+    /// the host's.
+    #[cfg(target_arch = "x86_64")]
     #[test]
     fn the_cpu_vendor_matches_the_kernels() {
         let Ok(info) = std::fs::read_to_string("/proc/cpuinfo") else {

@@ -19,7 +19,7 @@ use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp};
 /// Csr+Dense → Dense, Dense+Csr → Dense.
 pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("add", 2)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .check_same_shape()
         .binary("add_dense", |a: &Dense, b: &Dense, s: &c64| {
             add_dense(a, b, *s)
@@ -52,7 +52,7 @@ pub static ADD: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 /// `a − b`, through [`ADD`] with scale −1 (one generic specialisation).
 pub static SUB: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("sub", 2)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .check_same_shape()
         .generic("sub_via_add", |args: &[&Data], out, _: &()| {
             ADD.call(args, out, &MINUS_ONE)
@@ -152,22 +152,22 @@ pub fn sub(a: &Data, b: &Data, out: Out) -> Result<Data> {
 pub fn add_dense(a: &Dense, b: &Dense, scale: c64) -> Result<Dense> {
     same_shape("add", a.shape(), b.shape())?;
     if scale == ONE {
-        super::dense_sum("add", a, b, false)
+        super::elementwise::dense_sum("add", a, b, false)
     } else if scale == MINUS_ONE {
         // `sub`: x − y, exact for infinite parts (see `MINUS_ONE`).
-        super::dense_sum("add", a, b, true)
+        super::elementwise::dense_sum("add", a, b, true)
     } else if a.layout() == b.layout() && !crate::engine::streams(a.shape().0, a.shape().1, 2) {
         // (A result too large for the cache goes through `dense_zip`'s non-temporal stores;
         // its `x + scale * y` is `add_scaled_into`'s arithmetic, bit for bit.)
         // SAFETY: `add_scaled_into` writes every element of `out`, as long as `x` and `y`;
         // the shapes are equal (checked above) and so are the layouts.
         unsafe {
-            super::dense_zip_cols("add", a, b, |x, y, out| {
+            super::elementwise::dense_zip_cols("add", a, b, |x, y, out| {
                 crate::simd::add_scaled_into(out, x, scale, y);
             })
         }
     } else {
-        super::dense_zip("add", a, b, |x, y| x + scale * y)
+        super::elementwise::dense_zip("add", a, b, |x, y| x + scale * y)
     }
 }
 
@@ -473,9 +473,9 @@ pub fn add_csr_dense(a: &Csr, b: &Dense, scale: c64) -> Result<Dense> {
     let mut out = if scale == ONE {
         b.clone()
     } else if scale == MINUS_ONE {
-        super::dense_flip("add", b, crate::simd::Flip::Both, b.layout())?
+        super::elementwise::dense_flip("add", b, crate::simd::Flip::Both, b.layout())?
     } else {
-        super::dense_scale("add", b, scale)?
+        super::elementwise::dense_scale("add", b, scale)?
     };
     scatter_add(&mut out, a, ONE);
     Ok(out)

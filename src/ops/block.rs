@@ -115,7 +115,7 @@ pub fn block_extract_csr(a: &Csr, range: &BlockRange) -> Result<Csr> {
 /// (Dense, Csr), (Csr, Csr), (Csr, Dense) → Csr (the block converted), (GpuDense, GpuDense).
 pub static BLOCK_OVERWRITE: LazyLock<Dispatcher<(usize, usize)>> = LazyLock::new(|| {
     Dispatcher::builder("block_overwrite", 2)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .check(|op, args, at| check_fits(op, args[0].shape(), args[1].shape(), *at))
         .binary(
             "block_overwrite_dense",
@@ -359,7 +359,7 @@ pub fn block_build(
         }
     }
     // Blocks do not overlap, so no entries are summed.
-    let m: Data = super::csr_from_row_lists(OP, shape, &mut rows)?.into();
+    let m: Data = crate::storage::csr_build::csr_from_row_lists(OP, shape, &mut rows)?.into();
     match out.kind() {
         Some(k) if k != Kind::CSR => registry().convert(&m, k),
         _ => Ok(m),

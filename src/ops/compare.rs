@@ -2,7 +2,7 @@
 
 use std::sync::LazyLock;
 
-use super::check_same_shape;
+use crate::dispatch::checks::check_same_shape;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::GpuDense;
@@ -16,7 +16,7 @@ use super::tolerance::{Near, close};
 /// Whether every entry has modulus ≤ `atol`. Kernels: Dense, Csr.
 pub static ISZERO: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("iszero", 1)
-        .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
+        .check(|op, _, t: &f64| crate::dispatch::checks::check_tol(op, "atol", *t))
         .unary("iszero_dense", |a: &Dense, t: &f64| Ok(iszero_dense(a, *t)))
         .unary("iszero_csr", |a: &Csr, t: &f64| Ok(iszero_csr(a, *t)))
         .unary("iszero_dia", |a: &Dia, t: &f64| {
@@ -31,8 +31,8 @@ pub static ISEQUAL: LazyLock<Dispatcher<Tol, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isequal", 2)
         .check(|op, args, t: &Tol| {
             check_same_shape(op, args, t)?;
-            super::check_tol(op, "atol", t.atol)?;
-            super::check_tol(op, "rtol", t.rtol)
+            crate::dispatch::checks::check_tol(op, "atol", t.atol)?;
+            crate::dispatch::checks::check_tol(op, "rtol", t.rtol)
         })
         .binary("isequal_dense", |a: &Dense, b: &Dense, t: &Tol| {
             isequal_dense(a, b, *t)
@@ -155,7 +155,7 @@ pub fn isequal_csr(a: &Csr, b: &Csr, tol: Tol) -> Result<bool> {
 /// Kernels: Dense, Csr.
 pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isherm", 1)
-        .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
+        .check(|op, _, t: &f64| crate::dispatch::checks::check_tol(op, "atol", *t))
         .unary("isherm_dense", |a: &Dense, t: &f64| Ok(isherm_dense(a, *t)))
         .unary("isherm_csr", |a: &Csr, t: &f64| isherm_csr(a, *t))
         .unary("isherm_dia", |a: &Dia, t: &f64| {
@@ -184,7 +184,7 @@ pub static ISHERM: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
 /// Whether every off-diagonal entry has modulus ≤ `atol`. Kernels: Dense, Csr, Dia, GpuDense.
 pub static ISDIAG: LazyLock<Dispatcher<f64, bool>> = LazyLock::new(|| {
     Dispatcher::builder("isdiag", 1)
-        .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
+        .check(|op, _, t: &f64| crate::dispatch::checks::check_tol(op, "atol", *t))
         .unary("isdiag_dense", |a: &Dense, t: &f64| Ok(isdiag_dense(a, *t)))
         .unary("isdiag_csr", |a: &Csr, t: &f64| Ok(isdiag_csr(a, *t)))
         .unary("isdiag_dia", |a: &Dia, t: &f64| {

@@ -202,7 +202,7 @@ pub fn zeros_like(a: &Data, out: Out) -> Result<Data> {
 /// assert_eq!((i.kind(), format!("{i:#}")), (Kind::CSR, "Csr(3×3, nnz=3)".to_string()));
 /// ```
 pub fn identity_like(a: &Data, out: Out) -> Result<Data> {
-    super::square("identity_like", a.shape())?;
+    crate::shape::square("identity_like", a.shape())?;
     let out = if out == Out::Auto {
         Out::from(a.kind())
     } else {

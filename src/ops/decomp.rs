@@ -5,8 +5,9 @@ use std::sync::LazyLock;
 
 use faer::{Mat, Side};
 
-use super::{check_square, via_dense};
 use crate::convert::builtin::csr_to_dense;
+use crate::dispatch::checks::check_square;
+use crate::dispatch::checks::via_dense;
 use crate::dispatch::{Dispatcher, Out, Specialisation, plain_output};
 use crate::engine;
 use crate::error::{Error, Result};
@@ -147,13 +148,13 @@ pub fn eigs(a: &Data, options: EigsOptions) -> Result<Eigen> {
     EIGS.call(&[a], Out::Auto, &options)
 }
 
-/// [`eigs`] watched: the Krylov path (see [`eigs_plan`](super::eigs_plan)) starts from the
+/// [`eigs`] watched: the Krylov path (see [`eigs_plan`]) starts from the
 /// watch's start vector (scipy's `v0`; an n × 1 ket of any kind) and reports each restart to
 /// its observer, which can stop it. The dense path finishes in one step and ignores the watch.
 ///
 /// # Errors
 /// As [`eigs`]; [`Error::Stopped`] when the observer stops the run, the eigenpairs converged
-/// by then and a vector to resume from kept in [`Watch::stopped`](super::Watch::stopped);
+/// by then and a vector to resume from kept in [`Watch::stopped`](crate::krylov::watch::Watch::stopped);
 /// [`Error::Shape`] if the start vector is not n × 1.
 ///
 /// ```
@@ -182,7 +183,11 @@ pub fn eigs(a: &Data, options: EigsOptions) -> Result<Eigen> {
 /// assert!(restarts.load(Ordering::Relaxed) >= 1);
 /// # Ok::<(), polymat::Error>(())
 /// ```
-pub fn eigs_with(a: &Data, options: EigsOptions, watch: &super::Watch) -> Result<Eigen> {
+pub fn eigs_with(
+    a: &Data,
+    options: EigsOptions,
+    watch: &crate::krylov::watch::Watch,
+) -> Result<Eigen> {
     watch.scope(|| eigs(a, options))
 }
 
@@ -198,7 +203,7 @@ fn no_convergence(op: &str, what: impl std::fmt::Debug) -> Error {
 /// # Errors
 /// As [`eigs`].
 pub fn eigs_dense(a: &Dense, options: EigsOptions) -> Result<Eigen> {
-    super::square("eigs", a.shape())?;
+    crate::shape::square("eigs", a.shape())?;
     let n = a.shape().0;
     check_count("eigs", n, &options)?;
     // faer's Hessenberg (or tridiagonal) and Schur forms, the vectors, our sorted copy.
@@ -366,9 +371,9 @@ fn sorted_desc(mut s: Vec<f64>) -> Vec<f64> {
     s
 }
 
-/// GPU kernel of [`eigs`](super::eigs): cuSOLVER heevd for a Hermitian matrix (tested on the
+/// GPU kernel of [`eigs`](crate::ops::decomp::eigs): cuSOLVER heevd for a Hermitian matrix (tested on the
 /// GPU when `options.hermitian` is `None`), the Krylov path through the dispatcher when
-/// [`eigs_plan`](super::eigs_plan) chooses it, the Dense kernel otherwise.
+/// [`eigs_plan`](crate::ops::decomp::eigs_plan) chooses it, the Dense kernel otherwise.
 pub(crate) fn eigs_gpu(a: &GpuDense, options: &EigsOptions) -> Result<Eigen> {
     let n = a.shape().0;
     if eigs_plan(crate::storage::Kind::GPU_DENSE, n, options) == EigsMethod::Krylov {
@@ -387,7 +392,7 @@ pub(crate) fn eigs_gpu(a: &GpuDense, options: &EigsOptions) -> Result<Eigen> {
     order_eigen(values, vectors.as_ref().map(Dense::as_ref), true, options)
 }
 
-/// GPU kernel of [`svd`](super::svd): cuSOLVER gesvd (a wide matrix through its adjoint); the
+/// GPU kernel of [`svd`](crate::ops::decomp::svd): cuSOLVER gesvd (a wide matrix through its adjoint); the
 /// factors are downloaded into the host result.
 pub(crate) fn svd_gpu(a: &GpuDense, vectors: bool) -> Result<Svd> {
     if !crate::gpu::solver_available() {

@@ -1,4 +1,4 @@
-//! The options and result types of [`eigs`](super::eigs), and the choice between its dense and
+//! The options and result types of [`eigs`](super::decomp::eigs), and the choice between its dense and
 //! Krylov paths: shared by both paths, so neither imports the other's module.
 
 use crate::scalar::c64;
@@ -18,7 +18,7 @@ pub enum EigOrder {
     High,
 }
 
-/// How [`eigs`](super::eigs) computes: densely, or with the Krylov–Schur method, written once
+/// How [`eigs`](super::decomp::eigs) computes: densely, or with the Krylov–Schur method, written once
 /// against `Data` so it runs on every kind (see [`eigs_plan`]).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 #[non_exhaustive]
@@ -37,7 +37,7 @@ pub enum EigsMethod {
 /// eigenpairs of a sparse matrix.
 pub const KRYLOV_MIN_DIM: usize = 512;
 
-/// Options of [`eigs`](super::eigs), with QuTiP's defaults.
+/// Options of [`eigs`](super::decomp::eigs), with QuTiP's defaults.
 ///
 /// Defaults: `hermitian: None` (tested), `vectors: true`, `order: Low`, `count: None` (all),
 /// `sigma: None`, `tol: 0.0` (machine precision), `max_iter: 0` (automatic: 1000 restarts),
@@ -161,7 +161,7 @@ impl EigsOptions {
     }
 }
 
-/// The path [`eigs`](super::eigs) takes for an `n × n` input of `kind` with these options: `Krylov` or
+/// The path [`eigs`](super::decomp::eigs) takes for an `n × n` input of `kind` with these options: `Krylov` or
 /// `Dense` (never `Auto`).
 ///
 /// `Auto` chooses Krylov when `count` is set, `count + 2 ≤ n`, and either `sigma` is set or the
@@ -189,7 +189,7 @@ pub fn eigs_plan(kind: crate::storage::Kind, n: usize, o: &EigsOptions) -> EigsM
     }
 }
 
-/// The result of [`eigs`](super::eigs). It may gain fields (statistics of the Krylov path):
+/// The result of [`eigs`](super::decomp::eigs). It may gain fields (statistics of the Krylov path):
 /// read the ones you need.
 #[derive(Clone, Debug)]
 #[non_exhaustive]

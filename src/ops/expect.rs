@@ -394,7 +394,9 @@ mod tests {
                 .sum();
             for o in [
                 o.clone(),
-                o.clone().into_layout(crate::Layout::RowMajor).unwrap(),
+                o.clone()
+                    .into_layout(crate::storage::Layout::RowMajor)
+                    .unwrap(),
             ] {
                 let got = expect_dense(&o, &psi).unwrap();
                 assert!(

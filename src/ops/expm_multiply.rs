@@ -72,7 +72,7 @@ pub fn expm_multiply(a: &Data, v: &Data, t: c64, out: Out) -> Result<Data> {
 ///
 /// # Errors
 /// As [`expm_multiply`]; [`Error::Stopped`] when the observer stops the run (the state
-/// reached in [`Watch::stopped`](super::Watch::stopped)).
+/// reached in [`Watch::stopped`](crate::krylov::watch::Watch::stopped)).
 ///
 /// ```
 /// use polymat::ops::{Flow, Watch};
@@ -97,7 +97,7 @@ pub fn expm_multiply_with(
     v: &Data,
     t: c64,
     out: Out,
-    watch: &super::Watch,
+    watch: &crate::krylov::watch::Watch,
 ) -> Result<Data> {
     watch.scope(|| expm_multiply(a, v, t, out))
 }
@@ -120,18 +120,23 @@ fn shifted_one_norm(a: &Data, mu: c64) -> Result<f64> {
         return super::dia::one_dia(a, mu);
     }
     // The lazy kinds: from their plan's tables, one pass over the columns without a copy.
-    if let Some(k) = a.downcast_ref::<crate::KronSum>() {
+    if let Some(k) = a.downcast_ref::<crate::storage::KronSum>() {
         let plan = super::lazy::kron_sum::plan_of(k)?;
         return Ok(super::lazy::run::one_norm(&plan, mu));
     }
-    if let Some(s) = a.downcast_ref::<crate::SuperOp>()
+    if let Some(s) = a.downcast_ref::<crate::storage::SuperOp>()
         && s.input() == s.output()
     {
         let plan = super::lazy::super_op::plan_of(s)?;
         return Ok(super::lazy::run::one_norm(&plan, mu));
     }
     let n = a.shape().0;
-    let shifted = super::add_scaled(a, &super::identity(n, Out::Auto)?, -mu, Out::Auto)?;
+    let shifted = super::add::add_scaled(
+        a,
+        &super::construct::identity(n, Out::Auto)?,
+        -mu,
+        Out::Auto,
+    )?;
     super::norm::one(&shifted)
 }
 
@@ -141,7 +146,7 @@ fn expm_multiply_data(a: &Data, v: &Data, t: c64) -> Result<Data> {
     if n == 0 || v.shape().1 == 0 {
         return Ok(v.clone());
     }
-    let mu = super::trace(a)? / n as f64;
+    let mu = super::trace::trace(a)? / n as f64;
     let norm = shifted_one_norm(a, mu)?;
     if !norm.is_finite() {
         return Err(Error::Numerical {
@@ -160,7 +165,7 @@ fn expm_multiply_data(a: &Data, v: &Data, t: c64) -> Result<Data> {
     };
     let n0 = v.shape().1;
     // The shift by mu is applied in each Taylor term, with its scaling and sums.
-    if v.kind() == crate::Kind::DENSE
+    if v.kind() == crate::storage::Kind::DENSE
         && let Some(op) = super::lazy::map::PlanMap::of(a)?
     {
         // A lazy operator on Dense vectors: straight from its plan, into reused buffers.

@@ -12,8 +12,8 @@ use std::sync::LazyLock;
 use faer::{Mat, MatRef, Side};
 
 use super::decomp::HERMITIAN_ATOL;
-use super::via_dense;
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
+use crate::dispatch::checks::via_dense;
 use crate::dispatch::{Dispatcher, DispatcherBuilder, Out};
 use crate::engine;
 use crate::error::{Error, Result};
@@ -39,7 +39,7 @@ fn dense_kernels(
     name: &str,
     f: DenseFn,
 ) -> DispatcherBuilder<(), Data> {
-    b.result_shape(super::first_shape)
+    b.result_shape(crate::dispatch::checks::first_shape)
         .unary(&format!("{name}_dense"), move |a: &Dense, _: &()| f(a))
         .specialisation(via_dense(
             &format!("{name}_csr_dense"),
@@ -136,7 +136,7 @@ fn check_finite(op: &str, a: &Dense) -> Result<()> {
 /// # Errors
 /// As [`sqrtm`].
 pub fn sqrtm_dense(a: &Dense) -> Result<Dense> {
-    super::square("sqrtm", a.shape())?;
+    crate::shape::square("sqrtm", a.shape())?;
     alloc::check_workspace("sqrtm", a.shape(), WORKSPACE)?;
     check_finite("sqrtm", a)?;
     let _avx = engine::AvxGuard::for_size(a.shape().0);
@@ -151,7 +151,7 @@ pub fn sqrtm_dense(a: &Dense) -> Result<Dense> {
 /// # Errors
 /// As [`logm`].
 pub fn logm_dense(a: &Dense) -> Result<Dense> {
-    super::square("logm", a.shape())?;
+    crate::shape::square("logm", a.shape())?;
     alloc::check_workspace("logm", a.shape(), WORKSPACE)?;
     check_finite("logm", a)?;
     let _avx = engine::AvxGuard::for_size(a.shape().0);

@@ -40,7 +40,7 @@ pub fn iadd(a: &mut Data, b: &Data, scale: c64) -> Result<bool> {
             return Ok(true);
         }
     }
-    *a = crate::ops::add_scaled(a, b, scale, Out::Kind(a.kind()))?;
+    *a = crate::ops::add::add_scaled(a, b, scale, Out::Kind(a.kind()))?;
     Ok(false)
 }
 
@@ -70,7 +70,7 @@ pub fn imul(a: &mut Data, scale: c64) -> Result<bool> {
         dst.data_mut().iter_mut().for_each(|x| *x *= scale);
         return Ok(true);
     }
-    *a = crate::ops::mul(a, scale, Out::Kind(a.kind()))?;
+    *a = crate::ops::scale::mul(a, scale, Out::Kind(a.kind()))?;
     Ok(false)
 }
 

@@ -156,8 +156,8 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     }
     // Products of non-zero values are non-zero unless they underflow: the scan over the result
     // (as long as the fill itself) is only needed when an input allows an exact zero.
-    if !super::products_nonzero(a.data(), b.data()) {
-        super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+    if !crate::storage::csr_build::products_nonzero(a.data(), b.data()) {
+        crate::storage::csr_build::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
     }
     // SAFETY: one pointer per result row (i·mb + k, in increasing order) after the leading 0
     // (`kron_csr_blocks`); within a row the columns ia[x]·nb + c increase strictly, since a's
@@ -176,7 +176,7 @@ pub fn kron_csr(a: &Csr, b: &Csr) -> Result<Csr> {
 /// entries (up to 10 when the result stays in the cache) in registers across the runs of a
 /// block (`simd::kron_block`); its products are the
 /// scalar ones to the bit (NaN as NaN). With the row pointers written in place instead of
-/// pushed and the branch-free [`super::products_nonzero`]: tridiagonal factors, result
+/// pushed and the branch-free [`crate::storage::csr_build::products_nonzero`]: tridiagonal factors, result
 /// 100 × 100 1.27–1.30 → 0.94–0.95 µs, 10⁴ × 10⁴ 115 → 85 µs (rows of 10: +3 % instructions).
 /// When every row of b holds at most 3 entries, a row of a of 2 or 3 is held in registers
 /// across the whole of b instead (`simd::kron_short_rows`): tridiagonal factors, result
@@ -583,24 +583,24 @@ mod tests {
     #[test]
     fn products_that_cannot_vanish_skip_the_zero_scan() {
         let z = |re, im| c64::new(re, im);
-        assert!(super::super::products_nonzero(
+        assert!(crate::storage::csr_build::products_nonzero(
             &[z(1.0, 1.0)],
             &[z(1.0, -1.0)]
         ));
-        assert!(super::super::products_nonzero(
+        assert!(crate::storage::csr_build::products_nonzero(
             &[z(0.0, 1e-140)],
             &[z(1e-140, 0.0)]
         ));
         // An exact zero, or partial products that underflow, need the scan.
-        assert!(!super::super::products_nonzero(
+        assert!(!crate::storage::csr_build::products_nonzero(
             &[z(0.0, 0.0)],
             &[z(1.0, 0.0)]
         ));
-        assert!(!super::super::products_nonzero(
+        assert!(!crate::storage::csr_build::products_nonzero(
             &[z(1e-200, 0.0)],
             &[z(0.0, 1e-200)]
         ));
-        assert!(super::super::products_nonzero(
+        assert!(crate::storage::csr_build::products_nonzero(
             &[z(f64::NAN, 0.0)],
             &[z(1.0, 0.0)]
         ));

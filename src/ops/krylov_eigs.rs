@@ -1,5 +1,5 @@
-//! The Krylov path of [`eigs`](super::eigs): a few eigenpairs of a large operator without
-//! densifying it, on any kind (see [`eigs_plan`](super::eigs_plan) for when it runs).
+//! The Krylov path of [`eigs`](super::decomp::eigs): a few eigenpairs of a large operator without
+//! densifying it, on any kind (see [`eigs_plan`](super::decomp::eigs_plan) for when it runs).
 
 use super::eigen::{EigOrder, Eigen, EigsOptions, HERMITIAN_ATOL};
 use super::lu::Factorised;
@@ -169,7 +169,7 @@ fn shift_invert(f: Factorised, n: usize, o: &EigsOptions, hermitian: bool) -> Re
 fn is_hermitian(a: &Data, o: &EigsOptions) -> Result<bool> {
     match o.hermitian {
         Some(h) => Ok(h),
-        None => super::isherm(a, HERMITIAN_ATOL),
+        None => super::compare::isherm(a, HERMITIAN_ATOL),
     }
 }
 
@@ -189,7 +189,7 @@ pub(crate) fn eigs_csr(a: &Csr, o: &EigsOptions) -> Result<Eigen> {
         n,
         f: |x: &Data| match x.downcast_ref::<Dense>() {
             Some(d) => super::matmul::matmul_csr_dense(a, d).map(Data::from),
-            None => super::matmul(&Data::from(a.clone()), x, Out::Auto),
+            None => super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
         },
     };
     let req = request(n, o, hermitian, which(o.order))?;
@@ -211,7 +211,7 @@ pub(crate) fn eigs_dense_krylov(a: &Dense, o: &EigsOptions) -> Result<Eigen> {
         n,
         f: |x: &Data| match x.downcast_ref::<Dense>() {
             Some(d) => super::matmul::matmul_dense(a, d).map(Data::from),
-            None => super::matmul(&Data::from(a.clone()), x, Out::Auto),
+            None => super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
         },
     };
     let req = request(n, o, hermitian, which(o.order))?;

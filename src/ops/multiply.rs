@@ -12,7 +12,7 @@ use crate::storage::{Csr, Data, Dense};
 /// `a ∘ b`, entry by entry. Kernels: Dense∘Dense, Csr∘Csr.
 pub static MULTIPLY: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("multiply", 2)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .check_same_shape()
         .binary("multiply_dense", |a: &Dense, b: &Dense, _: &()| {
             multiply_dense(a, b)
@@ -48,7 +48,7 @@ pub fn multiply(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// [`Error::Shape`](crate::Error::Shape) if the shapes differ.
 pub fn multiply_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     same_shape("multiply", a.shape(), b.shape())?;
-    super::dense_zip("multiply", a, b, |x, y| x * y)
+    super::elementwise::dense_zip("multiply", a, b, |x, y| x * y)
 }
 
 /// Csr∘Csr: the intersection of the two patterns. O(nnz(a) + nnz(b)). Products that are

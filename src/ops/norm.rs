@@ -98,7 +98,7 @@ pub static NORM_ONE: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
 pub static NORM_TRACE: LazyLock<Dispatcher<(), f64>> = LazyLock::new(|| {
     Dispatcher::builder("norm_trace", 1)
         .unary("norm_trace_dense", |a: &Dense, _: &()| trace_dense(a))
-        .specialisation(super::via_dense(
+        .specialisation(crate::dispatch::checks::via_dense(
             "norm_trace_csr",
             csr_to_dense,
             |d: &Dense, _: &()| trace_dense(d),

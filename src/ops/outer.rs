@@ -145,7 +145,7 @@ pub fn matmul_outer_entries(ket: &Data, bra: &Data, out: Out) -> Result<Data> {
             data.push(x * y);
         }
     }
-    super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+    crate::storage::csr_build::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
     // SAFETY: rows of the ket's non-zeros (increasing i) hold the bra's non-zero columns, which
     // `vector_entries` lists in increasing order, each once; other rows are empty.
     Ok(unsafe { Csr::from_parts_unchecked((n, m), indptr, indices, data) }.into())

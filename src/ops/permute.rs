@@ -36,7 +36,7 @@ pub struct Subsystems {
 /// `out[rows[i], cols[j]] = a[i, j]`. Kernels: Dense, Csr, GpuDense.
 pub static PERMUTE_INDICES: LazyLock<Dispatcher<Permutation>> = LazyLock::new(|| {
     Dispatcher::builder("permute_indices", 1)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .check(|op, args, p| check_permutation(op, args[0].shape(), p))
         .unary("permute_indices_dense", |a: &Dense, p: &Permutation| {
             indices_dense(a, p)
@@ -54,7 +54,7 @@ pub static PERMUTE_INDICES: LazyLock<Dispatcher<Permutation>> = LazyLock::new(||
 /// (through [`PERMUTE_INDICES`]' kernels).
 pub static PERMUTE_DIMENSIONS: LazyLock<Dispatcher<Subsystems>> = LazyLock::new(|| {
     Dispatcher::builder("permute_dimensions", 1)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .check(|op, args, s| subsystem_permutation(op, args[0].shape(), s).map(|_| ()))
         .unary("permute_dimensions_dense", |a: &Dense, s: &Subsystems| {
             indices_dense(

@@ -12,7 +12,7 @@ use crate::storage::{Csr, Data, Dense};
 /// `aⁿ` for square `a` (`a⁰` is the identity). Parameter: `n`. Kernels: Dense, Csr.
 pub static POW: LazyLock<Dispatcher<u32>> = LazyLock::new(|| {
     Dispatcher::builder("pow", 1)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .check_square()
         .unary("pow_dense", |a: &Dense, n: &u32| pow_dense(a, *n))
         .unary("pow_csr", |a: &Csr, n: &u32| pow_csr(a, *n))
@@ -85,8 +85,8 @@ fn power<T>(
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) if `a` is not square.
 pub fn pow_dense(a: &Dense, n: u32) -> Result<Dense> {
-    super::square("pow", a.shape())?;
-    let copy = |a: &Dense| super::dense_copy("pow", a, a.layout());
+    crate::shape::square("pow", a.shape())?;
+    let copy = |a: &Dense| super::elementwise::dense_copy("pow", a, a.layout());
     power(
         a,
         n,
@@ -106,12 +106,14 @@ pub fn pow_dense(a: &Dense, n: u32) -> Result<Dense> {
 /// [`Error::Numerical`](crate::Error::Numerical) when a power has non-finite entries (the
 /// squares grow without bound: the result would have none finite).
 pub fn pow_csr(a: &Csr, n: u32) -> Result<Csr> {
-    super::square("pow", a.shape())?;
+    crate::shape::square("pow", a.shape())?;
     let dim = a.shape().0;
     let base = Fill::Input(a);
     let one = || Ok(Fill::Sparse(Csr::try_identity(dim)?));
     match power(&base, n, one, Fill::copy, |x, y| Fill::mul(x, y, n))? {
-        Fill::Input(c) => super::csr_with_values("pow", c, |data| data.extend_from_slice(c.data())),
+        Fill::Input(c) => crate::storage::csr_build::csr_with_values("pow", c, |data| {
+            data.extend_from_slice(c.data())
+        }),
         Fill::Sparse(c) => Ok(c),
         Fill::Dense(d) => dense_to_csr(&d),
     }
@@ -162,7 +164,7 @@ impl<'a> Fill<'a> {
         };
         if !finite {
             let (r, _) = x.shape();
-            return Err(crate::Error::Numerical {
+            return Err(crate::error::Error::Numerical {
                 op: "pow".into(),
                 reason: format!(
                     "the powers of the {r}×{r} matrix overflow on the way to the {n}th: an \
@@ -179,9 +181,11 @@ impl<'a> Fill<'a> {
             Fill::Dense(d) => Ok(Fill::Dense(d.clone())),
             s => {
                 let c = s.as_csr();
-                Ok(Fill::Sparse(super::csr_with_values("pow", c, |data| {
-                    data.extend_from_slice(c.data())
-                })?))
+                Ok(Fill::Sparse(crate::storage::csr_build::csr_with_values(
+                    "pow",
+                    c,
+                    |data| data.extend_from_slice(c.data()),
+                )?))
             }
         }
     }
@@ -202,7 +206,7 @@ impl<'a> Fill<'a> {
 
 /// GpuDense `aⁿ`: the same square-and-multiply over Zgemm products.
 fn pow_gpu(a: &GpuDense, n: u32) -> Result<GpuDense> {
-    super::square("pow", a.shape())?;
+    crate::shape::square("pow", a.shape())?;
     power(
         a,
         n,

@@ -352,7 +352,7 @@ pub fn ptrace_csr(a: &Csr, p: &Ptrace) -> Result<Csr> {
             }
         }
     }
-    super::csr_from_row_lists("ptrace", (l.k, l.k), &mut rows)
+    crate::storage::csr_build::csr_from_row_lists("ptrace", (l.k, l.k), &mut rows)
 }
 
 /// `M·M†` of a Csr ket or bra: its stored entries grouped by traced index, each group's outer

@@ -2,18 +2,18 @@
 
 use std::sync::LazyLock;
 
-use super::csr_map;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::scalar::{MINUS_ONE, ZERO};
+use crate::storage::csr_build::csr_map;
 use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp};
 
 /// `s·a`. Parameter: the scalar. Kernels: Dense, Csr.
 pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
     Dispatcher::builder("mul", 1)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .unary("mul_dense", |a: &Dense, s: &c64| mul_dense(a, *s))
         .unary("mul_csr", |a: &Csr, s: &c64| mul_csr(a, *s))
         .unary("mul_dia", |a: &Dia, s: &c64| super::dia::mul_dia(a, *s))
@@ -34,7 +34,7 @@ pub static MUL: LazyLock<Dispatcher<c64>> = LazyLock::new(|| {
 /// GpuCsr (a scaling by −1 on the device).
 pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("neg", 1)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .unary("neg_dense", |a: &Dense, _: &()| neg_dense(a))
         .unary("neg_csr", |a: &Csr, _: &()| neg_csr(a))
         .unary("neg_dia", |a: &Dia, _: &()| super::dia::neg_dia(a))
@@ -54,7 +54,7 @@ pub static NEG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// Dense `−a`: every part's sign flipped, in one call on one thread (`simd::flip_cols`).
 /// The kernel of [`NEG`] and of the `-` operator.
 pub(crate) fn neg_dense(a: &Dense) -> Result<Dense> {
-    super::dense_flip("neg", a, crate::simd::Flip::Both, a.layout())
+    super::elementwise::dense_flip("neg", a, crate::simd::Flip::Both, a.layout())
 }
 
 /// Csr `−a`: the pattern kept, every value's signs flipped. The kernel of [`NEG`] and of the
@@ -102,9 +102,9 @@ pub fn mul_dense(a: &Dense, s: c64) -> Result<Dense> {
     if crate::engine::streams(m, n, 1) {
         // A result too large for the cache: the map's non-temporal stores. The product is
         // `Complex`'s, as `scale_into`'s is (bit for bit).
-        return super::dense_map("mul", a, |x| s * x);
+        return super::elementwise::dense_map("mul", a, |x| s * x);
     }
-    super::dense_scale("mul", a, s)
+    super::elementwise::dense_scale("mul", a, s)
 }
 
 /// `s·a` for Csr. O(nnz); multiplying by zero gives a matrix with no stored entries.
@@ -118,7 +118,7 @@ pub fn mul_csr(a: &Csr, s: c64) -> Result<Csr> {
         return Ok(unsafe { Csr::from_parts_unchecked(a.shape(), indptr, Vec::new(), Vec::new()) });
     }
     let nnz = a.nnz();
-    super::csr_with_values("mul", a, |data| {
+    crate::storage::csr_build::csr_with_values("mul", a, |data| {
         crate::simd::scale_into(&mut data.spare_capacity_mut()[..nnz], s, a.data());
         // SAFETY: `scale_into` wrote all nnz elements (the lengths agree); the capacity is nnz.
         unsafe { data.set_len(nnz) };

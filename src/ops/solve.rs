@@ -146,7 +146,7 @@ impl Preconditioner {
     /// # Errors
     /// [`Error::Shape`] if `a` is not square, [`Error::Numerical`] if a diagonal entry is zero.
     pub fn jacobi(a: &Data) -> Result<Preconditioner> {
-        super::check_square("jacobi", &[a], &())?;
+        crate::dispatch::checks::check_square("jacobi", &[a], &())?;
         let c = crate::convert::to_type::<Csr>(a)?;
         let n = c.shape().0;
         let mut inv = vec![crate::scalar::ZERO; n];
@@ -162,7 +162,7 @@ impl Preconditioner {
         }
         let dinv: Data = Dense::from_col_major(n, 1, &inv)?.into();
         Ok(Preconditioner::new(move |r: &Data| {
-            super::multiply(r, &dinv, Out::Kind(r.kind()))
+            super::multiply::multiply(r, &dinv, Out::Kind(r.kind()))
         }))
     }
 }
@@ -186,7 +186,7 @@ impl PartialEq for Preconditioner {
 pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("inv", 1)
         .check_square()
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .unary("inv_dense", |a: &Dense, _: &()| inv_dense(a))
         .unary("inv_gpu", |a: &GpuDense, _: &()| inv_gpu(a))
         .unary("inv_csr", |a: &Csr, _: &()| inv_csr(a))
@@ -197,7 +197,7 @@ pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 ///
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if it is singular to working
-/// precision (estimated reciprocal condition number below [`RCOND_MIN`](super::RCOND_MIN)) or the result is not
+/// precision (estimated reciprocal condition number below [`RCOND_MIN`](super::lu::RCOND_MIN)) or the result is not
 /// finite; [`Error::TooLarge`] if the dense workspace (about 4 matrices of `a`'s shape) does not
 /// fit in the memory available now.
 ///
@@ -220,7 +220,7 @@ pub fn inv(a: &Data, out: Out) -> Result<Data> {
 /// when it is connected. So the inverse of a diagonal matrix, or of a local operator on a
 /// large space (`σx ⊗ I`), is formed without densifying (QuTiP's `inv_csr` runs scipy's
 /// sparse `inv`). Singularity is judged block by block: each block's reciprocal condition
-/// number against [`RCOND_MIN`](super::RCOND_MIN), a one-row block singular only at 0.
+/// number against [`RCOND_MIN`](super::lu::RCOND_MIN), a one-row block singular only at 0.
 ///
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if a block (the whole matrix
@@ -241,7 +241,7 @@ pub fn inv(a: &Data, out: Out) -> Result<Data> {
 /// assert_eq!(x.get(6, 7), c64::new(0.5, 0.0));
 /// ```
 pub fn inv_csr(a: &Csr) -> Result<Csr> {
-    super::square("inv", a.shape())?;
+    crate::shape::square("inv", a.shape())?;
     let blocks = components::by_components(a, "inv", inv_dense, |i, d| {
         if d == ZERO {
             return Err(Error::Numerical {
@@ -282,7 +282,7 @@ fn recip(z: c64) -> c64 {
 /// # Errors
 /// As [`inv`].
 pub fn inv_dense(a: &Dense) -> Result<Dense> {
-    super::square("inv", a.shape())?;
+    crate::shape::square("inv", a.shape())?;
     let n = a.shape().0;
     // The factor and its scratch, the identity, the result.
     alloc::check_workspace("inv", (n, n), 4)?;
@@ -366,7 +366,7 @@ fn check_method(op: &str, m: &SolveMethod) -> Result<()> {
 /// # Errors
 /// [`Error::Shape`] on incompatible shapes; [`Error::InvalidArgument`] for an invalid
 /// tolerance or limit; [`Error::Numerical`] if `a` is singular to working precision
-/// (reciprocal condition number below [`RCOND_MIN`](super::RCOND_MIN), dense and sparse LU alike) or, for the
+/// (reciprocal condition number below [`RCOND_MIN`](super::lu::RCOND_MIN), dense and sparse LU alike) or, for the
 /// iterative methods, if they do not converge within `max_iter`, break down, or stagnate (no
 /// 1 % fall of the lowest relative residual in `max(4·n, 1000)` iterations, so that a
 /// tolerance below what rounding allows ends even with `max_iter = usize::MAX`); the
@@ -396,7 +396,7 @@ pub fn solve(a: &Data, b: &Data, method: SolveMethod, out: Out) -> Result<Data> 
 ///
 /// # Errors
 /// As [`solve()`]; [`Error::Stopped`] when the observer stops the run, the iterate reached
-/// kept in [`Watch::stopped`](super::Watch::stopped) (`resume`, to pass back as the start);
+/// kept in [`Watch::stopped`](crate::krylov::watch::Watch::stopped) (`resume`, to pass back as the start);
 /// [`Error::Shape`] if the start does not have `b`'s shape.
 ///
 /// ```
@@ -429,7 +429,7 @@ pub fn solve_with(
     b: &Data,
     method: SolveMethod,
     out: Out,
-    watch: &super::Watch,
+    watch: &crate::krylov::watch::Watch,
 ) -> Result<Data> {
     watch.scope(|| solve(a, b, method, out))
 }
@@ -511,7 +511,7 @@ pub fn solve_dense(a: &Dense, b: &Dense, method: &SolveMethod) -> Result<Dense> 
             n: a.shape().0,
             f: |x: &Data| match x.downcast_ref::<Dense>() {
                 Some(d) => super::matmul::matmul_dense(a, d).map(Data::from),
-                None => super::matmul(&Data::from(a.clone()), x, Out::Auto),
+                None => super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
             },
         };
         return iterative_columns(&op, b, m, o);
@@ -560,7 +560,7 @@ pub fn solve_csr_dense(a: &Csr, b: &Dense, method: &SolveMethod) -> Result<Dense
             n: a.shape().0,
             f: |x: &Data| match x.downcast_ref::<Dense>() {
                 Some(d) => super::matmul::matmul_csr_dense(a, d).map(Data::from),
-                None => super::matmul(&Data::from(a.clone()), x, Out::Auto),
+                None => super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
             },
         };
         return iterative_columns(&op, b, m, o);
@@ -611,7 +611,7 @@ pub(super) fn solve_data(a: &Data, b: &Data, method: &SolveMethod) -> Result<Dat
     solve_dense(&ad, &bd, method).map(Data::from)
 }
 
-/// GPU kernel of [`inv`](super::inv): LU, then solves against the identity, on the GPU.
+/// GPU kernel of [`inv`](crate::ops::solve::inv): LU, then solves against the identity, on the GPU.
 pub(crate) fn inv_gpu(a: &GpuDense) -> Result<GpuDense> {
     if !crate::gpu::solver_available() {
         return GpuDense::from_dense(&inv_dense(&a.to_dense()?)?);
@@ -621,7 +621,7 @@ pub(crate) fn inv_gpu(a: &GpuDense) -> Result<GpuDense> {
     super::lu::finite_gpu("inv", lu.solve(&GpuDense::identity(n)?, false)?)
 }
 
-/// GPU kernel of [`solve()`](super::solve()): the LU on the GPU; the iterative methods through
+/// GPU kernel of [`solve()`](crate::ops::solve::solve()): the LU on the GPU; the iterative methods through
 /// the dispatcher (their products run on the GPU); least squares on the CPU.
 pub(crate) fn solve_gpu(a: &GpuDense, b: &GpuDense, method: &SolveMethod) -> Result<GpuDense> {
     match method {

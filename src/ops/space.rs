@@ -23,17 +23,17 @@ impl Vectors for Dispatched {
             // `inner` reads a 1 × 1 left operand as a bra (no conjugate); the Krylov vectors
             // are kets, so its adjoint goes in as the bra. GMRES on a complex 1 × 1 system
             // diverged without this (relative residual 1e79 after 1000 iterations).
-            return super::inner(&super::adjoint(x, Out::Auto)?, y);
+            return super::inner::inner(&super::transpose::adjoint(x, Out::Auto)?, y);
         }
-        super::inner(x, y)
+        super::inner::inner(x, y)
     }
 
     fn axpy(&self, y: &mut Data, a: c64, x: &Data) -> Result<()> {
-        super::iadd(y, x, a).map(|_| ())
+        super::inplace::iadd(y, x, a).map(|_| ())
     }
 
     fn scale(&self, x: &mut Data, a: c64) -> Result<()> {
-        super::imul(x, a).map(|_| ())
+        super::inplace::imul(x, a).map(|_| ())
     }
 
     fn norm(&self, x: &Data) -> Result<f64> {
@@ -79,7 +79,7 @@ impl Vectors for Dispatched {
         if let Some(d) = x.downcast_ref::<Dense>() {
             return Ok(d.clone().into());
         }
-        super::mul(x, ONE, Out::Kind(x.kind()))
+        super::scale::mul(x, ONE, Out::Kind(x.kind()))
     }
 
     fn dots(&self, basis: &[Data], w: &Data) -> Result<Vec<c64>> {
@@ -376,7 +376,7 @@ impl<F: Fn(&Data) -> Result<Data>> LinearMap for FnMap<F> {
 pub(crate) fn matrix_map(a: &Data) -> FnMap<impl Fn(&Data) -> Result<Data> + '_> {
     FnMap {
         n: a.shape().0,
-        f: move |x: &Data| back_to(x.kind(), super::matmul(a, x, Out::Auto)?),
+        f: move |x: &Data| back_to(x.kind(), super::matmul::matmul(a, x, Out::Auto)?),
     }
 }
 
@@ -392,7 +392,7 @@ pub(crate) fn back_to(kind: Kind, y: Data) -> Result<Data> {
 /// The kind the vectors of a Krylov method on `a` should live in, starting from `x`: the kind
 /// of `a·x` when it cannot be converted back to `x`'s kind (a distributed kind), else `x`'s.
 pub(crate) fn working_kind(a: &Data, x: &Data) -> Result<Kind> {
-    let result = super::MATMUL
+    let result = super::matmul::MATMUL
         .explain(&[a.kind(), x.kind()], Out::Auto)?
         .result
         .unwrap_or(x.kind());

@@ -12,8 +12,8 @@ use crate::storage::{Csr, Data, Dense, Dia};
 /// result drops the entries that become zero. Parameter: `atol`. Kernels: Dense, Csr.
 pub static TIDYUP: LazyLock<Dispatcher<f64>> = LazyLock::new(|| {
     Dispatcher::builder("tidyup", 1)
-        .result_shape(super::first_shape)
-        .check(|op, _, t: &f64| super::check_tol(op, "atol", *t))
+        .result_shape(crate::dispatch::checks::first_shape)
+        .check(|op, _, t: &f64| crate::dispatch::checks::check_tol(op, "atol", *t))
         .unary("tidyup_dense", |a: &Dense, t: &f64| tidyup_dense(a, *t))
         .unary("tidyup_csr", |a: &Csr, t: &f64| Ok(tidyup_csr(a, *t)))
         .unary("tidyup_dia", |a: &Dia, t: &f64| {
@@ -53,7 +53,7 @@ fn tidy(x: c64, atol: f64) -> c64 {
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn tidyup_dense(a: &Dense, atol: f64) -> Result<Dense> {
-    super::dense_map("tidyup", a, |x| tidy(x, atol))
+    super::elementwise::dense_map("tidyup", a, |x| tidy(x, atol))
 }
 
 /// Csr `tidyup`; entries that become zero are removed. O(nnz).

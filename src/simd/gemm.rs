@@ -33,6 +33,8 @@ pub(crate) type PadBuf = [MaybeUninit<c64>; MAX_ROWS * MAX_INNER];
 /// after `ptr`, each followed by a zero when `m` is odd (so every column fills whole
 /// registers).
 #[derive(Clone, Copy)]
+// Only the x86-64 kernels read the operand (elsewhere none is made).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) struct Operand<'a> {
     ptr: *const c64,
     stride: usize,
@@ -217,7 +219,10 @@ pub(crate) unsafe fn columns(
         unsafe { kernel(a, (b, bs), (c.cast(), cs), n) }
     }
     #[cfg(not(target_arch = "x86_64"))]
-    unreachable!("an Operand is only made on x86-64 with AVX2")
+    {
+        let _ = (a, b, bs, c, cs, n);
+        unreachable!("an Operand is only made on x86-64 with AVX2")
+    }
 }
 
 /// [`columns`]' kernel for `m` rows.
@@ -229,6 +234,7 @@ type ColumnsKernel =
 /// through the dispatcher (`profile_op matmul dense`), AVX2 → AVX-512: m = 3: 0.099–0.100 →
 /// 0.110–0.112, 5: 0.120–0.131 → 0.134–0.138, 6: 0.120 → 0.125, 7: 0.161 → 0.152–0.159,
 /// 8: 0.163 → 0.143–0.145, 10: 0.239–0.240 → 0.195–0.197, 12: 0.335–0.336 → 0.236–0.237.
+#[cfg(target_arch = "x86_64")]
 #[rustversion::since(1.89)]
 const WIDE_MIN_ROWS: usize = 7;
 
@@ -288,9 +294,10 @@ pub(super) fn wide_pays() -> bool {
     best[1].as_nanos() * 100 < best[0].as_nanos() * 95
 }
 
-/// No AVX-512 outside x86-64.
+/// No AVX-512 outside x86-64 (where nothing asks: the small products' kernels are x86-64's).
 #[cfg(all(not(target_arch = "x86_64"), not(test)))]
 #[rustversion::since(1.89)]
+#[allow(dead_code)]
 pub(super) fn wide_pays() -> bool {
     false
 }

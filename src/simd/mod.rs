@@ -98,6 +98,8 @@ thread_local! {
 /// Whether the AVX-512F kernels can run: the CPU has AVX-512F (cached by std) and the
 /// compiler had its intrinsics (stable from Rust 1.89; a 1.88 build, the MSRV, has no such
 /// kernels, and this is not compiled). Only where the AVX2 ones can run too.
+// Asked only by the x86-64 kernels.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[rustversion::since(1.89)]
 #[inline(always)]
 pub(crate) fn avx512() -> bool {
@@ -134,6 +136,8 @@ pub const AVX512_SMALL_PRODUCTS_ENV: &str = "POLYMAT_AVX512_SMALL_PRODUCTS";
 /// was slower, 213 → 252 ns, and Dense·ket 10 × 10 84 → 95 ns (docs/benchmarks.md). The
 /// matrix–vector kernel ([`gemv_cols`]) and the Dense → Csr count kernel ([`zero_count`]) are
 /// faster with AVX-512 on both and always take it.
+// Asked only by the x86-64 kernels.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[rustversion::since(1.89)]
 #[inline]
 pub(crate) fn avx512_small_products() -> bool {
@@ -160,6 +164,8 @@ pub(crate) fn avx512_small_products() -> bool {
 
 /// [`avx512_small_products`]'s decision on a CPU with AVX-512F: the environment's, else the
 /// measurement's.
+// Asked only by the x86-64 kernels.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[cfg(not(test))]
 #[rustversion::since(1.89)]
 #[cold]
@@ -172,6 +178,8 @@ fn wide_small_products_pay() -> bool {
 
 /// [`AVX512_SMALL_PRODUCTS_ENV`]'s value read: `1` yes, `0` no (spaces around ignored), anything
 /// else or nothing asks `measure`.
+// Asked only by the x86-64 kernels.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 #[rustversion::since(1.89)]
 fn decide_wide(env: Option<&str>, measure: impl FnOnce() -> bool) -> bool {
     match env.map(str::trim) {

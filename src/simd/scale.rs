@@ -43,9 +43,9 @@ pub(crate) fn add_scaled_into(out: &mut [MaybeUninit<c64>], x: &[c64], s: c64, y
 /// compiler's own loop spent 19 % of a CG solve on its shuffles.
 #[inline(always)]
 pub(crate) fn add_scaled_assign(acc: &mut [c64], s: c64, y: &[c64]) {
-    let n = acc.len().min(y.len());
     #[cfg(target_arch = "x86_64")]
     if super::avx2() {
+        let n = acc.len().min(y.len());
         // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for; `acc` is
         // valid for n reads and writes, borrowed exclusively, so it does not overlap `y`, which
         // holds at least n entries.

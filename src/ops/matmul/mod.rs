@@ -104,7 +104,7 @@ pub fn matmul(a: &Data, b: &Data, out: Out) -> Result<Data> {
 /// [`Error::Shape`](crate::Error::Shape) if `b`'s columns do not match `a`'s rows.
 pub fn matmul_dense_kron_sum(b: &Dense, a: &KronSum) -> Result<Dense> {
     matmul_shapes("matmul", b.shape(), a.shape())?;
-    let at = a.map(|c| c, |f| super::transpose(f, Out::Auto))?;
+    let at = a.map(|c| c, |f| super::transpose::transpose(f, Out::Auto))?;
     let bt = super::transpose::transpose_dense(b)?.into_layout(Layout::ColMajor)?;
     let y = super::lazy::kron_sum::matmul_kron_sum_dense(&at, &bt)?;
     super::transpose::transpose_dense(&y)

@@ -67,7 +67,7 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     indptr.push(0);
     if sorted {
         matmul_csr_sorted(a, b, &mut indptr, &mut indices, &mut data);
-        super::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
+        crate::storage::csr_build::drop_exact_zeros(&mut indptr, &mut indices, &mut data);
         // SAFETY: one pointer per row after the leading 0; each row's columns were sorted and
         // merged (strictly increasing), and are columns of b (below n).
         return Ok(unsafe { Csr::from_parts_unchecked((m, n), indptr, indices, data) });
@@ -537,6 +537,7 @@ fn add_row_products(
 /// rows (a tridiagonal's 2 and 3) were slower that way (0.46 → 0.51 µs), so they go one
 /// product at a time. The same check in the general kernel's two-word rows cost 4–7 % on
 /// 100 × 100 products whose rows are not consecutive, so it is not made there.
+#[cfg(target_arch = "x86_64")]
 const RUN: usize = 4;
 
 crate::simd::avx2_fn! {
@@ -765,7 +766,7 @@ fn matmul_csr_sorted(
             let (r, va) = (ia[ka], da[ka]);
             row.extend((pb[r]..pb[r + 1]).map(|kb| (ib[kb], va * db[kb])));
         }
-        super::push_merged_row(&mut row, indices, data);
+        crate::storage::csr_build::push_merged_row(&mut row, indices, data);
         indptr.push(indices.len());
     }
 }

@@ -99,7 +99,7 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, flops: usize, workers: usize) -> Res
     let shape = (m, n);
     let workers = workers.clamp(1, m.max(1));
     let pieces = workers.saturating_mul(PIECES_PER_WORKER).min(m).max(1);
-    let cuts = crate::ops::even_split(&a.indptr()[..m], a.nnz(), pieces);
+    let cuts = crate::storage::csr_build::even_split(&a.indptr()[..m], a.nnz(), pieces);
 
     // Pass 1: per piece, its rows' distinct columns and multiply-adds, stopping once they
     // cannot fit (the multiply-adds, `flops`, bound them, and m·n).
@@ -144,7 +144,7 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, flops: usize, workers: usize) -> Res
         let last = *work.last().unwrap_or(&0);
         work.push(last.saturating_add(s.columns).saturating_add(s.products));
     }
-    let groups = crate::ops::even_split(&work[..pieces], work[pieces], workers);
+    let groups = crate::storage::csr_build::even_split(&work[..pieces], work[pieces], workers);
 
     let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, shape, ptrs, total)?;
     indptr.push(0);

@@ -154,7 +154,7 @@ fn by_blocks(
     let workers = workers.max(1);
     // Ranges of rows with about nnz / workers entries each: range t is rows[t]..rows[t + 1]
     // (trailing empty rows hold no entries to place).
-    let rows = crate::ops::even_split(&p[..m], nnz, workers);
+    let rows = crate::storage::csr_build::even_split(&p[..m], nnz, workers);
     let ranges = workers;
     // counts[t·nb + b]: the entries of row range t in block b.
     let mut counts: Vec<usize> = alloc::try_vec(OP, (n, m), ranges * nb, 0)?;
@@ -192,7 +192,7 @@ fn by_blocks(
     // Groups of consecutive blocks for the sort, about nnz / workers entries each: group g is
     // blocks groups[g]..groups[g + 1].
     // The last group ends at the last block, empty ones included (their row pointers too).
-    let groups = crate::ops::even_split(&bstart[..nb], nnz, workers);
+    let groups = crate::storage::csr_build::even_split(&bstart[..nb], nnz, workers);
     let width = 1usize << shift;
     // Each group's largest block: its scratch holds that many entries.
     let most: Vec<usize> = (0..workers)

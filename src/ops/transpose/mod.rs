@@ -4,12 +4,12 @@ use std::sync::LazyLock;
 
 mod blocked;
 
-use super::csr_map;
 use crate::dispatch::{Dispatcher, Out};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::shape::indptr_len;
+use crate::storage::csr_build::csr_map;
 use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp, alloc};
 
 /// `f` of an optional factor of a superoperator (`None`, the identity, stays `None`).
@@ -20,7 +20,7 @@ fn opt(x: Option<&Data>, f: fn(&Data, Out) -> Result<Data>) -> Result<Option<Dat
 /// `a†` (conjugate transpose). Kernels: Dense, Csr.
 pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("adjoint", 1)
-        .result_shape(super::first_shape_flipped)
+        .result_shape(crate::dispatch::checks::first_shape_flipped)
         .unary("adjoint_dense", |a: &Dense, _: &()| adjoint_dense(a))
         .unary("adjoint_csr", |a: &Csr, _: &()| transpose_csr(a, true))
         .unary("adjoint_dia", |a: &Dia, _: &()| {
@@ -45,7 +45,7 @@ pub static ADJOINT: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// `aᵀ`. Kernels: Dense, Csr.
 pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("transpose", 1)
-        .result_shape(super::first_shape_flipped)
+        .result_shape(crate::dispatch::checks::first_shape_flipped)
         .unary("transpose_dense", |a: &Dense, _: &()| transpose_dense(a))
         .unary("transpose_csr", |a: &Csr, _: &()| transpose_csr(a, false))
         .unary("transpose_dia", |a: &Dia, _: &()| {
@@ -70,9 +70,9 @@ pub static TRANSPOSE: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 /// `ā` (entrywise conjugate). Kernels: Dense, Csr.
 pub static CONJ: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("conj", 1)
-        .result_shape(super::first_shape)
+        .result_shape(crate::dispatch::checks::first_shape)
         .unary("conj_dense", |a: &Dense, _: &()| {
-            super::dense_flip("conj", a, crate::simd::Flip::Imag, a.layout())
+            super::elementwise::dense_flip("conj", a, crate::simd::Flip::Imag, a.layout())
         })
         .unary("conj_csr", |a: &Csr, _: &()| {
             csr_map("conj", a, |x| x.conj())
@@ -146,7 +146,7 @@ pub fn conj(a: &Data, out: Out) -> Result<Data> {
 /// # Errors
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
-    super::dense_flip("adjoint", a, crate::simd::Flip::Imag, a.layout().flipped())
+    super::elementwise::dense_flip("adjoint", a, crate::simd::Flip::Imag, a.layout().flipped())
 }
 
 /// Dense transpose: one contiguous copy of the buffer, in the other layout. O(mn); with an
@@ -156,7 +156,7 @@ pub fn adjoint_dense(a: &Dense) -> Result<Dense> {
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the result cannot be allocated.
 #[inline]
 pub fn transpose_dense(a: &Dense) -> Result<Dense> {
-    super::dense_copy("transpose", a, a.layout().flipped())
+    super::elementwise::dense_copy("transpose", a, a.layout().flipped())
 }
 
 /// Csr transpose (conjugated if `conjugate`), by counting sort over columns. O(nnz + m + n);
