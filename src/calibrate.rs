@@ -3,7 +3,7 @@
 //!
 //! The constants in [`crate::engine::thresholds`] were measured on a 2-core VM; on a 16-core
 //! Xeon, Csr·ket paid from 8 190 stored entries on all cores, far below them.
-//! `examples/engine_calibrate` measures every family in detail and writes a calibration file
+//! `benches/tools/engine_calibrate` measures every family in detail and writes a calibration file
 //! (`POLYMAT_THRESHOLDS`); [`measure_thresholds`] makes a shorter version of the same
 //! measurement in the process itself, within a time budget, and returns thresholds to install
 //! with [`set_thresholds`](crate::engine::set_thresholds):
@@ -56,7 +56,7 @@ type Workload = (&'static str, u32, u32, Make);
 /// Measures, for each family of the execution engine, the size from which `threads` threads
 /// beat one by 10 % at that size and the next one, and returns those sizes as thresholds
 /// measured with `threads` threads ([`Thresholds::measured_threads`]). Each family times the
-/// workload of `examples/engine_calibrate` at doubling sizes (up to 2²¹ entries, 2²⁴
+/// workload of `benches/tools/engine_calibrate` at doubling sizes (up to 2²¹ entries, 2²⁴
 /// multiply-adds for Dense·Dense), each time the median of five runs of at least 0.2 ms after
 /// 2 ms of warm-up; a family where parallel never pays up to its largest size gets twice that
 /// size. On the 2-core development VM, with the pool's threads pinned

@@ -1,4 +1,4 @@
-"""scipy's side of examples/solve_probe.rs: the same shifted 2-D Laplacian (complex), solved
+"""scipy's side of benches/tools/solve_probe.rs: the same shifted 2-D Laplacian (complex), solved
 three times by scipy.sparse.linalg.cg / bicgstab / gmres (rtol 1e-8; gmres with scipy's restart
 of 20 unless a third argument gives another). Prints each time and the true relative residual.
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scipy's side of examples/chain_ops.rs: the same operations on the same H (medians, ms).
+"""scipy's side of benches/tools/chain_ops.rs: the same operations on the same H (medians, ms).
 
 Usage: python3 benches/spin_chain/ops_scipy.py N   (numpy and scipy needed)
 """

@@ -245,7 +245,7 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
     ///
     /// Always inlined into the operation's function (`polymat::trace` and the like): left to
     /// the compiler, it stopped being inlined as the crate grew, and a direct `trace` 2×2 cost
-    /// 18 instructions more (callgrind, `examples/dispatch_probe`; docs/benchmarks.md).
+    /// 18 instructions more (callgrind, `benches/tools/dispatch_probe`; docs/benchmarks.md).
     #[inline(always)]
     pub fn call(&self, args: &[&Data], out: Out, params: &P) -> Result<R> {
         if args.len() != self.arity {

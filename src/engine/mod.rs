@@ -194,7 +194,7 @@ pub(crate) enum Family {
 
 /// Makes every kernel that has a parallel path take it whenever [`threads`] > 1, whatever the
 /// size (`false` restores the thresholds in force, [`Thresholds::current`]). For calibrating the
-/// thresholds (`examples/engine_calibrate.rs`) and for tests that the serial and parallel paths
+/// thresholds (`benches/tools/engine_calibrate.rs`) and for tests that the serial and parallel paths
 /// agree; results stay correct either way, small inputs just run slower.
 ///
 /// ```

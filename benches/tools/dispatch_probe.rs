@@ -7,7 +7,7 @@
 //!          manual-indirect dispatch-indirect; do
 //!   for n in 0 200000; do
 //!     valgrind --tool=callgrind --callgrind-out-file=/dev/null \
-//!       target/release/examples/dispatch_probe $m $n 2>&1 | grep refs
+//!       target/release/benches/tools/dispatch_probe $m $n 2>&1 | grep refs
 //!   done
 //! done
 //! ```

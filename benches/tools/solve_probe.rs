@@ -5,7 +5,7 @@
 //!
 //! ```sh
 //! cargo build --profile bench --example solve_probe
-//! POLYMAT_NUM_THREADS=1 target/release/examples/solve_probe 300 gmres   # cg, bicgstab, gmres
+//! POLYMAT_NUM_THREADS=1 target/release/benches/tools/solve_probe 300 gmres   # cg, bicgstab, gmres
 //! python3 benches/iterative/solve_scipy.py 300 gmres
 //! ```
 //!

@@ -4,7 +4,7 @@
 //!
 //! ```sh
 //! cargo build --profile bench --example profile_op
-//! perf record -g target/release/examples/profile_op mul csr 10000 3
+//! perf record -g target/release/benches/tools/profile_op mul csr 10000 3
 //! perf report --no-children --percent-limit 2
 //! ```
 //!

@@ -10,7 +10,7 @@
 //! Operations: `HH` (H·H), `adjoint`, `transpose`, `mul` (2·H), `expect` (⟨ψ|H|ψ⟩), `trace`,
 //! `sub` (H − H), `tidyup`, `isherm`, `kronI` (H ⊗ I₂). Milliseconds per call.
 
-#[path = "common/xxz.rs"]
+#[path = "../../examples/common/xxz.rs"]
 mod xxz;
 use polymat::{Data, Dense, Out, c64};
 use std::time::Instant;

@@ -8,7 +8,7 @@
 //! cargo run --profile bench --example scale_sweep -- 18     # 262 144 dimensions
 //! ```
 
-#[path = "common/xxz.rs"]
+#[path = "../../examples/common/xxz.rs"]
 mod xxz;
 use polymat::ops::ptrace::Ptrace;
 use polymat::{Data, Dense, Kind, Out, c64};
