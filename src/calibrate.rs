@@ -1,8 +1,8 @@
 //! A quick measurement of the engine's thresholds on the machine it runs on, for a program to
 //! make at start-up (issue 15, item 7: "a quick measurement at first use").
 //!
-//! The constants in [`crate::engine::thresholds`] were measured on a 2-core VM; on a 16-core
-//! Xeon, Csr·ket paid from 8 190 stored entries on all cores, far below them.
+//! The constants in [`crate::engine::thresholds`] were measured on two cores; on a 16-core
+//! host Csr·ket paid from 8 190 stored entries on all cores, far below them.
 //! `benches/tools/engine_calibrate` measures every family in detail and writes a calibration file
 //! (`POLYMAT_THRESHOLDS`); [`measure_thresholds`] makes a shorter version of the same
 //! measurement in the process itself, within a time budget, and returns thresholds to install
@@ -59,11 +59,11 @@ type Workload = (&'static str, u32, u32, Make);
 /// workload of `benches/tools/engine_calibrate` at doubling sizes (up to 2²¹ entries, 2²⁴
 /// multiply-adds for Dense·Dense), each time the median of five runs of at least 0.2 ms after
 /// 2 ms of warm-up; a family where parallel never pays up to its largest size gets twice that
-/// size. On the 2-core development VM, with the pool's threads pinned
+/// size. On two cores, with the pool's threads pinned
 /// ([`pin_threads`](crate::engine::pin_threads)), it took 0.30–0.32 s.
 ///
 /// The timings are those of the rayon pool as it is. Where the scheduler at times keeps the
-/// pool's threads on one CPU (the development VM: see
+/// pool's threads on one CPU (some virtual machines: see
 /// [`pin_threads`](crate::engine::pin_threads)), parallel calls are then timed at serial speed
 /// or worse, and the thresholds come out larger, so safe but late (unpinned there,
 /// `ELEMENTWISE` came out at 2²¹ in three runs of three; pinned, at 2¹⁶–2¹⁷ in three of

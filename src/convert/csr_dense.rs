@@ -20,7 +20,7 @@ const ZERO_PIECE: usize = 1 << 16;
 /// On one thread the result goes from the kernel into the `Data`'s allocation directly
 /// ([`Data::with_kind_in_place`]). With the `Dense` returned through the converter's `Result`
 /// and wrapped after, each move reloaded narrow stores as wide loads (stalls): a 2 × 2
-/// conversion took 81 → 59 ns, 10 × 10 103 → 82 ns (AMD EPYC, one thread, medians).
+/// conversion took 81 → 59 ns, 10 × 10 103 → 82 ns (one thread, medians).
 ///
 /// # Errors
 /// As [`csr_to_dense`].
@@ -181,8 +181,8 @@ fn csr_to_dense_serial(a: &Csr, mut mat: Mat<c64>) -> Dense {
 /// column indices, as for a transpose): what a result too large for the cache needs to be
 /// written in one streaming pass, zeros and entries together, column after column. The zero
 /// fill and then the scatter write the result's lines twice instead, and every stored entry
-/// is a cache miss in the second pass. With 10 entries a row, AMD EPYC, pages reused by
-/// malloc, medians of seven runs: 10⁴ × 10⁴ 22.8–23.9 → 20.9 ms on one thread (QuTiP 22.3 ms
+/// is a cache miss in the second pass. With 10 entries a row, pages reused by malloc, medians
+/// of seven runs: 10⁴ × 10⁴ 22.8–23.9 → 20.9 ms on one thread (QuTiP 22.3 ms
 /// in the last side-by-side), 20.0–20.9 → 14.2–18.1 ms on two; 3000 × 3000 2.30 → 2.03 ms.
 struct ColumnPattern {
     /// The result's row count.

@@ -1,6 +1,6 @@
 //! Each thread of the rayon pool on a CPU of its own ([`pin_threads`]), opt-in.
 //!
-//! On the 2-core development VM, Linux's scheduler at times keeps both threads of the rayon
+//! On a 2-core virtual machine, Linux's scheduler at times keeps both threads of the rayon
 //! pool on one CPU for milliseconds at a time, while the other CPU idles. `benches/tools/pool_join`
 //! (no polymat kernel) times `rayon::join` of two 30 µs loops from outside the pool, in 40
 //! windows of 20 calls, each after 2 ms of serial work: 22–36 of the 40 windows took 80 µs a

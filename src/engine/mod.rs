@@ -272,8 +272,7 @@ pub(crate) fn product<R>(work: usize, f: impl FnOnce(Par) -> R) -> R {
 /// faer's matrix products (and the decompositions built on them) run hand-written AVX-512
 /// microkernels from `private-gemm-x86` that return without `vzeroupper`. The dirty upper
 /// register state they leave behind makes every later SSE-encoded instruction on that thread
-/// wait on the upper halves: on the AMD EPYC (Zen 4) benchmark machine a plain complex scaling
-/// loop ran 3.5× slower after one 100×100 `faer` product, until something cleared the state
+/// wait on the upper halves: on a Zen 4 core a plain complex scaling loop ran 3.5× slower after one 100×100 `faer` product, until something cleared the state
 /// (docs/benchmarks.md, "Run-order effect"). Kernels that call into faer's products hold an
 /// `AvxGuard`, which calls this when dropped. No-op off x86-64 or without AVX.
 ///
@@ -509,7 +508,7 @@ mod tests {
         assert_eq!(workers_for(t, 2, 100 * t, 16), 16);
         assert_eq!(workers_for(1, 2, usize::MAX, 16), 16);
         // Thresholds measured with 16 (where 16 first beat one): all 16 from the threshold,
-        // where two workers alone ran 0.50x serial on a 16-core Xeon (Csr·ket, 8 190 entries).
+        // where two workers alone ran 0.50x serial on a 16-core host (Csr·ket, 8 190 entries).
         assert_eq!(workers_for(t, 16, t, 16), 16);
         assert_eq!(workers_for(t, 16, t, 8), 8);
         assert_eq!(workers_for(t, 16, t - 1, 16), 1);

@@ -7,8 +7,8 @@
 //! program asks for them. numpy asks for every array of at least 4 MiB; polymat does the same
 //! for its dense buffers and the arrays of its sparse results, so that its buffers and numpy's
 //! are mapped alike. It matters most for results above 32 MiB, which glibc maps afresh on
-//! every call: their first touch takes one page fault per 2 MiB instead of per 4 KiB. On the
-//! 2-core VM a 256 MB dense result (n = 4000) was written 3.8–5.4× faster on one thread, and a
+//! every call: their first touch takes one page fault per 2 MiB instead of per 4 KiB. Measured
+//! (docs/benchmarks/engine.md), a 256 MB dense result (n = 4000) was written 3.8–5.4× faster on one thread, and a
 //! Csr sum or Kronecker product of 10⁶ rows ran 2.3–3.9× faster. At n = 1000 (16 MB, reused
 //! by malloc) the streaming kernels gained 0–15 %, about as much as the machine's noise
 //! (docs/benchmarks.md).

@@ -8,29 +8,24 @@
 //! and non-temporal stores (which skip that read) win. glibc's `memcpy` likewise switches to
 //! them above a threshold derived from the shared cache's size; this module counts the bytes
 //! of the whole pass (inputs and result), so a zip of two operands streams from a smaller
-//! result than a copy does. On the 2-core VM (32 MiB L3), standalone passes, mean per pass,
-//! ordinary against non-temporal stores: a copy of 8 MB 0.23 against 0.36 ms, of 12 MB
-//! 0.67 / 0.58, of 16 MB 0.78 / 0.74; a sum of two operands into 6 MB 0.32 / 0.32, 8 MB
-//! 0.49 / 0.49, 10 MB 0.61 / 0.54, 16 MB 1.33 / 1.04: both cross over at about 24 MB moved
-//! (docs/benchmarks.md).
+//! result than a copy does. With a 32 MiB L3, copies and sums both cross over at about
+//! three quarters of it moved (the measurements: docs/benchmarks/engine.md, "Streamed
+//! stores").
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::scalar::c64;
 
-/// The threshold where the last-level cache's size cannot be read: three quarters of 32 MiB,
-/// the first development VM's L3.
+/// The threshold where the last-level cache's size cannot be read: three quarters of a 32 MiB
+/// L3.
 pub const DEFAULT_STREAM_BYTES: usize = 24 << 20;
 
 /// The most the threshold read from the cache's size can be.
 ///
-/// A virtual machine may report its host's whole cache: the Intel Xeon VM's sysfs gives
-/// 480 MiB for its 2 CPUs, so passes up to 360 MB used ordinary stores. Measured there in the
-/// side-by-side's server (one thread, calls back to back, malloc reusing memory), ordinary →
-/// non-temporal stores, per call: `adjoint` Dense n = 1000 (32 MB moved) 1.12 → 1.23 ms,
-/// n = 1250 (50 MB) 1.80 → 1.96 ms, n = 1500 (72 MB) 3.00 → 2.70 ms; `add` n = 1000 (48 MB)
-/// 1.67 → 1.70 ms, n = 1500 (108 MB) 4.75 → 3.78 ms, n = 2000 (192 MB) 11.6 → 8.2 ms. They
-/// cross at about 60 MB (docs/benchmarks.md, "Streamed stores").
+/// A virtual machine may report its host's whole cache (480 MiB for 2 CPUs has been seen), and
+/// passes far past what its own share of the cache holds would keep ordinary stores; on such
+/// a machine ordinary and non-temporal stores crossed at about 60 MB moved
+/// (docs/benchmarks/engine.md, "Streamed stores").
 const LLC_THRESHOLD_CAP: usize = 64 << 20;
 
 /// Environment variable read once, on first use, when [`set_stream_bytes`] has not been called:
@@ -88,11 +83,9 @@ pub(crate) fn streams(m: usize, n: usize, inputs: usize) -> bool {
 
 /// Whether a one-thread copy that [`streams`] would stream is left to the C library's `memcpy`
 /// instead: on Intel CPUs. glibc picks its large-copy loop per CPU model, and where it is the
-/// faster one the identity map's non-temporal stores only add a pass's overhead: a 10⁴ × 10⁴
-/// Dense `transpose` (1.6 GB, pages reused by malloc) took 136.6–141.3 ms through `memcpy`
-/// against 181–349 ms through the map on the Intel Xeon VM, and was level with it on fresh
-/// pages. On the AMD EPYC VM glibc's `memcpy` took 399–440 ms against the map's 113 ms
-/// (docs/benchmarks.md), so every other CPU keeps the map.
+/// faster one the identity map's non-temporal stores only add a pass's overhead. On Intel
+/// CPUs measured, `memcpy` won a 10⁴ × 10⁴ Dense `transpose` by up to 2.5×; on AMD ones it
+/// lost by 3.5× (docs/benchmarks/engine.md), so every other CPU keeps the map.
 pub(crate) fn copy_by_memcpy() -> bool {
     crate::simd::intel()
 }
@@ -107,20 +100,10 @@ pub(crate) const MEMSET_FILL_SLOTS: usize = 1 << 16;
 /// CPU has fast string stores), which writes whole lines without reading them first; each
 /// plain 32-byte store reads its line for ownership.
 ///
-/// Measured, Csr → Dense with 10 entries a row on one thread, malloc reusing memory (the
-/// side-by-side's mode), per call:
-/// - Intel Xeon VM: 1000 × 1000 (a 16 MB fill) 769–806 → 613–630 µs, 1424–1511 → 1502–1699 µs
-///   starting out of cache; 1400 × 1400 1262–1773 → 1211–1251 µs.
-/// - AMD EPYC (Zen 4) VM, 2026-11-28: 1000 × 1000 208–220 → 141–146 µs (cold 425–435 →
-///   295 µs), 1400 × 1400 475–548 → 381–387 µs, 700 × 700 81–85 → 67–68 µs, 450 × 450 (3.2 MB)
-///   34.6–34.9 → 27.7–27.9 µs, 300 × 300 (1.4 MB) 13.7–13.9 → 11.1–11.2 µs; level at 240 × 240
-///   (0.9 MB), slower below (150 × 150: 2.27–2.30 → 2.89 µs), hence the threshold. A C loop
-///   on that machine: 16 MB in cache, `memset` 129–140 µs against 177–182 µs for 32-byte
-///   stores; out of cache 392–419 against 457–465 µs.
-///
-/// An earlier AMD EPYC VM had the plain stores faster at 16 MB (1.48 against 1.61 ms, out of
-/// cache), which is why this was Intel-only until 2026-11-28; `memset` is the C library's
-/// choice for the CPU it runs on, the plain stores are not.
+/// Measured on Csr → Dense (10 entries a row, one thread, malloc reusing memory) on Intel and
+/// AMD CPUs: `memset` faster from about 1 MB (up to 1.3×), level at 0.9 MB, slower below,
+/// hence the threshold (docs/benchmarks/engine.md). `memset` is the C library's choice for
+/// the CPU it runs on; the plain stores are not.
 pub(crate) fn fill_by_memset(slots: usize) -> bool {
     slots >= MEMSET_FILL_SLOTS
 }
@@ -204,8 +187,8 @@ mod tests {
         }
     }
 
-    /// The default never exceeds the cap, whatever cache sysfs reports (480 MiB on the Intel
-    /// Xeon VM), unless the environment sets it.
+    /// The default never exceeds the cap, whatever cache sysfs reports (a host's whole cache
+    /// on some virtual machines), unless the environment sets it.
     #[test]
     fn the_default_is_capped() {
         if std::env::var(STREAM_BYTES_ENV).is_err() {

@@ -1,12 +1,12 @@
 //! The thresholds of the execution engine: from which size each kernel family runs in parallel.
 //!
-//! The constants below were measured on the 2-core development VM with
+//! The constants below were measured on a 2-core machine with
 //! `cargo run --release --example engine_calibrate` (1 vs 2 threads, the run is in
 //! `docs/benchmarks.md`): each is the size from which two threads beat one by at least 10 % at
 //! that size and every larger one, rounded to a power of two. Below them the rayon hand-off
 //! (about 15–20 µs on that machine) costs more than the second core saves.
 //!
-//! Other machines differ in both directions (on a 16-core Xeon, Csr·ket pays from 8 190 stored
+//! Other machines differ in both directions (on a 16-core host Csr·ket paid from 8 190 stored
 //! entries, far below [`CSR_ROWS`]), so the thresholds in force are [`Thresholds::current`]:
 //! these constants, unless a calibration file named by [`THRESHOLDS_ENV`] or a call to
 //! [`set_thresholds`] says otherwise. `engine_calibrate --write FILE` measures the machine it
@@ -42,8 +42,9 @@ pub const REDUCTION: usize = 1 << 19;
 /// 1.54–1.97× from 128³ before the 3M product (`ops::gemm3m`) split its real products in
 /// pieces; with the pieces, two threads at 128³ took 0.43 ms against 0.19 on one (a parallel
 /// region per pass), and with one region 0.26 ms; 200³ 0.63 against 0.66, 256³ 0.98
-/// against 1.34 ms (1.37×), 500³ 1.78× (development VM, `profile_op`). On a 16-core Xeon,
-/// `engine_calibrate 16 --policy` at the old value found 128³ on two workers 0.65× serial.
+/// against 1.34 ms (1.37×), 500³ 1.78× (`profile_op`). On a 16-core host,
+/// `engine_calibrate 16 --policy` at the old value found 128³ on two workers 0.65× serial
+/// (docs/benchmarks/engine.md).
 pub const MATMUL: usize = 1 << 23;
 /// The thread count the constants above were measured with (1 vs 2 threads).
 pub const MEASURED_THREADS: usize = 2;
@@ -84,7 +85,7 @@ pub struct Thresholds {
 }
 
 impl Default for Thresholds {
-    /// The constants of this module (the 2-core VM's measurements).
+    /// The constants of this module (measured on two cores).
     fn default() -> Thresholds {
         Thresholds {
             elementwise: ELEMENTWISE,

@@ -160,9 +160,8 @@ static GAUSS_PRODUCTS: AtomicUsize = AtomicUsize::new(0);
 /// larger for imaginary parts much smaller than the real ones (Higham, *Accuracy and
 /// Stability of Numerical Algorithms*, §23.2.4).
 ///
-/// On an H200, `expm` of an n × n matrix of 1-norm about 1 took 0.86 / 6.2 / 49 / 397 ms at
-/// n = 1024 / 2048 / 4096 / 8192 with Gauss's products against 0.93 / 6.8 / 57 / 448 ms without
-/// (`docs/benchmarks.md`, "Second run on a GPU"); at n = 512 the two were level.
+/// Gauss's products made `expm` of an n × n matrix 8–13 % faster from n = 1024 and were level
+/// at n = 512 (`docs/benchmarks/gpu.md`).
 ///
 /// ```
 /// polymat::gpu::set_gauss_products(false);

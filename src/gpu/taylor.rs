@@ -204,8 +204,7 @@ const B18: [[f64; 5]; 5] = [
 /// The five Bᵢ come from one pass over A, A², A³, A⁶ ([`Powers::combs`]), and both sums with a
 /// product are accumulated by the product ([`Powers::mul_add`]). Against a combination per Bᵢ
 /// with the product added as a fifth term (34 passes over an n × n matrix, with the norms),
-/// this moves 16; on an H200 at n = 8192 the evaluation took 457 ms against 5 × 87.8 ms of
-/// products.
+/// this moves 16 (docs/benchmarks/gpu.md).
 fn t18<M: Powers>(a: &M) -> Result<M> {
     let a2 = a.mul(a)?;
     let a3 = a2.mul(a)?;

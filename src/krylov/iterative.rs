@@ -471,9 +471,9 @@ fn gmres(
             let mut col = vec![ZERO; basis.len() + 1];
             // Modified Gram–Schmidt, one pass: MGS-GMRES is backward stable as it is (Paige,
             // Rozložník and Strakoš 2006: orthogonality is lost only as the residual falls),
-            // as scipy's and QuTiP's GMRES run it. A second pass on every step (until
-            // 2026-11-29) doubled the sweeps over the basis: a 2-D Laplacian of 90 000
-            // unknowns, restart 30, 313–347 → 205–231 ms (one thread, alternated).
+            // as scipy's and QuTiP's GMRES run it. A second pass on every step doubled the
+            // sweeps over the basis and made a 2-D Laplacian of 90 000 unknowns 1.5× slower
+            // (docs/benchmarks/large_sparse.md).
             // Each subtraction and the next vector's dot in one sweep (`axpy_dot`).
             let k = basis.len();
             let mut c = vs.dot(&basis[0], &w)?;

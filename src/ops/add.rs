@@ -383,8 +383,8 @@ fn row_len(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64, i: usize) -> usize {
 /// is zero (or becomes zero when scaled) is dropped by the merge but was counted: a range then
 /// comes out short, and the caller falls back to the serial merge.
 ///
-/// Measured on terms of the XXZ chain (the sum of H and one term, 2-core VM, bench profile,
-/// serial against two workers): N = 20 (1.1·10⁷ + 10⁶ entries) 47 against 37–38 ms (182 ms
+/// Measured on terms of the XXZ chain (the sum of H and one term, two cores, bench profile,
+/// serial against two workers; docs/benchmarks/large_sparse.md): N = 20 (1.1·10⁷ + 10⁶ entries) 47 against 37–38 ms (182 ms
 /// with the former zero-filled `vec!`s, whose 4 KiB pages both workers faulted in, and two
 /// full merges); N = 18 10.5–10.9 against 9.1–9.5 ms (38 before); N = 16 1.4 against
 /// 1.2–1.5 ms (3.9 before).

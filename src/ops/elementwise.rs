@@ -275,7 +275,7 @@ fn dense_sum_zip(op: &str, a: &Dense, b: &Dense, sub: bool) -> Result<Dense> {
 /// 0.102–0.105 → 0.093 µs a call). One `memcpy` per buffer column, or where the engine streams a pass of that size (`engine::streams`), the identity map with its
 /// non-temporal stores (on one thread on Intel CPUs, `memcpy` still: `engine::copy_by_memcpy`).
 ///
-/// glibc's `memcpy` (`rep movsb` for a column of 2 KiB or more on the development VM) beat the
+/// glibc's `memcpy` (`rep movsb` for a column of 2 KiB or more) beat the
 /// `dense_map` loop it replaced for `transpose` at n = 1000 (0.98–1.00 against 1.08–1.30 ms
 /// per call, one thread, same run) and tied it at n = 10 and 100. `#[inline]` (with
 /// `transpose_dense`): built into the dispatcher's closure, `transpose` 10 × 10 took

@@ -5,7 +5,7 @@
 //! Three real products do 6mkn flops against the complex product's 8mkn, and faer's real
 //! kernel runs at about the complex kernel's flop rate, so from a few hundred rows the product
 //! takes about 0.8 of the time (docs/benchmarks.md). This is what closes the gap to numpy's
-//! OpenBLAS `zgemm` on the development VM, which faer's complex kernel did not.
+//! OpenBLAS `zgemm` where faer's complex kernel did not.
 //!
 //! Accuracy: the error of an entry is bounded by about k·u·Σₜ (|Re aᵢₜ| + |Im aᵢₜ|)·
 //! (|Re bₜⱼ| + |Im bₜⱼ|) (u the unit roundoff): normwise like the complex product's, with a
@@ -30,8 +30,8 @@ use crate::scalar::c64;
 use crate::storage::scratch::{Spare, unfilled};
 
 /// Products of at least this many complex multiply-adds (m·k·n) use the 3M method: from
-/// n = 128 (this value) it was 7–15 % faster on the development VM, at n = 100 level, at n = 64
-/// 10 % slower (docs/benchmarks.md).
+/// n = 128 (this value) it was 7–15 % faster, at n = 100 level, at n = 64 10 % slower
+/// (docs/benchmarks/per_operation.md).
 pub(crate) const MIN_WORK: usize = 1 << 21;
 
 /// Products with a dimension below this keep the complex product: the split and combine
@@ -173,7 +173,7 @@ const MIN_PIECE_ROWS: usize = 32;
 ///
 /// Why pieces: faer's real product (`private-gemm-x86`) runs square shapes between about 440
 /// and 511 on one thread through its unblocked path, which on a CPU with 2 MiB of L2 per core
-/// (the Intel development VM) drops from 85 to 63 GFLOP/s there; and its parallel product
+/// drops from 85 to 63 GFLOP/s there; and its parallel product
 /// gained 1.3–1.6× from a second thread where pieces gain 2.0×. One thread, square, medians of
 /// 11 (ms): n = 500 4.42–4.69 → 2.53–2.66, n = 1000 21.4–21.9 → 21.0–22.1, n = 2000
 /// 183–198 → 173–184; two threads: n = 500 1.68–1.86 → 1.88–2.01, n = 1000 13.6–15.0 →
@@ -183,7 +183,7 @@ const MIN_PIECE_ROWS: usize = 32;
 ///
 /// Why one region: each parallel region is a hand-off to the pool. With a region per product
 /// (and per split and combine pass), a 128 × 128 product on two threads took 0.43 ms against
-/// 0.19 ms on one, 33 context switches a call on the development VM.
+/// 0.19 ms on one, with 33 context switches a call.
 fn real_products(products: [(MatMut<'_, f64>, MatRef<'_, f64>, MatRef<'_, f64>); 3], par: Par) {
     let m = products[0].1.nrows();
     let threads = par.degree();

@@ -193,8 +193,8 @@ fn kron_csr_fill(
         .expect("kron_csr_fill: row pointers");
     first.write(0);
     let ma = a.shape().0;
-    // A Csr row kernel, each written entry half a unit of its work: on the 2-core VM two
-    // threads pay from 2¹⁸–2¹⁹ entries with the heap reused (1.47–1.81× at 520 000), but
+    // A Csr row kernel, each written entry half a unit of its work: measured on two cores
+    // (docs/benchmarks/tensor_and_dia.md), two threads pay from 2¹⁸–2¹⁹ entries with the heap reused (1.47–1.81× at 520 000), but
     // only from 2²⁰ when every result is a fresh mapping faulted in by both workers
     // (0.84–0.89× at 390 000–780 000, 1.66–1.68× from 1 040 000): 2²⁰ for CSR_ROWS's 2¹⁹.
     let workers = engine::workers(Family::CsrRows, indices.len() / 2);

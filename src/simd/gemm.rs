@@ -1,6 +1,6 @@
 //! Products of small Dense matrices with each result column held in registers.
 //!
-//! faer's gemm takes about 0.85 µs for a 10×10·10×10 product on the development VM (its
+//! faer's gemm takes about 0.85 µs for a 10×10·10×10 product (its
 //! packing and dispatch are sized for large matrices), while the multiply-adds need about a
 //! fifth of that. Here a result column of up to [`MAX_ROWS`] rows is a set of AVX2
 //! accumulators: A's columns are read where they lie when their row count is even
@@ -9,7 +9,7 @@
 //! ([`column`]), written straight into the result's uninitialised column. On a CPU with
 //! AVX-512F, and in a build by Rust 1.89 or later (where its intrinsics are stable), the
 //! products of several columns ([`columns`]) hold four entries a register instead of two:
-//! half the FMAs, each at the same throughput (two a cycle on this Xeon, 0.12 against 0.13 ns),
+//! half the FMAs, each at the same throughput on cores with two 512-bit FMA ports,
 //! with results identical to the bit (the same FMAs in the same order, per entry).
 
 use std::marker::PhantomData;

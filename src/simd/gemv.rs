@@ -10,15 +10,11 @@ use crate::scalar::c64;
 const BLOCK: usize = 2048;
 
 /// On Intel CPUs, the largest matrix (entries) whose product with a vector takes the AVX-512
-/// kernel: 2 MiB, what an L2 cache holds. On the Intel Xeon VM, from the cache the wider FMAs
-/// paid and from memory they did not. One thread, µs a call (`profile_op matmul dense,ket`),
-/// AVX2 → AVX-512: n = 100: 2.05–2.06 → 1.76–1.81, 300: 17.4–18.1 → 14.7–15.7, 500:
-/// 134.7–135.5 → 136.3–136.9, 700: 268.9–270.1 → 272.6–274.7, 1000: 552.6–553.2 →
-/// 555.7–558.2.
+/// kernel: 2 MiB, what an L2 cache holds. On the Intel CPU measured, the wider FMAs paid from
+/// the cache (up to 15 % at n = 100–300) and not from memory (1 % slower at n = 500–1000).
 ///
-/// Other CPUs with AVX-512F take it at every size: on the AMD EPYC (Zen 4) VM of 2026-11-28,
-/// AVX2 → AVX-512, n = 1000 190–217 → 174–179 µs in cache and 659–668 → 452–460 µs (medians)
-/// out of it, 2000 out of cache 2.27–2.29 → 1.76–1.77 ms, 10⁴ 62–69 → 50–51 ms; 500 level.
+/// Other CPUs with AVX-512F take it at every size: on Zen 4 it was 8 % faster in cache and
+/// 20–30 % faster out of it (`profile_op matmul dense,ket`, docs/benchmarks/per_operation.md).
 #[cfg(target_arch = "x86_64")]
 const WIDE_MAX_ENTRIES_INTEL: usize = 1 << 17;
 

@@ -121,8 +121,8 @@ pub(crate) fn avx512() -> bool {
 /// product of each result column held in registers): `1` makes those products take their
 /// AVX-512 kernel wherever the CPU has AVX-512F, `0` keeps them on AVX2. Unset (or any other
 /// value), a measurement at that first use decides: AVX-512 where it is at least 5 % faster
-/// on a 10 × 10 product (on an Intel Xeon it was, on an AMD EPYC of the Zen 4 generation it
-/// was slower). Results are the same to the bit either way.
+/// on a 10 × 10 product (cores with two 512-bit FMA ports gain, Zen 4 cores lose). Results
+/// are the same to the bit either way.
 pub const AVX512_SMALL_PRODUCTS_ENV: &str = "POLYMAT_AVX512_SMALL_PRODUCTS";
 
 /// Whether the small Dense products in registers ([`gemm::columns`]: Dense·Dense and
@@ -130,10 +130,10 @@ pub const AVX512_SMALL_PRODUCTS_ENV: &str = "POLYMAT_AVX512_SMALL_PRODUCTS";
 /// unless [`AVX512_SMALL_PRODUCTS_ENV`] says, where a measurement at first use finds it at
 /// least 5 % faster than AVX2 on a 10 × 10 product (about 50 µs, once a process).
 ///
-/// Whether the wider registers pay depends on the core, not on the instruction set. On the
-/// Intel Xeon VM (two 512-bit FMA ports) Dense·Dense 10 × 10 took 0.240 → 0.196 µs with them.
-/// On the AMD EPYC VM (Zen 4, which splits a 512-bit operation into two 256-bit halves) it
-/// was slower, 213 → 252 ns, and Dense·ket 10 × 10 84 → 95 ns (docs/benchmarks.md). The
+/// Whether the wider registers pay depends on the core, not on the instruction set: with two
+/// 512-bit FMA ports Dense·Dense 10 × 10 was about 20 % faster with them; on Zen 4, which
+/// splits a 512-bit operation into two 256-bit halves, about 15 % slower
+/// (docs/benchmarks/per_operation.md). The
 /// matrix–vector kernel ([`gemv_cols`]) and the Dense → Csr count kernel ([`zero_count`]) are
 /// faster with AVX-512 on both and always take it.
 // Asked only by the x86-64 kernels.

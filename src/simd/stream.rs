@@ -3,8 +3,8 @@
 //! An ordinary store first reads the line it writes into the cache (read for ownership), so a
 //! streaming kernel over a large matrix moves three bytes for every two it needs: the input
 //! read, the output read, the output written back. A non-temporal store writes the line
-//! without reading it, as glibc's `memcpy` does above its own threshold. On the 2-core VM a
-//! conjugating pass over a 10⁴ × 10⁴ matrix (1.6 GB in, 1.6 GB out) took 89 ms with them
+//! without reading it, as glibc's `memcpy` does above its own threshold. Measured
+//! (docs/benchmarks/engine.md), a conjugating pass over a 10⁴ × 10⁴ matrix (1.6 GB in, 1.6 GB out) took 89 ms with them
 //! against 164 ms with ordinary AVX stores and 145 ms with scalar ones; over 31 MB, 1.5
 //! against 2.6 ms; at 8 MB and below they were no faster (docs/benchmarks.md). Which results
 //! are streamed is the engine's decision (`engine::streams`: passes that move more bytes than
@@ -82,7 +82,7 @@ fn next_entry(rows: &[usize], vals: &[c64], t: &mut usize, k: usize) -> c64 {
 /// the entries it holds, so that the stores of each 64-byte line follow one another and the
 /// line is written whole. Stores of 16 bytes for a run of zeros up to each entry and then
 /// the entry left lines in pieces: a 10⁴ × 10⁴ Csr → Dense with 10 entries a row took 30–31
-/// ms against 23 ms for a `memset` and the scatter (AMD EPYC, one thread).
+/// ms against 23 ms for a `memset` and the scatter (one thread).
 ///
 /// # Safety
 /// As [`sparse`]; the CPU has AVX; `out` starts on a 16-byte boundary.

@@ -308,8 +308,8 @@ pub(crate) fn empty_mat(rows: usize, cols: usize) -> Result<Mat<c64>> {
 /// line (`#[inline(never)]`), the 2 × 2 cases were level with not inlining at all.
 ///
 /// `#[inline(always)]`: with `#[inline]` alone the compiler had stopped inlining it into
-/// `csr_to_dense` and `dense_map_cols` by aee720d, and the stall was back. On the AMD EPYC
-/// VM, one thread, median of seven runs: Csr → Dense 2 × 2 100 → 92 ns, 10 × 10 122 → 114,
+/// `csr_to_dense` and `dense_map_cols` by aee720d, and the stall was back. One thread, median
+/// of seven runs: Csr → Dense 2 × 2 100 → 92 ns, 10 × 10 122 → 114,
 /// `transpose` Dense 10 × 10 87 → 81, `mul` Dense 2 × 2 83 → 78 (its fresh-allocation half
 /// kept out of line instead: 100, 115, 84, 80, so inlined whole again).
 ///
@@ -408,8 +408,7 @@ pub(crate) fn zeros_mat(op: &str, rows: usize, cols: usize) -> Result<Mat<c64>> 
 /// between its columns, as one span. Plain AVX stores for a matrix that stays in cache
 /// (`simd::fill`; 100 × 100, 160 KB, as part of a Csr → Dense conversion: 4.31 → 3.61 µs),
 /// glibc's `memset` for one the engine streams (10⁴ × 10⁴ took 3 times as long with plain
-/// stores) and from 1 MiB up (`engine::fill_by_memset`; a 1000 × 1000 Csr → Dense 769–806 →
-/// 613–630 µs on the Intel Xeon VM, 208–220 → 141–146 µs on the AMD EPYC VM).
+/// stores) and from 1 MiB up (`engine::fill_by_memset`, where the measurements are).
 pub(crate) fn zero_fill(mat: &mut Mat<c64>) {
     let (rows, cols) = (mat.nrows(), mat.ncols());
     if rows == 0 || cols == 0 {

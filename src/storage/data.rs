@@ -69,7 +69,7 @@ impl Data {
     /// allocation, reloading the two 8-byte count stores as one 16-byte load (a
     /// store-forwarding stall). Which of the two moves a value with fewer stalls depends on
     /// how the caller left it, so each converter that uses this one was measured: Csr → Dense
-    /// 2 × 2 68 → 59 ns a conversion, 10 × 10 87 → 79 ns (AMD EPYC, one thread); Dense → Csr
+    /// 2 × 2 68 → 59 ns a conversion, 10 × 10 87 → 79 ns (one thread); Dense → Csr
     /// went the other way (91 → 97 ns) and keeps `with_kind`.
     #[inline(always)]
     pub(crate) fn with_kind_in_place<T: Storage>(kind: Kind, value: T) -> Data {

@@ -2,9 +2,8 @@
 //! in front of the driver's stream-ordered pool.
 //!
 //! Taking a buffer from the pool (`cuMemAllocAsync`) and giving it back (`cuMemFreeAsync`) cost
-//! about 1 µs a call on an H200, measured as raw Zgemm into a fresh buffer against into a
-//! preallocated one: 9.7 against 8.7 µs at n = 256, which made polymat's product 1.14× the raw
-//! call (docs/benchmarks.md). A spare is reused with no driver call. Reuse is safe for the same
+//! about 1 µs a call, measured as raw Zgemm into a fresh buffer against into a preallocated
+//! one, which made polymat's small products 1.14× the raw call (docs/benchmarks/gpu.md). A spare is reused with no driver call. Reuse is safe for the same
 //! reason the pool's is: every buffer lives on polymat's one stream, so work queued on a spare
 //! runs after all work queued on it before it was dropped.
 //!

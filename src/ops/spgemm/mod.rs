@@ -128,8 +128,8 @@ mod parallel;
 
 /// Each multiply-add of a Csr·Csr product counts this many units of the Csr row kernels'
 /// work ([`engine::thresholds::CSR_ROWS`]), so that the defaults put it on two workers from
-/// 2¹⁶ multiply-adds. Two workers against one (`profile_op matmul`, development VM, forced
-/// parallel): random products with 10 a row (`rand10`, 100 multiply-adds a row) 0.93× at
+/// 2¹⁶ multiply-adds. Two workers against one (`profile_op matmul`, forced parallel; the
+/// study is in `docs/benchmarks/per_operation.md`): random products with 10 a row (`rand10`, 100 multiply-adds a row) 0.93× at
 /// n = 400 (4·10⁴), 1.09× at 600, 1.15× at 800, 1.53× at 1000 and 1.5–1.8× above;
 /// tridiagonal products (9 a row) 0.84× at n = 3000, 1.06–1.10× at 5000–7000, 1.26× at
 /// 10⁴, 1.3× at 6·10⁴–10⁶. A multiply-add costs about 2.4 ns on one thread in both, more
@@ -138,7 +138,7 @@ const UNITS_PER_PRODUCT: usize = 8;
 
 /// Csr·Csr products with fewer multiply-adds (about 80 µs on one thread) stay serial whatever
 /// the thresholds in force: a calibration that lowers [`engine::thresholds::CSR_ROWS`] for
-/// Csr·ket (8 190 on a 16-core Xeon) must not hand a product of a few microseconds to rayon,
+/// Csr·ket (to thousands of entries on many-core hosts) must not hand a product of a few microseconds to rayon,
 /// whose hand-off costs 15–20 µs.
 const PARALLEL_PRODUCTS: usize = 1 << 15;
 

@@ -22,8 +22,8 @@ use crate::shape::indptr_len;
 use crate::storage::{Csr, alloc};
 
 /// From this many stored entries, scattered patterns are transposed by blocks; below it the
-/// result fits the caches that the plain counting sort's random stores hit. Measured on the
-/// 2-core VM (10 a row, one thread): the blocks lost up to about 4.5·10⁵ entries (10⁵: 290
+/// result fits the caches that the plain counting sort's random stores hit. Measured with 10
+/// entries a row on one thread (docs/benchmarks/per_operation.md): the blocks lost up to about 4.5·10⁵ entries (10⁵: 290
 /// against 179 µs) and won from there (5·10⁵ 1.92 against 2.14 ms, 10⁶ 4.5 against 6.6 ms).
 pub(super) const BLOCKED_FROM: usize = 1 << 19;
 
