@@ -181,8 +181,10 @@ fn main() -> polymat::Result<()> {
     };
     let vals: Vec<String> = e.values.iter().map(|v| format!("{:.10}", v.re)).collect();
     println!(
-        "4 lowest eigenvalues ({:.2?}): {}",
+        "4 lowest eigenvalues ({:.2?}, {} products in {} cycles): {}",
         t1.elapsed(),
+        e.applications,
+        e.cycles,
         vals.join(", ")
     );
 

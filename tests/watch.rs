@@ -149,7 +149,10 @@ fn eigs_from_an_eigenvector_converges_at_once() {
         .method(EigsMethod::Krylov);
     let e = polymat::eigs_with(&a, opts, &watch).unwrap();
     assert!((e.values[0] - r(1.0)).norm() < 1e-12 && (e.values[1] - r(2.0)).norm() < 1e-12);
-    assert_eq!(seen.lock().unwrap().len(), 1, "one cycle");
+    let seen = seen.lock().unwrap();
+    assert_eq!(seen.len(), 1, "one cycle");
+    // The result reports the work, as the observer saw it.
+    assert_eq!((e.cycles, e.applications), (1, seen[0].applications));
 }
 
 #[test]
@@ -269,6 +272,11 @@ fn the_direct_paths_ignore_the_watch() {
     // Dense eigs of a small operator, LU for solve: one step each, nothing reported.
     let e = polymat::eigs_with(&a, EigsOptions::default().count(2), &watch).unwrap();
     assert_eq!(e.values.len(), 2);
+    assert_eq!(
+        (e.applications, e.cycles),
+        (0, 0),
+        "no Krylov work on the dense path"
+    );
     let b: Data = Dense::from_fn(50, 1, |i, _| r(i as f64)).into();
     let x = polymat::solve_with(&a, &b, SolveMethod::Lu, Out::Auto, &watch).unwrap();
     assert!(residual(&a, &x, &b) < 1e-12);

@@ -50,6 +50,10 @@ pub(crate) struct Request {
 pub(crate) struct Ritz {
     pub(crate) values: Vec<c64>,
     pub(crate) vectors: Option<Vec<Data>>,
+    /// Products with the operator.
+    pub(crate) applications: usize,
+    /// Krylov–Schur cycles (the first, then one per restart).
+    pub(crate) cycles: usize,
 }
 
 /// Eigenvalues and eigenvectors of a small dense matrix; the vectors have unit 2-norm.
@@ -154,6 +158,8 @@ pub(crate) fn eigen(
         return Ok(Ritz {
             values: Vec::new(),
             vectors: req.vectors.then(Vec::new),
+            applications: 0,
+            cycles: 0,
         });
     }
     if k + 2 > n {
@@ -314,7 +320,12 @@ pub(crate) fn eigen(
             } else {
                 None
             };
-            return Ok(Ritz { values, vectors });
+            return Ok(Ritz {
+                values,
+                vectors,
+                applications: matvecs,
+                cycles: cycle,
+            });
         }
         if stop && let Some(h) = hook {
             // The converged pairs, and one unit vector in the span of the wanted Ritz vectors

@@ -283,6 +283,8 @@ pub(crate) fn order_eigen(
     Ok(Eigen {
         values: order.iter().map(|&i| hermitian_values[i]).collect(),
         vectors,
+        applications: 0,
+        cycles: 0,
     })
 }
 

@@ -198,4 +198,28 @@ pub struct Eigen {
     pub values: Vec<c64>,
     /// The eigenvectors as unit-norm columns, in the order of `values`, if requested.
     pub vectors: Option<Dense>,
+    /// Products with the operator the Krylov path made (0 on the dense path).
+    pub applications: usize,
+    /// Krylov–Schur cycles the Krylov path ran: the first and one per restart (0 on the dense
+    /// path).
+    pub cycles: usize,
+}
+
+impl Eigen {
+    /// A result made elsewhere (a user's kernel for [`EIGS`](super::EIGS)): `values` and,
+    /// if computed, the eigenvectors as columns in their order; the Krylov statistics 0.
+    ///
+    /// ```
+    /// use polymat::ops::Eigen;
+    /// let e = Eigen::new(vec![polymat::c64::new(1.0, 0.0)], None);
+    /// assert_eq!((e.values.len(), e.applications, e.cycles), (1, 0, 0));
+    /// ```
+    pub fn new(values: Vec<c64>, vectors: Option<Dense>) -> Eigen {
+        Eigen {
+            values,
+            vectors,
+            applications: 0,
+            cycles: 0,
+        }
+    }
 }

@@ -93,6 +93,7 @@ fn run(
         }
         r => r?,
     };
+    let ritz_stats = (ritz.applications, ritz.cycles);
     let mut pairs: Vec<(c64, Option<Data>)> = match ritz.vectors {
         Some(v) => ritz
             .values
@@ -119,7 +120,12 @@ fn run(
     } else {
         None
     };
-    Ok(Eigen { values, vectors })
+    Ok(Eigen {
+        values,
+        vectors,
+        applications: ritz_stats.0,
+        cycles: ritz_stats.1,
+    })
 }
 
 /// Real eigenvalues for the Hermitian solver (without a complex shift), in the order asked

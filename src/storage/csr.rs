@@ -250,7 +250,8 @@ impl Csr {
     /// # Panics
     /// If `rows + 1` row pointers cannot be allocated; [`Csr::try_zeros`] returns the error.
     pub fn zeros(rows: usize, cols: usize) -> Csr {
-        Csr::try_zeros(rows, cols).unwrap_or_else(|e| panic!("{e}"))
+        Csr::try_zeros(rows, cols)
+            .unwrap_or_else(|e| panic!("{e} (Csr::try_zeros returns this as an Error)"))
     }
 
     /// The `rows × cols` zero matrix (no stored entries): O(rows) memory for the row pointers.
@@ -298,7 +299,8 @@ impl Csr {
     /// # Panics
     /// If it cannot be allocated; [`Csr::try_scaled_identity`] returns the error.
     pub fn scaled_identity(n: usize, scale: c64) -> Csr {
-        Csr::try_scaled_identity(n, scale).unwrap_or_else(|e| panic!("{e}"))
+        Csr::try_scaled_identity(n, scale)
+            .unwrap_or_else(|e| panic!("{e} (Csr::try_scaled_identity returns this as an Error)"))
     }
 
     /// `scale` times the `n × n` identity.
@@ -369,7 +371,7 @@ impl Csr {
     pub fn get(&self, i: usize, j: usize) -> c64 {
         self.try_get(i, j).unwrap_or_else(|| {
             let (r, c) = self.shape();
-            panic!("index ({i}, {j}) out of bounds for a {r}×{c} Csr")
+            panic!("index ({i}, {j}) out of bounds for a {r}×{c} Csr (Csr::try_get returns None instead)")
         })
     }
 

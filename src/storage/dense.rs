@@ -169,7 +169,8 @@ impl Dense {
     /// If the allocation fails or passes the dense limit; [`Dense::try_zeros`] returns the
     /// error instead.
     pub fn zeros(rows: usize, cols: usize) -> Dense {
-        Dense::try_zeros(rows, cols).unwrap_or_else(|e| panic!("{e}"))
+        Dense::try_zeros(rows, cols)
+            .unwrap_or_else(|e| panic!("{e} (Dense::try_zeros returns this as an Error)"))
     }
 
     /// The `rows × cols` zero matrix. O(1) when `rows` or `cols` is 0.
@@ -230,7 +231,8 @@ impl Dense {
     /// # Panics
     /// As [`Dense::zeros`]; [`Dense::try_identity`] returns the error instead.
     pub fn identity(n: usize) -> Dense {
-        Dense::try_identity(n).unwrap_or_else(|e| panic!("{e}"))
+        Dense::try_identity(n)
+            .unwrap_or_else(|e| panic!("{e} (Dense::try_identity returns this as an Error)"))
     }
 
     /// The `n × n` identity.
@@ -251,7 +253,8 @@ impl Dense {
     /// # Panics
     /// As [`Dense::zeros`]; [`Dense::try_from_fn`] returns the error instead.
     pub fn from_fn(rows: usize, cols: usize, f: impl FnMut(usize, usize) -> c64) -> Dense {
-        Dense::try_from_fn(rows, cols, f).unwrap_or_else(|e| panic!("{e}"))
+        Dense::try_from_fn(rows, cols, f)
+            .unwrap_or_else(|e| panic!("{e} (Dense::try_from_fn returns this as an Error)"))
     }
 
     /// A matrix whose entry `(i, j)` is `f(i, j)`, called once per entry, column by column.
@@ -404,7 +407,7 @@ impl Dense {
     pub fn get(&self, i: usize, j: usize) -> c64 {
         self.try_get(i, j).unwrap_or_else(|| {
             let (r, c) = self.shape();
-            panic!("index ({i}, {j}) out of bounds for a {r}×{c} Dense")
+            panic!("index ({i}, {j}) out of bounds for a {r}×{c} Dense (Dense::try_get returns None instead)")
         })
     }
 
@@ -440,7 +443,8 @@ impl Dense {
     /// allocated ([`try_col`](Dense::try_col) returns that error instead).
     #[inline]
     pub fn col(&self, j: usize) -> &[c64] {
-        self.try_col(j).unwrap_or_else(|e| panic!("{e}"))
+        self.try_col(j)
+            .unwrap_or_else(|e| panic!("{e} (Dense::try_col returns this as an Error)"))
     }
 
     /// Column `j` as a contiguous slice, as [`col`](Dense::col).
@@ -471,7 +475,8 @@ impl Dense {
     /// # Panics
     /// As [`col`](Dense::col) ([`try_columns`](Dense::try_columns) returns the error).
     pub fn columns(&self) -> impl Iterator<Item = &[c64]> + Clone + '_ {
-        self.try_columns().unwrap_or_else(|e| panic!("{e}"))
+        self.try_columns()
+            .unwrap_or_else(|e| panic!("{e} (Dense::try_columns returns this as an Error)"))
     }
 
     /// The columns as contiguous slices, as [`columns`](Dense::columns).
@@ -496,7 +501,8 @@ impl Dense {
     /// As [`col`](Dense::col) ([`try_col_mut`](Dense::try_col_mut) returns the error).
     #[inline]
     pub fn col_mut(&mut self, j: usize) -> &mut [c64] {
-        self.try_col_mut(j).unwrap_or_else(|e| panic!("{e}"))
+        self.try_col_mut(j)
+            .unwrap_or_else(|e| panic!("{e} (Dense::try_col_mut returns this as an Error)"))
     }
 
     /// Column `j` as a contiguous mutable slice, as [`col_mut`](Dense::col_mut).
@@ -527,7 +533,8 @@ impl Dense {
     /// As [`col`](Dense::col) ([`try_as_mat`](Dense::try_as_mat) returns the error).
     #[inline]
     pub fn as_mat(&self) -> &Mat<c64> {
-        self.try_as_mat().unwrap_or_else(|e| panic!("{e}"))
+        self.try_as_mat()
+            .unwrap_or_else(|e| panic!("{e} (Dense::try_as_mat returns this as an Error)"))
     }
 
     /// The matrix as a column-major `faer` matrix, as [`as_mat`](Dense::as_mat).
@@ -546,7 +553,8 @@ impl Dense {
     /// As [`col`](Dense::col) ([`try_as_mat_mut`](Dense::try_as_mat_mut) returns the error).
     #[inline]
     pub fn as_mat_mut(&mut self) -> &mut Mat<c64> {
-        self.try_as_mat_mut().unwrap_or_else(|e| panic!("{e}"))
+        self.try_as_mat_mut()
+            .unwrap_or_else(|e| panic!("{e} (Dense::try_as_mat_mut returns this as an Error)"))
     }
 
     /// The underlying `faer` matrix, mutably, as [`as_mat_mut`](Dense::as_mat_mut).
@@ -563,7 +571,8 @@ impl Dense {
     /// # Panics
     /// As [`col`](Dense::col) ([`try_into_mat`](Dense::try_into_mat) returns the error).
     pub fn into_mat(self) -> Mat<c64> {
-        self.try_into_mat().unwrap_or_else(|e| panic!("{e}"))
+        self.try_into_mat()
+            .unwrap_or_else(|e| panic!("{e} (Dense::try_into_mat returns this as an Error)"))
     }
 
     /// Unwraps the column-major `faer` matrix, as [`into_mat`](Dense::into_mat).

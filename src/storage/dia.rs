@@ -193,7 +193,8 @@ impl Dia {
     /// # Panics
     /// If the diagonal cannot be allocated; [`Dia::try_identity`] returns the error instead.
     pub fn identity(n: usize) -> Dia {
-        Dia::try_identity(n).unwrap_or_else(|e| panic!("{e}"))
+        Dia::try_identity(n)
+            .unwrap_or_else(|e| panic!("{e} (Dia::try_identity returns this as an Error)"))
     }
 
     /// `(rows, columns)`.
@@ -267,7 +268,7 @@ impl Dia {
     pub fn get(&self, i: usize, j: usize) -> c64 {
         self.try_get(i, j).unwrap_or_else(|| {
             let (r, c) = self.shape;
-            panic!("index ({i}, {j}) out of bounds for a {r}×{c} Dia")
+            panic!("index ({i}, {j}) out of bounds for a {r}×{c} Dia (Dia::try_get returns None instead)")
         })
     }
 
