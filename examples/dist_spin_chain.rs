@@ -14,11 +14,14 @@
 //! program compares `matmul`, `add`, `inner`, `expect`, `trace`, the norms, `eigs` and
 //! `expm_multiply` with it: exit status 1 if any differs by more than 1e-12 (relative).
 
+#[path = "common/peak.rs"]
+mod peak;
 #[path = "common/xxz.rs"]
 mod xxz;
 
 use std::time::Instant;
 
+use peak::peak_mb;
 use polymat::dist::{self, DistCsr, DistDense};
 use polymat::ops::{EigOrder, EigsOptions, norm};
 use polymat::{Data, Dense, Out, c64};
@@ -38,14 +41,6 @@ fn xxz_row(n: usize, j: f64, delta: f64, s: usize) -> Vec<(usize, c64)> {
     }
     out.push((s, c64::new(diag, 0.0)));
     out
-}
-
-/// Peak resident memory of this process in MB (Linux), if known.
-fn peak_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kb: f64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb / 1024.0)
 }
 
 fn main() -> polymat::Result<()> {

@@ -15,6 +15,8 @@
 
 #[path = "common/open_chain.rs"]
 mod chain;
+#[path = "common/peak.rs"]
+mod peak;
 
 use std::time::Instant;
 
@@ -57,7 +59,7 @@ fn main() -> polymat::Result<()> {
         let z = polymat::expect(&chain::z0(n)?, &ss)?.re;
         println!("steady state <Z0> = {z:+.12} ({:.2?})", t.elapsed());
     }
-    if let Some(mb) = chain::peak_mb() {
+    if let Some(mb) = peak::peak_mb() {
         println!("peak memory: {mb:.0} MB");
     }
     Ok(())

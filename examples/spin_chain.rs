@@ -23,6 +23,8 @@
 //! `--stop-after R` stops it after R restarts the same way, then resumes from the vector the
 //! stopped run kept (`v0`) and runs a cold start, printing the restarts and products of each.
 
+#[path = "common/peak.rs"]
+mod peak;
 #[path = "common/xxz.rs"]
 mod xxz;
 
@@ -31,6 +33,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
 use indicatif::{ProgressBar, ProgressStyle};
+use peak::peak_mb;
 use polymat::ops::{EigOrder, EigsOptions, Flow, Watch};
 use polymat::{Csr, Data, Dense, Error, Out, c64};
 
@@ -50,20 +53,6 @@ fn start(dim: usize) -> polymat::Result<Data> {
     });
     let norm = polymat::ops::norm::l2(&v.clone().into())?;
     polymat::mul(&v.into(), c64::new(1.0 / norm, 0.0), Out::Auto)
-}
-
-/// Peak resident memory of this process, from /proc (Linux), in MB.
-fn peak_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
 }
 
 /// The value after `name` on the command line.

@@ -12,6 +12,8 @@
 
 #[path = "../../examples/common/open_chain.rs"]
 mod chain;
+#[path = "../../examples/common/peak.rs"]
+mod peak;
 
 use std::time::Instant;
 
@@ -49,7 +51,7 @@ fn main() -> polymat::Result<()> {
         let z = polymat::expect(&chain::z0(n)?, &ss)?.re;
         line += &format!(" steady={:.6} zss={z:.12}", t.elapsed().as_secs_f64());
     }
-    line += &format!(" peak_mb={:.0}", chain::peak_mb().unwrap_or(f64::NAN));
+    line += &format!(" peak_mb={:.0}", peak::peak_mb().unwrap_or(f64::NAN));
     println!("{line}");
     Ok(())
 }

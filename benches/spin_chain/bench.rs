@@ -11,11 +11,14 @@
 //! lazy Kronecker sum of its Pauli products (`KronSum`) instead of a stored Csr; with `--mem`
 //! the bytes H holds and the peak resident memory (MB) follow on the same line.
 
+#[path = "../../examples/common/peak.rs"]
+mod peak;
 #[path = "../../examples/common/xxz.rs"]
 mod xxz;
 
 use std::time::Instant;
 
+use peak::peak_mb;
 use polymat::ops::{EigOrder, EigsOptions};
 use polymat::{Data, Dense, Out, c64};
 
@@ -81,20 +84,6 @@ fn main() -> polymat::Result<()> {
         return Ok(());
     }
     report(times)
-}
-
-/// Peak resident memory of this process, from /proc (Linux), in MB.
-fn peak_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
 }
 
 /// Prints the median and the minimum of `times` (at least one).

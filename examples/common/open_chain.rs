@@ -95,17 +95,3 @@ pub fn z0_pre(n: usize) -> polymat::Result<Data> {
 pub fn step(l: &Data, rho: &Data, dt: f64) -> polymat::Result<Data> {
     polymat::expm_multiply(l, rho, c64::new(dt, 0.0), Out::Auto)
 }
-
-/// Peak resident memory of this process, from /proc (Linux), in MB.
-pub fn peak_mb() -> Option<f64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let kb: f64 = status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmHWM:"))?
-        .trim()
-        .trim_end_matches("kB")
-        .trim()
-        .parse()
-        .ok()?;
-    Some(kb / 1024.0)
-}
