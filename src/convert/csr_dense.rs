@@ -92,8 +92,8 @@ pub(crate) fn csr_to_dense(a: &Csr) -> Result<Dense> {
         unsafe {
             if stream {
                 let out = std::slice::from_raw_parts_mut(base.get().add(start).cast(), len);
-                crate::simd::stream::zeros(out);
-                crate::simd::stream::fence();
+                crate::simd::nontemporal::zeros(out);
+                crate::simd::nontemporal::fence();
             } else {
                 std::ptr::write_bytes(base.get().add(start), 0, len);
             }
@@ -276,10 +276,10 @@ impl ColumnPattern {
             // visited in order) and are below m ≤ len; `vals` has the same range.
             unsafe {
                 let out = std::slice::from_raw_parts_mut(base.add(j * stride).cast(), len);
-                crate::simd::stream::sparse(out, &self.rows[lo..hi], &self.vals[lo..hi]);
+                crate::simd::nontemporal::sparse(out, &self.rows[lo..hi], &self.vals[lo..hi]);
             }
         }
-        crate::simd::stream::fence();
+        crate::simd::nontemporal::fence();
     }
 }
 

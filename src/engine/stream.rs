@@ -1,5 +1,5 @@
 //! When a Dense result is written with non-temporal stores (the mechanism is
-//! [`simd::stream`](crate::simd)): when the bytes a pass moves exceed what the last-level cache
+//! [`simd::nontemporal`](crate::simd)): when the bytes a pass moves exceed what the last-level cache
 //! keeps.
 //!
 //! A pass over operands and a result that fit in the cache together reads and writes at cache

@@ -58,7 +58,7 @@ pub(crate) fn dense_zip(
 crate::simd::avx2_fn! {
     /// Rows `rows` of columns `j0..` of `f(a, b)` entry by entry, `a` and `b` in the same
     /// layout (walked as buffers), into `cols`; through non-temporal stores if `stream`
-    /// ([`simd::stream`]).
+    /// ([`simd::nontemporal`]).
     fn zip_cols(
         a: &Dense,
         b: &Dense,
@@ -72,9 +72,9 @@ crate::simd::avx2_fn! {
         let ys = b.buffer_cols(rows, j0, cols.len());
         if stream {
             for ((out, x), y) in cols.iter_mut().zip(xs).zip(ys) {
-                simd::stream::zip(out, x, y, f);
+                simd::nontemporal::zip(out, x, y, f);
             }
-            simd::stream::fence();
+            simd::nontemporal::fence();
             return;
         }
         for ((out, x), y) in cols.iter_mut().zip(xs).zip(ys) {
@@ -368,7 +368,7 @@ pub(crate) unsafe fn dense_zip_cols(
 
 crate::simd::avx2_fn! {
     /// Rows `rows` of columns `j0..` of `f` applied to `a`'s buffer, into `cols`; through
-    /// non-temporal stores if `stream` ([`simd::stream`]).
+    /// non-temporal stores if `stream` ([`simd::nontemporal`]).
     fn map_cols(
         a: &Dense,
         f: &impl Fn(c64) -> c64,
@@ -380,9 +380,9 @@ crate::simd::avx2_fn! {
         let xs = a.buffer_cols(rows, j0, cols.len());
         if stream {
             for (out, x) in cols.iter_mut().zip(xs) {
-                simd::stream::map(out, x, f);
+                simd::nontemporal::map(out, x, f);
             }
-            simd::stream::fence();
+            simd::nontemporal::fence();
             return;
         }
         for (out, x) in cols.iter_mut().zip(xs) {

@@ -5,7 +5,7 @@
 //!
 //! [`avx2_fn!`] is the other half: plain loops (elementwise maps, Csr row dots, Kronecker
 //! runs) that the compiler vectorises well once it may use AVX2 and FMA, compiled twice and
-//! chosen at run time. [`stream`] holds the non-temporal stores of large Dense results.
+//! chosen at run time. [`nontemporal`] holds the non-temporal stores of large Dense results.
 //!
 //! Two kernels have an AVX-512F version as well, used where the CPU has it: the small Dense
 //! products ([`gemm::columns`], where it pays: [`avx512_small_products`]) and the
@@ -24,9 +24,9 @@ pub(crate) mod fill;
 pub(crate) mod gemm;
 mod gemv;
 mod mask;
+pub(crate) mod nontemporal;
 mod scale;
-pub(crate) mod stream;
-mod taylor;
+mod taylor_term;
 
 pub(crate) use columns::{Flip, flip_cols, scale_cols, sum_cols};
 pub(crate) use gemv::gemv_cols;
@@ -36,7 +36,7 @@ pub(crate) use scale::{
     SHORT_ROW, add_scaled_run, kron_block, kron_block_swapped, kron_short_rows, scale_run,
 };
 pub(crate) use scale::{add_scaled_assign, add_scaled_into, scale_into};
-pub(crate) use taylor::taylor_term;
+pub(crate) use taylor_term::taylor_term;
 
 /// Whether the AVX2 + FMA kernels can run (cached by std). Every such CPU also has POPCNT,
 /// which [`avx2_fn`] kernels are compiled for as well (a row's count of set bits in one

@@ -9,6 +9,7 @@ use rayon::prelude::*;
 
 use super::gemm3m;
 
+pub mod dense_csr;
 pub(crate) mod super_op;
 
 pub use super::spgemm::matmul_csr;
@@ -24,7 +25,7 @@ use crate::simd::gemm::{self, MAX_INNER, MAX_ROWS};
 use crate::storage::{Csr, Data, Dense, Dia, KronSum, Layout, SuperOp, alloc};
 
 /// `a·b`. Kernels: Dense·Dense → Dense, Csr·Csr → Csr, Csr·Dense → Dense, Dense·Csr → Dense
-/// (row-major, [`matmul_dense_csr`](super::dense_csr::matmul_dense_csr): a bra times a large
+/// (row-major, [`matmul_dense_csr`](dense_csr::matmul_dense_csr): a bra times a large
 /// operator never densifies the operator), Dia·Dense, Dense·Dia, Dia·Dia.
 pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
     Dispatcher::builder("matmul", 2)
@@ -38,7 +39,7 @@ pub static MATMUL: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             matmul_csr_dense(a, b)
         })
         .binary("matmul_dense_csr", |a: &Dense, b: &Csr, _: &()| {
-            super::dense_csr::matmul_dense_csr(a, b)
+            dense_csr::matmul_dense_csr(a, b)
         })
         .binary("matmul_dia_dense", |a: &Dia, b: &Dense, _: &()| {
             super::dia::matmul_dia_dense(a, b)
@@ -123,7 +124,7 @@ pub static MATMUL_DAG: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
             matmul_dag_csr(a, b)
         })
         .binary("matmul_dag_dense_csr", |a: &Dense, b: &Csr, _: &()| {
-            super::dense_csr::matmul_dag_dense_csr(a, b)
+            dense_csr::matmul_dag_dense_csr(a, b)
         })
         // Csr·Dense†: the adjoint of the dense operand (as large as the result's other side),
         // never a dense copy of the Csr one.

@@ -108,7 +108,7 @@ pub fn matmul_csr(a: &Csr, b: &Csr) -> Result<Csr> {
     gustavson_rows(a, b, 0..m, &mut buffers.scratch(), &mut out, &mut ptrs);
     assert_eq!(ptrs.next, m, "gustavson_rows: one pointer per row");
     if out.stream {
-        crate::simd::stream::fence();
+        crate::simd::nontemporal::fence();
     }
     let nnz = out.len;
     // SAFETY: `Emit` initialised the first `nnz` elements of both spare capacities, in order;
@@ -614,7 +614,7 @@ struct Emit<'a> {
     /// Entries written so far (the next row pointer).
     len: usize,
     /// Write through non-temporal stores (then `data` starts on a 16-byte boundary, and the
-    /// writer calls [`simd::stream::fence`](crate::simd::stream::fence) after the last row).
+    /// writer calls [`simd::nontemporal::fence`](crate::simd::nontemporal::fence) after the last row).
     stream: bool,
 }
 
@@ -679,8 +679,8 @@ impl<'a> Emit<'a> {
         unsafe {
             if STREAM {
                 let (i, d) = (self.indices.as_mut_ptr(), self.data.as_mut_ptr());
-                crate::simd::stream::put_index(i.add(self.len).cast::<usize>(), j);
-                crate::simd::stream::put_value(d.add(self.len).cast::<c64>(), v);
+                crate::simd::nontemporal::put_index(i.add(self.len).cast::<usize>(), j);
+                crate::simd::nontemporal::put_value(d.add(self.len).cast::<c64>(), v);
             } else {
                 self.indices.get_unchecked_mut(self.len).write(j);
                 self.data.get_unchecked_mut(self.len).write(v);

@@ -196,7 +196,7 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, flops: usize, workers: usize) -> Res
             assert!(out.len <= room, "matmul_rows: the count bounds the entries");
             if out.stream {
                 // Before another thread reads what this one streamed.
-                crate::simd::stream::fence();
+                crate::simd::nontemporal::fence();
             }
             Ok((part.base, out.len))
         })

@@ -30,7 +30,7 @@ use crate::storage::{Csr, Dense, Layout, alloc};
 /// [`Error::TooLarge`](crate::Error::TooLarge) if the m × n result does not fit.
 ///
 /// ```
-/// use polymat::ops::dense_csr::matmul_dense_csr;
+/// use polymat::ops::matmul::dense_csr::matmul_dense_csr;
 /// use polymat::{Csr, Dense, c64};
 ///
 /// // ⟨ψ|·σx for ⟨ψ| = (1, 2): (2, 1).
@@ -69,7 +69,7 @@ pub fn matmul_dense_csr(a: &Dense, b: &Csr) -> Result<Dense> {
 /// [`Error::TooLarge`](crate::Error::TooLarge) as [`matmul_dense_csr`].
 ///
 /// ```
-/// use polymat::ops::dense_csr::matmul_dag_dense_csr;
+/// use polymat::ops::matmul::dense_csr::matmul_dag_dense_csr;
 /// use polymat::{Csr, Dense, c64};
 ///
 /// let i = c64::new(0.0, 1.0);
