@@ -114,7 +114,7 @@ fn dense_to_numpy<'py>(py: Python<'py>, d: &polymat::Dense) -> PyResult<Bound<'p
             "to_array: {rows}×{cols} entries do not fit in memory"
         ))
     })?;
-    for col in d.columns() {
+    for col in d.try_columns().py_err()? {
         buf.extend_from_slice(col);
     }
     let arr = Array2::from_shape_vec((rows, cols).f(), buf)
@@ -349,11 +349,14 @@ impl PyDense {
         Ok(PyClassInitializer::from(PyData { inner: d.into() }).add_subclass(PyDense))
     }
 
-    /// Whether the buffer is column-major (always: faer's `Mat`), for code that asks QuTiP's
-    /// `fortran` question.
+    /// Whether the buffer is column-major (QuTiP's `fortran` flag); a transpose, for one, is
+    /// row-major.
     #[getter]
-    fn fortran(&self) -> bool {
-        true
+    fn fortran(slf: PyRef<'_, Self>) -> bool {
+        slf.as_super()
+            .inner
+            .as_dense()
+            .is_none_or(|d| d.layout() == polymat::Layout::ColMajor)
     }
 }
 

@@ -235,3 +235,11 @@ def test_the_polymat_integrator_evolves_exactly():
     np.testing.assert_allclose(got, ref, atol=1e-8)
     with pytest.raises(ValueError, match="constant"):
         qutip.sesolve([h, [h, "t"]], psi0, t, options={"method": "polymat"})
+
+
+def test_row_major_dense_reports_its_layout_and_entries():
+    a = rand((3, 5))
+    t = pm.transpose(pm.dense(a))      # polymat's Dense transpose is a row-major view
+    assert pm.dense(a).fortran and not t.fortran
+    np.testing.assert_array_equal(t.to_array(), a.T)
+    np.testing.assert_allclose(pm.matmul(t, pm.dense(a)).to_array(), a.T @ a, atol=1e-12)
