@@ -46,9 +46,7 @@ def _outputs(types):
 
 
 def _named(fn, op, types, out):
-    names = "_".join(t.kind.lower() for t in types)
-    fn.__name__ = f"{op}_{names}" + (f"_{out.kind.lower()}" if out is not None else "")
-    fn.__qualname__ = fn.__name__
+    fn.__name__ = fn.__qualname__ = _spec_name(op, types, out)
     return fn
 
 

@@ -4,7 +4,7 @@
 
 use polymat::c64;
 use polymat::ops::{EigOrder, EigsOptions, Ptrace, SteadyState};
-use polymat::{Data, KronSum};
+use polymat::{Data, KronSum, Out};
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::wrap_pyfunction;
@@ -149,16 +149,18 @@ fn matmul(
 ) -> Obj {
     let out = parse_out(out)?;
     let (a, b) = (&a.inner, &b.inner);
-    let r = detach_for(py, &[a, b], || {
-        let p = polymat::matmul(a, b, out)?;
-        if scale == c64::new(1.0, 0.0) {
-            Ok(p)
-        } else {
-            polymat::mul(&p, scale, out)
-        }
-    })
-    .py_err()?;
+    let r = detach_for(py, &[a, b], || matmul_scaled(a, b, scale, out)).py_err()?;
     wrap(py, r)
+}
+
+/// `scale·a·b` (the scaling skipped when it is 1), shared with the QuTiP plugin's `QSpec`.
+pub(crate) fn matmul_scaled(a: &Data, b: &Data, scale: c64, out: Out) -> polymat::Result<Data> {
+    let p = polymat::matmul(a, b, out)?;
+    if scale == c64::new(1.0, 0.0) {
+        Ok(p)
+    } else {
+        polymat::mul(&p, scale, out)
+    }
 }
 
 /// `s · a`.

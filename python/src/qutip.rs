@@ -15,6 +15,7 @@ use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::{IntoPyObjectExt, intern};
 
 use crate::errors::IntoPy;
+use crate::functions::matmul_scaled;
 use crate::matrix::{PyData, detach_for, parse_out, wrap};
 
 /// The operations `QSpec` runs.
@@ -98,27 +99,20 @@ fn scalar(
 impl QSpec {
     fn run(&self, a: &Data, b: Option<&Data>, s: c64) -> polymat::Result<Result<Data, c64>> {
         let out = self.out;
-        let one = c64::new(1.0, 0.0);
-        let two = || b.expect("QSpec: arity checked");
+        // `__call__` checked the arity: a binary operation has its `b`; unary ones ignore it.
+        let b = b.unwrap_or(a);
         Ok(Ok(match self.op {
-            Op::Add => polymat::add_scaled(a, two(), s, out)?,
-            Op::Sub => polymat::sub(a, two(), out)?,
+            Op::Add => polymat::add_scaled(a, b, s, out)?,
+            Op::Sub => polymat::sub(a, b, out)?,
             Op::Mul => polymat::mul(a, s, out)?,
             Op::Neg => polymat::neg(a, out)?,
-            Op::Matmul => {
-                let p = polymat::matmul(a, two(), out)?;
-                if s == one {
-                    p
-                } else {
-                    polymat::mul(&p, s, out)?
-                }
-            }
+            Op::Matmul => matmul_scaled(a, b, s, out)?,
             Op::Adjoint => polymat::adjoint(a, out)?,
             Op::Transpose => polymat::transpose(a, out)?,
             Op::Conj => polymat::conj(a, out)?,
-            Op::Kron => polymat::kron(a, two(), out)?,
+            Op::Kron => polymat::kron(a, b, out)?,
             Op::Trace => return Ok(Err(polymat::trace(a)?)),
-            Op::Expect => return Ok(Err(polymat::expect(a, two())?)),
+            Op::Expect => return Ok(Err(polymat::expect(a, b)?)),
         }))
     }
 }
