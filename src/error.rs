@@ -297,6 +297,30 @@ pub enum Error {
         /// The kind it was given.
         got: String,
     },
+    /// A kernel panicked during a call on distributed data (feature `mpi`). The dispatcher
+    /// catches it there so that every rank returns an error instead of one rank unwinding
+    /// while the others wait for it in the next collective.
+    #[error("{op}: the kernel {kernel} panicked: {message}")]
+    KernelPanicked {
+        /// The operation.
+        op: String,
+        /// The kernel's name.
+        kernel: String,
+        /// The panic's message.
+        message: String,
+    },
+    /// A call on distributed data failed on another rank, the ranks disagreed on the shapes
+    /// of a collective call, or an MPI call returned an error (feature `mpi`). Every rank of
+    /// the call returns an error: the rank that failed its own, the others this one.
+    #[error("{op}: {reason} (rank {rank})")]
+    Distributed {
+        /// The operation.
+        op: String,
+        /// The rank that failed first, or this rank for an MPI error or a disagreement.
+        rank: usize,
+        /// What failed.
+        reason: String,
+    },
 }
 
 /// Result type of every fallible polymat function.

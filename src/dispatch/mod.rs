@@ -30,6 +30,7 @@
 
 mod builder;
 pub(crate) mod checks;
+pub(crate) mod collective;
 mod dump;
 mod out;
 mod policy;
@@ -251,7 +252,9 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
         if args.len() != self.arity {
             return Err(self.arity_error(args.len()));
         }
-        self.check.run(&self.inner.name, args, params)?;
+        if let Err(e) = self.check.run(&self.inner.name, args, params) {
+            return Err(collective::early_error(&self.inner.name, args, e));
+        }
         if !policy::active()
             && !matches!(out, Out::Group(_))
             && let Some(state) = cache::peek::<State<P, R>>(self.id)
@@ -415,6 +418,16 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Dispatcher<P, R> {
             "indirect dispatch"
         );
         let _ = snap;
+        if e.collective {
+            return collective::run(&self.inner.name, &e.spec.name, || {
+                self.run_entry(e, args, params)
+            });
+        }
+        self.run_entry(e, args, params)
+    }
+
+    /// The dense-limit check, the conversions, the kernel and its output conversion.
+    fn run_entry(&self, e: &Entry<P, R>, args: &[&Data], params: &P) -> Result<R> {
         if e.dense_out
             && let Some(shape) = self.inner.result_shape.and_then(|f| f(args, params))
         {

@@ -67,7 +67,9 @@ impl<P: Send + Sync + 'static, R: ReturnValue> Resolved<P, R> {
                 ),
             ));
         }
-        self.dispatcher.inner.check.run(name, args, params)?;
+        if let Err(e) = self.dispatcher.inner.check.run(name, args, params) {
+            return Err(super::collective::early_error(name, args, e));
+        }
         let e = self.entry();
         if e.plain {
             (e.kernel)(args, params, e.ctx)

@@ -29,8 +29,12 @@ pub(crate) struct Entry<P, R> {
     pub(crate) keep: Box<[Kind]>,
     pub(crate) weight: f64,
     pub(crate) direct: bool,
-    /// `direct` and no `fixup`: the kernel's result is the call's result (the fast path).
+    /// `direct`, no `fixup` and not `collective`: the kernel's result is the call's result
+    /// (the fast path).
     pub(crate) plain: bool,
+    /// An input or the output is a kind whose operations are collective over processes (see
+    /// `collective`): the call runs under the agreement of every rank.
+    pub(crate) collective: bool,
     pub(crate) ctx: Ctx,
 }
 
@@ -247,9 +251,18 @@ fn best<P, R>(
         || output
             .as_ref()
             .is_some_and(|c| c.steps.iter().any(|s| s.to == Kind::DENSE));
+    let collective = super::collective::group().is_some_and(|g| {
+        let in_group = |k: Kind| {
+            snap.kinds
+                .get(k.index())
+                .is_some_and(|i| i.groups.contains(&g))
+        };
+        tuple.iter().copied().chain(out).any(in_group)
+    });
     Some(Entry {
         direct,
-        plain: direct && fixup.is_none(),
+        plain: direct && fixup.is_none() && !collective,
+        collective,
         ctx: Ctx::new(out, spec.output.unwrap_or(Kind::DENSE)),
         kernel: spec.kernel.clone(),
         spec: spec.clone(),

@@ -1,14 +1,26 @@
 //! The distributed kernels: the local kernel on this rank's rows, then (for reductions) one
-//! `MPI_Allreduce`. Registered with [`Dispatcher::add_specialisation`](crate::Dispatcher),
-//! the same call a user makes.
+//! agreement and one `MPI_Allreduce`. Registered with
+//! [`Dispatcher::add_specialisation`](crate::Dispatcher), the same call a user makes; the
+//! dispatcher agrees on every call's outcome at its end, so a kernel agrees only before its
+//! own collectives.
 
-use mpi::datatype::{Partition, PartitionMut};
-use mpi::traits::*;
-
-use super::storage::{counts_i32, displacements};
-use super::{Comm, DistCsr, DistDense, all, arg, block, max_f64, owner, sum_c64, sum_f64s};
+use super::comm::agree;
+use super::{
+    Comm, DistCsr, DistDense, Op, arg, block, counts_i32, max_f64, owner, reduce, sum_c64,
+};
 use crate::ops::{add, inner, norm, scale};
+use crate::storage::alloc;
 use crate::{Csr, Result, Specialisation, Storage, c64};
+
+/// The shapes an agreement compares for one operand.
+fn shapes1(a: (usize, usize)) -> [usize; 4] {
+    [a.0, a.1, 0, 0]
+}
+
+/// The shapes an agreement compares for two operands.
+fn shapes2(a: (usize, usize), b: (usize, usize)) -> [usize; 4] {
+    [a.0, a.1, b.0, b.1]
+}
 
 const ONE: c64 = c64::new(1.0, 0.0);
 
@@ -19,7 +31,7 @@ pub(super) fn register() -> Result<()> {
     };
     MATMUL.add_specialisation(Specialisation::binary(
         "matmul_distcsr_distdense",
-        |a: &DistCsr, x: &DistDense, _: &()| a.matmul(x),
+        |a: &DistCsr, x: &DistDense, _: &()| a.matmul_unagreed(x),
     ))?;
     ADD.add_specialisation(Specialisation::binary(
         "add_distdense",
@@ -52,18 +64,22 @@ pub(super) fn register() -> Result<()> {
     INNER.add_specialisation(Specialisation::binary(
         "inner_distdense",
         |l: &DistDense, r: &DistDense, _: &()| {
-            kets(l, r)?;
-            Ok(sum_c64(inner::inner_dense(l.local(), r.local())?))
+            let x = kets(l, r).and_then(|()| inner::inner_dense(l.local(), r.local()));
+            sum_c64("inner", x, shapes2(l.shape(), r.shape()))
         },
     ))?;
     EXPECT.add_specialisation(Specialisation::binary(
         "expect_distcsr_distdense",
         |a: &DistCsr, psi: &DistDense, _: &()| {
-            if psi.shape().1 != 1 {
-                return Err(arg("distributed expect takes a ket state"));
-            }
-            let y = a.matmul(psi)?;
-            Ok(sum_c64(inner::inner_dense(psi.local(), y.local())?))
+            let ket = if psi.shape().1 == 1 {
+                Ok(())
+            } else {
+                Err(arg("distributed expect takes a ket state"))
+            };
+            agree("expect", ket, shapes2(a.shape(), psi.shape()))?;
+            let y = a.matmul_unagreed(psi);
+            let x = y.and_then(|y| inner::inner_dense(psi.local(), y.local()));
+            sum_c64("expect", x, shapes2(a.shape(), psi.shape()))
         },
     ))?;
     TRACE.add_specialisation(Specialisation::unary(
@@ -71,7 +87,7 @@ pub(super) fn register() -> Result<()> {
         |a: &DistCsr, _: &()| {
             let (l, s) = (a.local(), a.start());
             let t: c64 = (0..l.shape().0).map(|i| l.get(i, s + i)).sum();
-            Ok(sum_c64(t))
+            sum_c64("trace", Ok(t), shapes1(a.shape()))
         },
     ))?;
     for (d, name) in [
@@ -80,37 +96,45 @@ pub(super) fn register() -> Result<()> {
     ] {
         d.add_specialisation(Specialisation::unary(name, |a: &DistDense, _: &()| {
             let f = norm::frobenius_dense(a.local());
-            Ok(sum_f64s(&[f * f])[0].sqrt())
+            Ok(reduce("norm", Ok(vec![f * f]), Op::Sum, shapes1(a.shape()))?[0].sqrt())
         }))?;
     }
     NORM_FROBENIUS.add_specialisation(Specialisation::unary(
         "frobenius_distcsr",
         |a: &DistCsr, _: &()| {
             let f = norm::frobenius_csr(a.local());
-            Ok(sum_f64s(&[f * f])[0].sqrt())
+            Ok(reduce("norm", Ok(vec![f * f]), Op::Sum, shapes1(a.shape()))?[0].sqrt())
         },
     ))?;
     NORM_MAX.add_specialisation(Specialisation::unary(
         "max_distdense",
-        |a: &DistDense, _: &()| Ok(max_f64(norm::max_dense(a.local()))),
+        |a: &DistDense, _: &()| {
+            max_f64(
+                "norm_max",
+                Ok(norm::max_dense(a.local())),
+                shapes1(a.shape()),
+            )
+        },
     ))?;
     NORM_MAX.add_specialisation(Specialisation::unary(
         "max_distcsr",
-        |a: &DistCsr, _: &()| Ok(max_f64(norm::max_csr(a.local()))),
+        |a: &DistCsr, _: &()| max_f64("norm_max", Ok(norm::max_csr(a.local())), shapes1(a.shape())),
     ))?;
     NORM_ONE.add_specialisation(Specialisation::unary(
         "one_distcsr",
-        |a: &DistCsr, _: &()| Ok(one_norm(a.local())),
+        |a: &DistCsr, _: &()| one_norm(a),
     ))?;
     NORM_ONE.add_specialisation(Specialisation::unary(
         "one_distdense",
         |a: &DistDense, _: &()| {
             let l = a.local();
-            let lm = l.col_major("norm_one")?;
-            let sums: Vec<f64> = (0..l.shape().1)
-                .map(|j| lm.col_as_slice(j).iter().map(|z| z.norm()).sum())
-                .collect();
-            Ok(sum_f64s(&sums).into_iter().fold(0.0, f64::max))
+            let sums = l.col_major("norm_one").map(|lm| {
+                (0..l.shape().1)
+                    .map(|j| lm.col_as_slice(j).iter().map(|z| z.norm()).sum())
+                    .collect()
+            });
+            let sums = reduce("norm_one", sums, Op::Sum, shapes1(a.shape()))?;
+            Ok(sums.into_iter().fold(0.0, f64::max))
         },
     ))?;
     KRON.add_specialisation(Specialisation::binary(
@@ -129,22 +153,26 @@ pub(super) fn register() -> Result<()> {
 /// `rows(b)` each rank's result rows are its own rows of `b` ⊗ `a` — no communication beyond
 /// the new halo plan. Other partitions are refused rather than redistributed.
 fn kron_dist_local(b: &DistCsr, a: &Csr) -> Result<DistCsr> {
-    let comm = Comm::world();
+    let comm = Comm::get();
     let (nb, na) = (b.shape().0, a.shape().0);
-    let rows = nb
-        .checked_mul(na)
-        .ok_or_else(|| arg("kron: the result's rows overflow usize"))?;
-    let mine = block(rows, comm.size, comm.rank);
-    let local_b = b.local().shape().0;
-    let aligned = mine.start == b.start() * na && mine.len() == local_b * na;
-    if !all(aligned) {
-        return Err(arg(format!(
-            "kron: DistCsr ⊗ Csr needs the {} ranks to split the DistCsr's {nb} rows evenly \
-             (row blocks must map to row blocks)",
-            comm.size
-        )));
-    }
-    DistCsr::from_local(rows, crate::ops::kron::kron_csr(b.local(), a)?)
+    let local = (|| {
+        let rows = nb
+            .checked_mul(na)
+            .ok_or_else(|| arg("kron: the result's rows overflow usize"))?;
+        let mine = block(rows, comm.size, comm.rank);
+        let local_b = b.local().shape().0;
+        if mine.start != b.start() * na || mine.len() != local_b * na {
+            return Err(arg(format!(
+                "kron: DistCsr ⊗ Csr needs the {} ranks to split the DistCsr's {nb} rows evenly \
+                 (row blocks must map to row blocks)",
+                comm.size
+            )));
+        }
+        Ok((rows, crate::ops::kron::kron_csr(b.local(), a)?))
+    })();
+    // `from_local` agrees on its own first step; this rank's failure reaches it there.
+    let (rows, local) = local?;
+    DistCsr::from_local(rows, local)
 }
 
 fn kets(l: &DistDense, r: &DistDense) -> Result<()> {
@@ -155,22 +183,28 @@ fn kets(l: &DistDense, r: &DistDense) -> Result<()> {
 }
 
 /// `max_j Σ_i |a_ij|`: the local column sums added over the ranks (one vector of `cols`).
-fn one_norm(local: &Csr) -> f64 {
-    let mut sums = vec![0.0f64; local.shape().1];
-    for (&c, v) in local.indices().iter().zip(local.data()) {
-        sums[c] += v.norm();
-    }
-    sum_f64s(&sums).into_iter().fold(0.0, f64::max)
+fn one_norm(a: &DistCsr) -> Result<f64> {
+    let local = a.local();
+    let cols = local.shape().1;
+    let sums = alloc::try_vec("norm_one", (1, cols), cols, 0.0f64).map(|mut sums| {
+        for (&c, v) in local.indices().iter().zip(local.data()) {
+            sums[c] += v.norm();
+        }
+        sums
+    });
+    let sums = reduce("norm_one", sums, Op::Sum, shapes1(a.shape()))?;
+    Ok(sums.into_iter().fold(0.0, f64::max))
 }
 
 /// Whether `a = a†` within `atol`: each rank sends every entry `(i, j, v)` it holds to the
 /// owner of row `j` as `(j, i, conj v)`; each owner compares its rows with what it received.
 fn isherm(a: &DistCsr, atol: f64) -> Result<bool> {
+    const OP: &str = "isherm";
     let (n, m) = a.shape();
     if n != m {
         return Ok(false);
     }
-    let comm = Comm::world();
+    let comm = Comm::get();
     let l = a.local();
     let (p, idx, val) = (l.indptr(), l.indices(), l.data());
     let mut out: Vec<Vec<f64>> = vec![Vec::new(); comm.size];
@@ -181,24 +215,36 @@ fn isherm(a: &DistCsr, atol: f64) -> Result<bool> {
         }
     }
     let send: Vec<f64> = out.iter().flatten().copied().collect();
-    let sc = counts_i32(&out.iter().map(Vec::len).collect::<Vec<_>>())?;
-    let mut rc = vec![0i32; comm.size];
-    comm.world.all_to_all_into(&sc[..], &mut rc[..]);
-    let mut recv = vec![0.0f64; rc.iter().map(|&c| c as usize).sum()];
-    {
-        let (sd, rd) = (displacements(&sc), displacements(&rc));
-        let part = Partition::new(&send[..], &sc[..], &sd[..]);
-        let mut into = PartitionMut::new(&mut recv[..], &rc[..], &rd[..]);
-        comm.world.all_to_all_varcount_into(&part, &mut into);
-    }
-    let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
-    for t in recv.chunks_exact(4) {
-        r.push(t[0] as usize - a.start());
-        c.push(t[1] as usize);
-        v.push(c64::new(t[2], t[3]));
-    }
-    let mirror = Csr::from_triplets(l.shape(), &r, &c, &v)?;
-    let diff = add::add_csr(l, &mirror, -ONE)?;
-    let here = diff.data().iter().all(|z| z.norm() <= atol);
-    Ok(all(here))
+    let sc = agree(
+        OP,
+        counts_i32(OP, &out.iter().map(Vec::len).collect::<Vec<_>>()),
+        shapes1(a.shape()),
+    )?;
+    let sc64: Vec<u64> = sc.iter().map(|&c| c as u64).collect();
+    let mut rc64 = vec![0u64; comm.size];
+    comm.all_to_all(OP, &sc64, &mut rc64)?;
+    let prepared = (|| {
+        let rc: Vec<i32> = rc64
+            .iter()
+            .map(|&c| i32::try_from(c).map_err(|_| arg("isherm: a count exceeds i32")))
+            .collect::<Result<_>>()?;
+        let total = rc.iter().map(|&c| c as usize).sum::<usize>();
+        Ok((rc, alloc::try_vec(OP, (total, 1), total, 0.0f64)?))
+    })();
+    let (rc, mut recv) = agree(OP, prepared, shapes1(a.shape()))?;
+    comm.all_to_all_v(OP, &send, &sc, &mut recv, &rc)?;
+    let here = (|| {
+        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+        for t in recv.chunks_exact(4) {
+            r.push((t[0] as usize).wrapping_sub(a.start()));
+            c.push(t[1] as usize);
+            v.push(c64::new(t[2], t[3]));
+        }
+        let mirror = Csr::from_triplets(l.shape(), &r, &c, &v)?;
+        let diff = add::add_csr(l, &mirror, -ONE)?;
+        Ok(vec![f64::from(u8::from(
+            !diff.data().iter().all(|z| z.norm() <= atol),
+        ))])
+    })();
+    Ok(reduce(OP, here, Op::Sum, shapes1(a.shape()))?[0] == 0.0)
 }

@@ -26,6 +26,23 @@
 //! the Krylov `eigs` and `expm_multiply` run unchanged on distributed operators (see
 //! `examples/dist_spin_chain.rs`, run with `mpirun -n 4`).
 //!
+//! # Failures
+//!
+//! A rank that fails must not leave the others waiting in a collective. polymat communicates
+//! on its own duplicate of `MPI_COMM_WORLD` with `MPI_ERRORS_RETURN` (an MPI error is an
+//! [`Error::Distributed`], not an abort), and every place where one rank can fail — a shape
+//! that does not match, an allocation over the dense limit
+//! ([`set_dense_limit`](crate::set_dense_limit) is per process), a user's kernel that returns
+//! an error or panics — is followed by an agreement of all ranks before the next collective:
+//! one small `MPI_Allreduce` that also compares the call's global shapes. If any rank failed,
+//! every rank returns an error: the failing rank its own, the others
+//! [`Error::Distributed`] with the failing rank's number and message. Every dispatched call
+//! with a distributed input or output ends with such an agreement, and a kernel that panics
+//! there is caught and becomes [`Error::KernelPanicked`]. The cost is two or three small
+//! allreduces per operation (a few microseconds between processes of one machine).
+//! A user's kernel that itself communicates calls [`agree`] before its collectives.
+//! `tests/mpi_faults.rs` runs these failures at 2 and 4 ranks.
+//!
 //! ```no_run
 //! # fn main() -> polymat::Result<()> {
 //! use polymat::{Csr, Data, Dense, Out, dist};
@@ -37,17 +54,17 @@
 //! # let _ = e; Ok(()) }
 //! ```
 
+mod comm;
 mod kernels;
 mod storage;
 
 use std::sync::OnceLock;
 
-use mpi::topology::SimpleCommunicator;
-use mpi::traits::*;
-
 pub use storage::{DistCsr, DistDense};
 
+use crate::dispatch::collective;
 use crate::{Batch, Conversion, Dense, Error, Group, Result, c64, registry};
+pub(crate) use comm::{Comm, Op, count, counts_i32};
 
 /// The rows of block `rank` when `n` rows are split over `size` ranks.
 pub fn block(n: usize, size: usize, rank: usize) -> std::ops::Range<usize> {
@@ -71,18 +88,18 @@ pub fn owner(n: usize, size: usize, i: usize) -> usize {
 
 /// MPI stays initialised while this guard lives; dropping it finalises MPI.
 pub struct Mpi {
-    _universe: Option<mpi::environment::Universe>,
+    _universe: Option<::mpi::environment::Universe>,
 }
 
 impl Mpi {
     /// This process's rank.
     pub fn rank(&self) -> usize {
-        Comm::world().rank
+        Comm::get().rank
     }
 
     /// The number of ranks.
     pub fn size(&self) -> usize {
-        Comm::world().size
+        Comm::get().size
     }
 }
 
@@ -90,12 +107,19 @@ static REGISTERED: OnceLock<std::result::Result<(), String>> = OnceLock::new();
 
 /// Initialises MPI (if the program has not) and registers the distributed kinds, their
 /// conversions and kernels (once per process). Keep the returned guard for the program's
-/// life.
+/// life. Collective: every rank calls it.
+///
+/// polymat communicates on its own duplicate of `MPI_COMM_WORLD` whose error handler is
+/// `MPI_ERRORS_RETURN`: an MPI error is an [`Error::Distributed`] on the ranks that see it,
+/// never an abort, and a failure on one rank is an error on every rank (see the module's
+/// "Failures" section).
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] if the registration fails.
+/// [`Error::InvalidArgument`] if the registration fails; [`Error::Distributed`] if MPI cannot
+/// duplicate the communicator.
 pub fn init() -> Result<Mpi> {
-    let universe = mpi::initialize();
+    let universe = ::mpi::initialize();
+    comm::init()?;
     let done = REGISTERED.get_or_init(|| register().map_err(|e| e.to_string()));
     done.clone().map_err(arg)?;
     Ok(Mpi {
@@ -105,6 +129,12 @@ pub fn init() -> Result<Mpi> {
 
 fn register() -> Result<()> {
     let dist = Group::new_sticky("dist")?;
+    // Before the kinds exist, so that every table cell with a distributed kind is collective.
+    collective::install(collective::Hook {
+        group: dist,
+        begin: comm::begin_call,
+        finish: comm::finish_call,
+    });
     let mut b = Batch::new();
     b.register_type::<DistCsr>("DistCsr", &["distcsr"])
         .register_type::<DistDense>("DistDense", &["distdense"])
@@ -117,19 +147,27 @@ fn register() -> Result<()> {
     kernels::register()
 }
 
-/// The world communicator with this rank and the size.
-pub(crate) struct Comm {
-    pub(crate) world: SimpleCommunicator,
-    pub(crate) rank: usize,
-    pub(crate) size: usize,
-}
-
-impl Comm {
-    pub(crate) fn world() -> Comm {
-        let world = SimpleCommunicator::world();
-        let (rank, size) = (world.rank() as usize, world.size() as usize);
-        Comm { world, rank, size }
-    }
+/// Agrees with every rank on this rank's outcome `local` (and on `shapes`, which every rank
+/// must hold equal): `local` when every rank succeeded, an error on every rank otherwise.
+/// **Collective.** A user's kernel on distributed kinds that communicates calls it before
+/// each of its own collectives where this rank may have failed, so that no rank waits for
+/// one that has returned (polymat's kernels do).
+///
+/// ```no_run
+/// # fn main() -> polymat::Result<()> {
+/// use polymat::dist;
+/// let _mpi = dist::init()?;
+/// let local: polymat::Result<f64> = Ok(1.0); // this rank's part, which may have failed
+/// let x = dist::agree(local, [10, 10, 0, 0])?; // Err on every rank if one rank failed
+/// # let _ = x; Ok(()) }
+/// ```
+///
+/// # Errors
+/// This rank's own error if it failed; [`Error::Distributed`] naming the first failing rank
+/// and its message on the others, or on every rank when the ranks disagree on `shapes` or an
+/// MPI call fails.
+pub fn agree<T>(local: Result<T>, shapes: [usize; 4]) -> Result<T> {
+    comm::agree("dist::agree", local, shapes)
 }
 
 pub(crate) fn arg(reason: impl Into<String>) -> Error {
@@ -139,17 +177,21 @@ pub(crate) fn arg(reason: impl Into<String>) -> Error {
     }
 }
 
-/// Row-major `[re, im]` pairs of `d`.
-pub(crate) fn pack(d: &Dense) -> Vec<f64> {
+/// Row-major `[re, im]` pairs of `d`, allocated fallibly.
+pub(crate) fn pack(op: &str, d: &Dense) -> Result<Vec<f64>> {
     let (m, k) = d.shape();
-    let mut v = Vec::with_capacity(m * k * 2);
+    let len = m
+        .checked_mul(k)
+        .and_then(|x| x.checked_mul(2))
+        .ok_or_else(|| arg(format!("{op}: {m}×{k} values overflow usize")))?;
+    let mut v = crate::storage::alloc::try_with_capacity(op, (m, k), len)?;
     for i in 0..m {
         for j in 0..k {
             let z = d.get(i, j);
             v.extend([z.re, z.im]);
         }
     }
-    v
+    Ok(v)
 }
 
 /// The inverse of [`pack`].
@@ -160,44 +202,36 @@ pub(crate) fn unpack(v: &[f64], m: usize, k: usize) -> Result<Dense> {
     })
 }
 
-/// `Σ` over the ranks of a complex value.
-pub(crate) fn sum_c64(x: c64) -> c64 {
-    let mut out = [0.0f64; 2];
-    Comm::world().world.all_reduce_into(
-        &[x.re, x.im][..],
-        &mut out[..],
-        mpi::collective::SystemOperation::sum(),
-    );
-    c64::new(out[0], out[1])
+/// Agrees on `local` (and `shapes`), then reduces it over the ranks, entry by entry.
+/// **Collective.**
+pub(crate) fn reduce(
+    op: &str,
+    local: Result<Vec<f64>>,
+    how: Op,
+    shapes: [usize; 4],
+) -> Result<Vec<f64>> {
+    let mine = comm::agree(op, local, shapes)?;
+    let mut out = crate::storage::alloc::try_vec(op, (mine.len(), 1), mine.len(), 0.0f64)?;
+    Comm::get().all_reduce(op, &mine, &mut out, how)?;
+    Ok(out)
 }
 
-/// `Σ` over the ranks, entry by entry.
-pub(crate) fn sum_f64s(x: &[f64]) -> Vec<f64> {
-    let mut out = vec![0.0f64; x.len()];
-    Comm::world()
-        .world
-        .all_reduce_into(x, &mut out[..], mpi::collective::SystemOperation::sum());
-    out
+/// `Σ` over the ranks of a complex value. **Collective.**
+pub(crate) fn sum_c64(op: &str, x: Result<c64>, shapes: [usize; 4]) -> Result<c64> {
+    let v = reduce(op, x.map(|x| vec![x.re, x.im]), Op::Sum, shapes)?;
+    Ok(c64::new(v[0], v[1]))
 }
 
-/// `max` over the ranks (NaN if any rank has NaN), in one `MPI_Allreduce`: the maximum of
-/// the non-NaN values and of a NaN flag, element by element.
-pub(crate) fn max_f64(x: f64) -> f64 {
-    let mine = if x.is_nan() {
-        [f64::NEG_INFINITY, 1.0]
-    } else {
-        [x, 0.0]
-    };
-    let mut out = [0.0f64; 2];
-    Comm::world().world.all_reduce_into(
-        &mine[..],
-        &mut out[..],
-        mpi::collective::SystemOperation::max(),
-    );
-    if out[1] > 0.0 { f64::NAN } else { out[0] }
-}
-
-/// Whether `x` holds on every rank.
-pub(crate) fn all(x: bool) -> bool {
-    sum_f64s(&[f64::from(u8::from(!x))])[0] == 0.0
+/// `max` over the ranks (NaN if any rank has NaN), in one `MPI_Allreduce` after the
+/// agreement: the maximum of the non-NaN values and of a NaN flag. **Collective.**
+pub(crate) fn max_f64(op: &str, x: Result<f64>, shapes: [usize; 4]) -> Result<f64> {
+    let mine = x.map(|x| {
+        if x.is_nan() {
+            vec![f64::NEG_INFINITY, 1.0]
+        } else {
+            vec![x, 0.0]
+        }
+    });
+    let out = reduce(op, mine, Op::Max, shapes)?;
+    Ok(if out[1] > 0.0 { f64::NAN } else { out[0] })
 }

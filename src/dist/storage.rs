@@ -1,10 +1,11 @@
 //! The two distributed storage kinds: rows in contiguous blocks, one block per rank.
 
-use mpi::datatype::{Partition, PartitionMut};
-use mpi::traits::*;
+use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use super::{Comm, arg, block, owner, pack, unpack};
-use crate::{Csr, Dense, Result, Storage, c64};
+use super::comm::agree;
+use super::{Comm, arg, block, count, counts_i32, owner, pack, unpack};
+use crate::storage::alloc;
+use crate::{Csr, Dense, Error, Result, Storage, c64};
 
 /// A dense matrix (a ket, or a block of vectors) whose rows are split over the ranks in
 /// contiguous blocks ([`block`](super::block)): this rank holds rows `start..start + rows` of
@@ -23,15 +24,19 @@ impl Storage for DistDense {
 }
 
 impl DistDense {
-    /// This rank's rows of `full`, which every rank holds (no communication).
+    /// This rank's rows of `full`, which every rank holds. **Collective** (one agreement: if
+    /// one rank cannot allocate its rows, every rank returns an error).
     ///
     /// # Errors
-    /// [`Error::TooLarge`](crate::Error::TooLarge) if the rows cannot be allocated.
+    /// [`Error::TooLarge`](crate::Error::TooLarge) if the rows cannot be allocated;
+    /// [`Error::Distributed`](crate::Error::Distributed) if another rank failed or the ranks
+    /// hold different shapes.
     pub fn from_global(full: &Dense) -> Result<DistDense> {
-        let comm = Comm::world();
+        let comm = Comm::get();
         let (n, k) = full.shape();
         let rows = block(n, comm.size, comm.rank);
-        let local = Dense::from_fn(rows.len(), k, |i, j| full.get(rows.start + i, j));
+        let local = Dense::try_from_fn(rows.len(), k, |i, j| full.get(rows.start + i, j));
+        let local = agree("DistDense::from_global", local, [n, k, 0, 0])?;
         Ok(DistDense {
             shape: (n, k),
             start: rows.start,
@@ -42,20 +47,30 @@ impl DistDense {
     /// A distributed matrix from this rank's rows: `local` must be the rows
     /// [`block`](super::block)`(rows, size, rank)` of a `rows × local.cols` matrix.
     ///
+    /// **Collective** (one agreement).
+    ///
     /// # Errors
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `local` has the wrong
-    /// number of rows for this rank.
+    /// number of rows for this rank; [`Error::Distributed`](crate::Error::Distributed) on the
+    /// other ranks then, or if the ranks disagree on the shape.
     pub fn from_local(rows: usize, local: Dense) -> Result<DistDense> {
-        let comm = Comm::world();
+        let comm = Comm::get();
         let mine = block(rows, comm.size, comm.rank);
-        if local.shape().0 != mine.len() {
-            return Err(arg(format!(
+        let checked = if local.shape().0 == mine.len() {
+            Ok(())
+        } else {
+            Err(arg(format!(
                 "rank {} holds rows {:?} of {rows}, got {} local rows",
                 comm.rank,
                 mine,
                 local.shape().0
-            )));
-        }
+            )))
+        };
+        agree(
+            "DistDense::from_local",
+            checked,
+            [rows, local.shape().1, 0, 0],
+        )?;
         Ok(DistDense {
             shape: (rows, local.shape().1),
             start: mine.start,
@@ -75,24 +90,34 @@ impl DistDense {
 
     /// The whole matrix on every rank (`MPI_Allgatherv`). Explicit on purpose: the registry has
     /// no conversion out of a distributed kind, so no operation gathers by accident.
+    /// **Collective.**
     ///
     /// # Errors
-    /// [`Error::TooLarge`](crate::Error::TooLarge) if the full matrix cannot be allocated.
+    /// [`Error::TooLarge`](crate::Error::TooLarge) if the full matrix cannot be allocated (on
+    /// any rank: every rank returns an error).
     pub fn gather(&self) -> Result<Dense> {
-        let comm = Comm::world();
+        const OP: &str = "DistDense::gather";
+        let comm = Comm::get();
         let (n, k) = self.shape;
-        let counts: Vec<i32> = (0..comm.size)
-            .map(|r| count(block(n, comm.size, r).len() * k * 2))
-            .collect::<Result<_>>()?;
-        let displs = displacements(&counts);
-        // Row-major pairs of f64 per rank, so each rank's rows are one contiguous piece.
-        let send = pack(&self.local);
-        let mut recv = vec![0.0f64; n * k * 2];
-        {
-            let mut part = PartitionMut::new(&mut recv[..], &counts[..], &displs[..]);
-            comm.world.all_gather_varcount_into(&send[..], &mut part);
-        }
-        unpack(&recv, n, k)
+        let prepared = (|| {
+            let counts: Vec<i32> = (0..comm.size)
+                .map(|r| count(OP, block(n, comm.size, r).len().saturating_mul(k * 2)))
+                .collect::<Result<_>>()?;
+            let total = n
+                .checked_mul(k)
+                .and_then(|x| x.checked_mul(2))
+                .ok_or_else(|| arg(format!("{OP}: {n}×{k} values overflow usize")))?;
+            alloc::check_dense(OP, (n, k))?;
+            // Row-major pairs of f64 per rank, so each rank's rows are one contiguous piece.
+            let send = pack(OP, &self.local)?;
+            let recv = alloc::try_vec(OP, (n, k), total, 0.0f64)?;
+            Ok((counts, send, recv))
+        })();
+        let (counts, send, mut recv) = agree(OP, prepared, [n, k, 0, 0])?;
+        let gathered = comm
+            .all_gather_v(OP, &send, &mut recv, &counts)
+            .and_then(|()| unpack(&recv, n, k));
+        agree(OP, gathered, [n, k, 0, 0])
     }
 
     pub(super) fn with_local(&self, local: Dense) -> DistDense {
@@ -151,24 +176,39 @@ impl DistCsr {
     /// ever holds the whole operator: `row(i)` returns the `(column, value)` entries of global
     /// row `i` (any order; repeated columns are summed). **Collective.**
     ///
+    /// If `row` panics on a rank, the panic is caught there and every rank returns an error.
+    ///
     /// # Errors
-    /// [`Error::InvalidCsr`](crate::Error::InvalidCsr) if a column is out of range.
+    /// [`Error::InvalidCsr`](crate::Error::InvalidCsr) if a column is out of range;
+    /// [`Error::KernelPanicked`](crate::Error::KernelPanicked) if `row` panicked;
+    /// [`Error::Distributed`](crate::Error::Distributed) on the other ranks then.
     pub fn from_row_fn(
         rows: usize,
         cols: usize,
         row: impl Fn(usize) -> Vec<(usize, c64)>,
     ) -> Result<DistCsr> {
-        let comm = Comm::world();
+        let comm = Comm::get();
         let mine = block(rows, comm.size, comm.rank);
-        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
-        for i in mine.clone() {
-            for (j, x) in row(i) {
-                r.push(i - mine.start);
-                c.push(j);
-                v.push(x);
+        // `AssertUnwindSafe`: after a panic only the partial triplets (dropped) were touched.
+        let built = catch_unwind(AssertUnwindSafe(|| {
+            let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+            for i in mine.clone() {
+                for (j, x) in row(i) {
+                    r.push(i - mine.start);
+                    c.push(j);
+                    v.push(x);
+                }
             }
-        }
-        let local = Csr::from_triplets((mine.len(), cols), &r, &c, &v)?;
+            Csr::from_triplets((mine.len(), cols), &r, &c, &v)
+        }))
+        .unwrap_or_else(|_| {
+            Err(Error::KernelPanicked {
+                op: "DistCsr::from_row_fn".into(),
+                kernel: "row".into(),
+                message: "the row function panicked (its message was printed)".into(),
+            })
+        });
+        let local = agree("DistCsr::from_row_fn", built, [rows, cols, 0, 0])?;
         DistCsr::from_local(rows, local)
     }
 
@@ -179,15 +219,19 @@ impl DistCsr {
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `local` has the wrong
     /// number of rows for this rank.
     pub fn from_local(rows: usize, local: Csr) -> Result<DistCsr> {
-        let comm = Comm::world();
+        const OP: &str = "DistCsr::from_local";
+        let comm = Comm::get();
         let mine = block(rows, comm.size, comm.rank);
         let (lr, m) = local.shape();
-        if lr != mine.len() {
-            return Err(arg(format!(
+        let checked = if lr == mine.len() {
+            Ok(())
+        } else {
+            Err(arg(format!(
                 "rank {} holds rows {mine:?} of {rows}, got {lr} local rows",
                 comm.rank
-            )));
-        }
+            )))
+        };
+        agree(OP, checked, [rows, m, 0, 0])?;
         // The columns this rank's rows use, by owner (the vector is split like the columns).
         let cols_here = block(m, comm.size, comm.rank);
         let mut needed: Vec<Vec<usize>> = vec![Vec::new(); comm.size];
@@ -202,48 +246,66 @@ impl DistCsr {
         }
         let recv_counts: Vec<usize> = needed.iter().map(Vec::len).collect();
         // Tell each owner which of its entries this rank needs.
-        let mut asked_counts = vec![0u64; comm.size];
         let offered: Vec<u64> = recv_counts.iter().map(|&x| x as u64).collect();
-        comm.world
-            .all_to_all_into(&offered[..], &mut asked_counts[..]);
-        let send_counts: Vec<usize> = asked_counts.iter().map(|&x| x as usize).collect();
+        let mut asked_counts = vec![0u64; comm.size];
+        comm.all_to_all(OP, &offered, &mut asked_counts)?;
+        let prepared = (|| {
+            let send_counts: Vec<usize> = asked_counts
+                .iter()
+                .map(|&x| usize::try_from(x).map_err(|_| arg("a request count overflows usize")))
+                .collect::<Result<_>>()?;
+            let total: usize = send_counts
+                .iter()
+                .try_fold(0usize, |a, &x| a.checked_add(x))
+                .ok_or_else(|| arg("the requests overflow usize"))?;
+            let rc = counts_i32(OP, &recv_counts)?;
+            let sc = counts_i32(OP, &send_counts)?;
+            let asked = alloc::try_vec(OP, (total, 1), total, 0u64)?;
+            Ok((send_counts, rc, sc, asked))
+        })();
+        let (send_counts, rc, sc, mut asked) = agree(OP, prepared, [rows, m, 0, 0])?;
         let requests: Vec<u64> = needed.iter().flatten().map(|&c| c as u64).collect();
-        let rc = counts_i32(&recv_counts)?;
-        let sc = counts_i32(&send_counts)?;
-        let mut asked = vec![0u64; send_counts.iter().sum()];
-        {
-            let rd = displacements(&rc);
-            let sd = displacements(&sc);
-            let part = Partition::new(&requests[..], &rc[..], &rd[..]);
-            let mut into = PartitionMut::new(&mut asked[..], &sc[..], &sd[..]);
-            comm.world.all_to_all_varcount_into(&part, &mut into);
-        }
-        let send_rows = asked
-            .iter()
-            .map(|&c| c as usize - cols_here.start)
-            .collect();
-        // Renumber: own columns first, then the halo in the order it arrives.
-        let own = cols_here.len();
-        let halo_cols: Vec<usize> = needed.into_iter().flatten().collect();
-        let compact_col = |c: usize| -> usize {
-            if cols_here.contains(&c) {
-                c - cols_here.start
-            } else {
-                // `halo_cols` is sorted within each owner and owners are in rank order, so
-                // the whole list is sorted (blocks are increasing): binary search.
-                own + halo_cols.binary_search(&c).unwrap_or_default()
+        let exchanged = comm.all_to_all_v(OP, &requests, &rc, &mut asked, &sc);
+        let built = exchanged.and_then(|()| {
+            let send_rows = asked
+                .iter()
+                .map(|&c| {
+                    usize::try_from(c)
+                        .ok()
+                        .filter(|c| cols_here.contains(c))
+                        .map(|c| c - cols_here.start)
+                        .ok_or_else(|| {
+                            arg(format!(
+                                "rank asked for column {c}, not one of {cols_here:?}"
+                            ))
+                        })
+                })
+                .collect::<Result<Vec<usize>>>()?;
+            // Renumber: own columns first, then the halo in the order it arrives.
+            let own = cols_here.len();
+            let halo_cols: Vec<usize> = needed.into_iter().flatten().collect();
+            let compact_col = |c: usize| -> usize {
+                if cols_here.contains(&c) {
+                    c - cols_here.start
+                } else {
+                    // `halo_cols` is sorted within each owner and owners are in rank order, so
+                    // the whole list is sorted (blocks are increasing): binary search.
+                    own + halo_cols.binary_search(&c).unwrap_or_default()
+                }
+            };
+            let (p, idx, val) = (local.indptr(), local.indices(), local.data());
+            let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
+            for i in 0..lr {
+                for e in p[i]..p[i + 1] {
+                    r.push(i);
+                    c.push(compact_col(idx[e]));
+                    v.push(val[e]);
+                }
             }
-        };
-        let (p, idx, val) = (local.indptr(), local.indices(), local.data());
-        let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
-        for i in 0..lr {
-            for e in p[i]..p[i + 1] {
-                r.push(i);
-                c.push(compact_col(idx[e]));
-                v.push(val[e]);
-            }
-        }
-        let compact = Csr::from_triplets((lr, own + halo_cols.len()), &r, &c, &v)?;
+            let compact = Csr::from_triplets((lr, own + halo_cols.len()), &r, &c, &v)?;
+            Ok((send_rows, compact))
+        });
+        let (send_rows, compact) = agree(OP, built, [rows, m, 0, 0])?;
         Ok(DistCsr {
             shape: (rows, m),
             start: mine.start,
@@ -273,49 +335,87 @@ impl DistCsr {
     }
 
     /// `self · x`: the halo entries of `x` fetched from their owners (`MPI_Alltoallv`), then
-    /// the local Csr·Dense kernel on `[own rows of x | halo]`. **Collective.**
+    /// the local Csr·Dense kernel on `[own rows of x | halo]`. **Collective**; a failure on
+    /// any rank is an error on every rank.
     ///
     /// # Errors
-    /// [`Error::Shape`](crate::Error::Shape) if the shapes do not chain.
+    /// [`Error::Shape`](crate::Error::Shape) if the shapes do not chain;
+    /// [`Error::Distributed`](crate::Error::Distributed) if another rank failed.
     pub fn matmul(&self, x: &DistDense) -> Result<DistDense> {
-        crate::shape::matmul_shapes("matmul", self.shape, x.shape)?;
-        let comm = Comm::world();
+        let y = self.matmul_unagreed(x);
+        agree(
+            "matmul",
+            y,
+            [self.shape.0, self.shape.1, x.shape.0, x.shape.1],
+        )
+    }
+
+    /// [`matmul`](Self::matmul) without the final agreement, for the registered kernel (the
+    /// dispatcher agrees at the end of every call on a distributed kind).
+    pub(super) fn matmul_unagreed(&self, x: &DistDense) -> Result<DistDense> {
+        const OP: &str = "matmul";
+        let comm = Comm::get();
         let k = x.shape.1;
         let own = x.local.shape().0;
-        let mut send = Vec::with_capacity(self.halo.send_rows.len() * k * 2);
-        for &row in &self.halo.send_rows {
-            for j in 0..k {
-                let z = x.local.get(row, j);
-                send.extend([z.re, z.im]);
-            }
-        }
-        let scale =
-            |c: &[usize]| -> Result<Vec<i32>> { c.iter().map(|&n| count(n * k * 2)).collect() };
-        let sc = scale(&self.halo.send_counts)?;
-        let rc = scale(&self.halo.recv_counts)?;
         let halo_len: usize = self.halo.recv_counts.iter().sum();
-        let mut recv = vec![0.0f64; halo_len * k * 2];
-        {
-            let sd = displacements(&sc);
-            let rd = displacements(&rc);
-            let part = Partition::new(&send[..], &sc[..], &sd[..]);
-            let mut into = PartitionMut::new(&mut recv[..], &rc[..], &rd[..]);
-            comm.world.all_to_all_varcount_into(&part, &mut into);
-        }
-        let ext = Dense::from_fn(own + halo_len, k, |i, j| {
+        let prepared = (|| {
+            crate::shape::matmul_shapes(OP, self.shape, x.shape)?;
+            if own != x.local.shape().0 || x.start != self.start_of_cols(comm.rank, comm.size) {
+                return Err(arg(
+                    "matmul: the vector is not split like the matrix's columns",
+                ));
+            }
+            let per = |c: &[usize]| -> Result<Vec<i32>> {
+                c.iter()
+                    .map(|&n| count(OP, n.saturating_mul(k).saturating_mul(2)))
+                    .collect()
+            };
+            let sc = per(&self.halo.send_counts)?;
+            let rc = per(&self.halo.recv_counts)?;
+            let mut send = alloc::try_with_capacity(
+                OP,
+                (self.halo.send_rows.len(), k),
+                self.halo
+                    .send_rows
+                    .len()
+                    .saturating_mul(k)
+                    .saturating_mul(2),
+            )?;
+            for &row in &self.halo.send_rows {
+                for j in 0..k {
+                    let z = x.local.get(row, j);
+                    send.extend([z.re, z.im]);
+                }
+            }
+            let recv = alloc::try_vec(OP, (halo_len, k), halo_len.saturating_mul(k * 2), 0.0)?;
+            Ok((sc, rc, send, recv))
+        })();
+        let (sc, rc, send, mut recv) = agree(
+            OP,
+            prepared,
+            [self.shape.0, self.shape.1, x.shape.0, x.shape.1],
+        )?;
+        comm.all_to_all_v(OP, &send, &sc, &mut recv, &rc)?;
+        let ext = Dense::try_from_fn(own + halo_len, k, |i, j| {
             if i < own {
                 x.local.get(i, j)
             } else {
                 let o = ((i - own) * k + j) * 2;
                 c64::new(recv[o], recv[o + 1])
             }
-        });
+        })?;
         let y = crate::ops::matmul::matmul_csr_dense(&self.compact, &ext)?;
         Ok(DistDense {
             shape: (self.shape.0, k),
             start: self.start,
             local: y,
         })
+    }
+
+    /// The first column of the block of columns rank `rank` of `size` holds (the rows of a
+    /// vector this matrix multiplies).
+    fn start_of_cols(&self, rank: usize, size: usize) -> usize {
+        block(self.shape.1, size, rank).start
     }
 
     /// The same halo plan with the values scaled by `s` (no communication).
@@ -329,25 +429,4 @@ impl DistCsr {
             ..self.clone()
         })
     }
-}
-
-fn count(n: usize) -> Result<i32> {
-    i32::try_from(n).map_err(|_| arg(format!("{n} values exceed one MPI message (i32 counts)")))
-}
-
-/// MPI counts (`i32`), an error past `i32::MAX`.
-pub(super) fn counts_i32(c: &[usize]) -> Result<Vec<i32>> {
-    c.iter().map(|&n| count(n)).collect()
-}
-
-/// The offsets of consecutive pieces of the given sizes (an MPI `v` collective's `displs`).
-pub(super) fn displacements(counts: &[i32]) -> Vec<i32> {
-    counts
-        .iter()
-        .scan(0i32, |acc, &c| {
-            let d = *acc;
-            *acc = acc.saturating_add(c);
-            Some(d)
-        })
-        .collect()
 }
