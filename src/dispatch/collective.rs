@@ -32,6 +32,8 @@ pub(crate) struct Hook {
 static HOOK: OnceLock<Hook> = OnceLock::new();
 
 /// Installs the hook (once per process; a second hook is refused and `false` returned).
+// Only the MPI kinds install one.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub(crate) fn install(hook: Hook) -> bool {
     HOOK.set(hook).is_ok()
 }

@@ -4,7 +4,7 @@
 use crate::dispatch::Out;
 use crate::error::{Error, Result};
 use crate::ops::add::adds_directly;
-use crate::ops::{self};
+use crate::ops::{add, matmul, transpose};
 use crate::scalar::{ONE, c64};
 use crate::shape::{same_shape, square};
 use crate::storage::{Data, RawTerm, SuperOp, merge_terms};
@@ -69,8 +69,8 @@ pub fn lindblad_dissipator(a: &Data, b: Option<&Data>) -> Result<Data> {
 }
 
 fn dissipator_terms(a: &Data, b: &Data) -> Result<Vec<Raw>> {
-    let bd = ops::adjoint(b, Out::Auto)?;
-    let adb = ops::matmul(&ops::adjoint(a, Out::Auto)?, b, Out::Auto)?;
+    let bd = transpose::adjoint(b, Out::Auto)?;
+    let adb = matmul::matmul(&transpose::adjoint(a, Out::Auto)?, b, Out::Auto)?;
     let half = c64::new(-0.5, 0.0);
     Ok(vec![
         (ONE, Some(a.clone()), Some(bd)),
@@ -118,7 +118,11 @@ pub fn liouvillian(h: Option<&Data>, c_ops: &[Data]) -> Result<Data> {
         same_shape(OP, h.shape(), first.shape())?;
         terms.push((c64::new(0.0, -1.0), Some(h.clone()), None));
         // QuTiP's `kron(conj(H), I)`: ρ·H† (the same as ρ·H for a Hermitian H).
-        terms.push((c64::new(0.0, 1.0), None, Some(ops::adjoint(h, Out::Auto)?)));
+        terms.push((
+            c64::new(0.0, 1.0),
+            None,
+            Some(transpose::adjoint(h, Out::Auto)?),
+        ));
     }
     for c in c_ops {
         square(OP, c.shape())?;
@@ -136,6 +140,6 @@ fn build(input: (usize, usize), output: (usize, usize), terms: Vec<Raw>) -> Resu
 /// Like terms merged through the `add` dispatcher.
 fn merge(terms: Vec<Raw>) -> Result<Vec<Raw>> {
     merge_terms(terms, adds_directly, |x, a, s| {
-        ops::add_scaled(x, a, s, Out::Auto)
+        add::add_scaled(x, a, s, Out::Auto)
     })
 }

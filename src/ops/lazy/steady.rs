@@ -6,7 +6,7 @@ use crate::dispatch::Out;
 use crate::error::{Error, Result};
 use crate::krylov::iterative::{self, Method};
 use crate::ops::space::{Dispatched, FnMap};
-use crate::ops::{self};
+use crate::ops::{add, construct, expect, matmul, reshape, scale, trace, transpose};
 use crate::scalar::{ZERO, c64};
 use crate::storage::{Data, Dense};
 
@@ -127,7 +127,7 @@ pub fn steadystate(l: &Data, options: &SteadyState) -> Result<Data> {
             ));
         }
         None => {
-            let mean = ops::trace(l)?.norm() / rows as f64;
+            let mean = trace::trace(l)?.norm() / rows as f64;
             if mean.is_finite() && mean > 0.0 {
                 mean
             } else {
@@ -139,15 +139,15 @@ pub fn steadystate(l: &Data, options: &SteadyState) -> Result<Data> {
     let bordered = FnMap {
         n: rows,
         f: |x: &Data| -> Result<Data> {
-            let t = ops::trace_oper_ket(x)?;
-            let mut y = ops::matmul(l, x, Out::Auto)?;
+            let t = expect::trace_oper_ket(x)?;
+            let mut y = matmul::matmul(l, x, Out::Auto)?;
             if let Some(d) = y.get_mut::<Dense>() {
                 let col = d.try_col_mut(0)?;
                 col[0] += t * w;
                 return Ok(y);
             }
-            let e0 = ops::one_element((rows, 1), (0, 0), t * w, Out::Auto)?;
-            ops::add(&y, &e0, Out::Auto)
+            let e0 = construct::one_element((rows, 1), (0, 0), t * w, Out::Auto)?;
+            add::add(&y, &e0, Out::Auto)
         },
     };
     let b: Data = Dense::from_fn_for(
@@ -170,14 +170,14 @@ pub fn steadystate(l: &Data, options: &SteadyState) -> Result<Data> {
         None,
         None,
     )?;
-    let rho = ops::column_unstack(&sol.x, n, Out::Auto)?;
-    let herm = ops::add(&rho, &ops::adjoint(&rho, Out::Auto)?, Out::Auto)?;
-    let tr = ops::trace(&herm)?;
+    let rho = reshape::column_unstack(&sol.x, n, Out::Auto)?;
+    let herm = add::add(&rho, &transpose::adjoint(&rho, Out::Auto)?, Out::Auto)?;
+    let tr = trace::trace(&herm)?;
     if tr == ZERO || !tr.re.is_finite() {
         return Err(Error::Numerical {
             op: OP.into(),
             reason: format!("the solution has trace {tr}"),
         });
     }
-    ops::mul(&herm, c64::new(1.0, 0.0) / tr, Out::Auto)
+    scale::mul(&herm, c64::new(1.0, 0.0) / tr, Out::Auto)
 }

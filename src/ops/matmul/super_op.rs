@@ -5,8 +5,8 @@
 use super::{MATMUL, matmul};
 use crate::dispatch::Out;
 use crate::error::Result;
-use crate::ops::add::adds_directly;
-use crate::ops::{self, add_scaled};
+use crate::ops::add::{add_scaled, adds_directly};
+use crate::ops::{block, construct, reshape, scale, transpose};
 use crate::shape::matmul_shapes;
 use crate::storage::{Data, Dense, Kind, SuperOp, merge_terms};
 
@@ -49,16 +49,16 @@ pub(crate) fn apply_dispatched(a: &SuperOp, x: &Data) -> Result<Data> {
     let ((p, _), (m, r)) = (a.input(), a.output());
     let k = x.shape().1;
     if a.terms().is_empty() {
-        return ops::zeros(m * r, k, Out::Kind(x.kind()));
+        return construct::zeros(m * r, k, Out::Kind(x.kind()));
     }
     let cols = if k == 1 {
         vec![x.clone()]
     } else {
-        ops::split_columns(x)?
+        reshape::split_columns(x)?
     };
     let mut outs = Vec::with_capacity(k);
     for col in &cols {
-        let rho = ops::column_unstack(col, p, Out::Auto)?;
+        let rho = reshape::column_unstack(col, p, Out::Auto)?;
         let mut sum: Option<Data> = None;
         for t in a.terms() {
             let mut v = rho.clone();
@@ -69,26 +69,26 @@ pub(crate) fn apply_dispatched(a: &SuperOp, x: &Data) -> Result<Data> {
                 v = matmul(f, &v, Out::Auto)?;
             }
             sum = Some(match sum {
-                None => ops::mul(&v, t.coeff(), Out::Auto)?,
+                None => scale::mul(&v, t.coeff(), Out::Auto)?,
                 Some(s) => add_scaled(&s, &v, t.coeff(), Out::Auto)?,
             });
         }
         let y = sum.unwrap_or_else(|| unreachable!("a superoperator with terms"));
-        outs.push(ops::column_stack(&y, Out::Auto)?);
+        outs.push(reshape::column_stack(&y, Out::Auto)?);
     }
     if outs.len() == 1 {
         return Ok(outs.swap_remove(0));
     }
-    let blocks: Vec<ops::Block<'_>> = outs
+    let blocks: Vec<block::Block<'_>> = outs
         .iter()
         .enumerate()
-        .map(|(j, d)| ops::Block {
+        .map(|(j, d)| block::Block {
             row: 0,
             col: j,
             data: d,
         })
         .collect();
-    ops::block_build(&blocks, &[m * r], &vec![1; k], Out::Kind(x.kind()))
+    block::block_build(&blocks, &[m * r], &vec![1; k], Out::Kind(x.kind()))
 }
 
 /// `ρ·B` by the product's direct kernel where there is one, else as `(Bᵀ·ρᵀ)ᵀ` when that form
@@ -96,9 +96,9 @@ pub(crate) fn apply_dispatched(a: &SuperOp, x: &Data) -> Result<Data> {
 fn right_product(rho: &Data, b: &Data) -> Result<Data> {
     let direct = |x: Kind, y: Kind| MATMUL.get(&[x, y], Out::Auto).is_ok_and(|r| r.is_direct());
     if !direct(rho.kind(), b.kind()) && direct(b.kind(), rho.kind()) {
-        let bt = ops::transpose(b, Out::Auto)?;
-        let rt = ops::transpose(rho, Out::Auto)?;
-        return ops::transpose(&matmul(&bt, &rt, Out::Auto)?, Out::Auto);
+        let bt = transpose::transpose(b, Out::Auto)?;
+        let rt = transpose::transpose(rho, Out::Auto)?;
+        return transpose::transpose(&matmul(&bt, &rt, Out::Auto)?, Out::Auto);
     }
     matmul(rho, b, Out::Auto)
 }
