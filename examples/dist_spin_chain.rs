@@ -22,7 +22,7 @@ mod xxz;
 use std::time::Instant;
 
 use peak::peak_mb;
-use polymat::dist::{self, DistCsr, DistDense};
+use polymat::mpi::{self, DistCsr, DistDense};
 use polymat::ops::{EigOrder, EigsOptions, norm};
 use polymat::{Data, Dense, Out, c64};
 
@@ -44,7 +44,7 @@ fn xxz_row(n: usize, j: f64, delta: f64, s: usize) -> Vec<(usize, c64)> {
 }
 
 fn main() -> polymat::Result<()> {
-    let mpi = dist::init()?;
+    let mpi = mpi::init()?;
     let args: Vec<String> = std::env::args().skip(1).collect();
     let n: usize = args.iter().find_map(|a| a.parse().ok()).unwrap_or(14);
     let check =

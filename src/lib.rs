@@ -85,7 +85,12 @@ pub mod calibrate;
 pub mod convert;
 pub mod dispatch;
 #[cfg(feature = "mpi")]
-pub mod dist;
+pub mod mpi;
+/// The former name of [`mpi`](crate::mpi) (before 0.2), kept so that code written against it
+/// compiles.
+#[cfg(feature = "mpi")]
+#[doc(hidden)]
+pub use self::mpi as dist;
 pub mod engine;
 pub mod error;
 pub mod gpu;

@@ -3,7 +3,7 @@
 //! `mpirun -n 4 target/release/examples/dist_spin_chain` (`.ci/run` runs it).
 #![cfg(feature = "mpi")]
 
-use polymat::dist::{self, DistCsr, DistDense, block, owner};
+use polymat::mpi::{self, DistCsr, DistDense, block, owner};
 use polymat::ops::{EigOrder, EigsOptions};
 use polymat::{Csr, Data, Dense, Error, Kind, Out, c64, registry};
 
@@ -29,7 +29,7 @@ fn partition_blocks_cover_every_row_once() {
 /// One test for everything that needs MPI: MPI is initialised once per process.
 #[test]
 fn one_rank_matches_the_global_kinds() {
-    let mpi = dist::init().unwrap();
+    let mpi = mpi::init().unwrap();
     assert_eq!((mpi.rank(), mpi.size()), (0, 1));
     let n = 600;
     let h = Csr::from_triplets(

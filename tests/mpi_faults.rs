@@ -14,7 +14,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use polymat::dist::{self, DistCsr, DistDense};
+use polymat::mpi::{self, DistCsr, DistDense};
 use polymat::{Csr, Data, Dense, Dispatcher, Error, Out, Specialisation, c64};
 
 const CHILD: &str = "POLYMAT_MPI_FAULTS_CHILD";
@@ -102,10 +102,10 @@ fn run_under_mpirun(exe: &std::path::Path, ranks: usize) -> Result<(), String> {
 
 /// One rank's run: the exit status is the number of failed expectations.
 fn child() -> i32 {
-    let mpi = match dist::init() {
+    let mpi = match mpi::init() {
         Ok(m) => m,
         Err(e) => {
-            eprintln!("dist::init: {e}");
+            eprintln!("mpi::init: {e}");
             return 1;
         }
     };
@@ -157,7 +157,7 @@ fn child() -> i32 {
         }
     }
     // A local block of the wrong length on rank 0 only.
-    let local_rows = dist::block(n, size, rank).len();
+    let local_rows = mpi::block(n, size, rank).len();
     let local = Dense::from_fn(local_rows + usize::from(rank == 0), 1, |_, _| {
         c64::new(1.0, 0.0)
     });

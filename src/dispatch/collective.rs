@@ -1,5 +1,5 @@
 //! Calls on kinds whose operations are collective over several processes (the MPI kinds of
-//! `crate::dist`): every rank must learn when one rank fails, or the others wait for it forever
+//! `crate::mpi`): every rank must learn when one rank fails, or the others wait for it forever
 //! in the next collective.
 //!
 //! The dispatcher knows nothing of MPI. The distributed module installs a [`Hook`] naming its

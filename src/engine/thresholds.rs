@@ -39,7 +39,7 @@ pub const CSR_ROWS: usize = 1 << 19;
 /// 524 280.
 pub const REDUCTION: usize = 1 << 19;
 /// `faer` dense products: complex multiply-adds. From 8 388 608 (about 203³). Measured
-/// 1.54–1.97× from 128³ before the 3M product (`ops::gemm3m`) split its real products in
+/// 1.54–1.97× from 128³ before the 3M product (`ops::matmul::gemm3m`) split its real products in
 /// pieces; with the pieces, two threads at 128³ took 0.43 ms against 0.19 on one (a parallel
 /// region per pass), and with one region 0.26 ms; 200³ 0.63 against 0.66, 256³ 0.98
 /// against 1.34 ms (1.37×), 500³ 1.78× (`profile_op`). On a 16-core host,

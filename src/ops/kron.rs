@@ -5,14 +5,16 @@ use std::sync::LazyLock;
 
 use rayon::prelude::*;
 
+use super::dia::{Builder, diagonals};
 use crate::convert::builtin::dense_to_csr;
+use crate::convert::dia::{csr_to_dia, dia_to_csr};
 use crate::dispatch::{Dispatcher, Out};
 use crate::engine::{self, Family, OutColumns};
 use crate::error::Result;
 use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::shape::{indptr_len, kron_shape, product};
-use crate::storage::{Csr, Data, Dense, Dia, alloc};
+use crate::storage::{Csr, Data, Dense, Dia, alloc, valid_cols};
 
 /// `a ⊗ b`. Kernels: Dense⊗Dense, Csr⊗Csr, and Dense⊗Csr, Csr⊗Dense → Csr (the Dense factor
 /// converted to Csr: a small dense factor next to a large sparse one never densifies the
@@ -31,9 +33,7 @@ pub static KRON: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
         .binary("kron_csr_dense", |a: &Csr, b: &Dense, _: &()| {
             kron_csr(a, &dense_to_csr(b)?)
         })
-        .binary("kron_dia", |a: &Dia, b: &Dia, _: &()| {
-            super::dia::kron_dia(a, b)
-        })
+        .binary("kron_dia", |a: &Dia, b: &Dia, _: &()| kron_dia(a, b))
         .binary("kron_gpu", |a: &GpuDense, b: &GpuDense, _: &()| a.kron(b))
         .binary("kron_gpucsr", |a: &GpuCsr, b: &GpuCsr, _: &()| a.kron(b))
         .builtin()
@@ -567,6 +567,61 @@ pub fn kron_transpose_dense(a: &Dense, b: &Dense) -> Result<Dense> {
     }
     faer::linalg::kron::kron(out.view_mut(), a.as_ref().transpose(), b.as_ref());
     Ok(out)
+}
+
+/// `a ⊗ b`. For square `b` (the usual case: local operators on a subsystem) diagonal `oa` of
+/// `a` and `ob` of `b` make diagonal `oa·p + ob` (`p` = size of `b`), so the result has at
+/// most diagonals(a) · diagonals(b) diagonals; a rectangular `b` scatters the diagonals and
+/// goes through Csr.
+///
+/// # Errors
+/// [`Error::Shape`](crate::Error::Shape) if the result's shape overflows, [`Error::TooLarge`](crate::Error::TooLarge) for the result.
+pub fn kron_dia(a: &Dia, b: &Dia) -> Result<Dia> {
+    const OP: &str = "kron";
+    let shape = kron_shape(OP, a.shape(), b.shape())?;
+    let (p, q) = b.shape();
+    if p != q {
+        let csr = kron_csr(&dia_to_csr(a)?, &dia_to_csr(b)?)?;
+        return csr_to_dia(&csr);
+    }
+    // Pairs can share a result offset (oa·p + ob = oa'·p + ob' when |ob − ob'| = p), never a
+    // result entry: each entry of a ⊗ b is one product.
+    let mut offsets = Vec::with_capacity(a.num_diagonals().saturating_mul(b.num_diagonals()));
+    for &oa in a.offsets() {
+        for &ob in b.offsets() {
+            let oc = (oa as i128) * (p as i128) + ob as i128;
+            let Ok(oc) = isize::try_from(oc) else {
+                return Err(crate::error::Error::shape(
+                    OP,
+                    &[a.shape(), b.shape()],
+                    "the result's diagonal offsets overflow",
+                ));
+            };
+            offsets.push(oc);
+        }
+    }
+    offsets.sort_unstable();
+    offsets.dedup();
+    let mut out = Builder::new(OP, shape, offsets)?;
+    for (oa, ra) in diagonals(a) {
+        for (ob, rb) in diagonals(b) {
+            let oc = ((oa as i128) * (p as i128) + ob as i128) as isize; // checked above
+            let k = out.offsets.binary_search(&oc).unwrap_or_default();
+            let row = out.row_mut(k);
+            let jb = valid_cols(b.shape(), ob);
+            for j1 in valid_cols(a.shape(), oa) {
+                let x = ra[j1];
+                let base = j1 * p;
+                for (d, y) in row[base + jb.start..base + jb.end]
+                    .iter_mut()
+                    .zip(&rb[jb.clone()])
+                {
+                    *d += x * y;
+                }
+            }
+        }
+    }
+    Ok(out.finish())
 }
 
 #[cfg(test)]

@@ -262,11 +262,6 @@ pub fn column_unstack_csr(a: &Csr, rows: usize) -> Result<Csr> {
     Ok(unsafe { Csr::from_parts_unchecked((rows, cols), indptr, indices, data) })
 }
 
-/// Bytes of one column's `Data` and the kind's value it holds, beside the value's arrays (for
-/// the memory check of the `split_columns` kernels).
-pub(crate) const COLUMN_BYTES: u128 =
-    (std::mem::size_of::<Data>() + std::mem::size_of::<Csr>() + 16) as u128;
-
 /// The columns of a matrix as separate m×1 matrices. Kernels: Dense, Csr.
 pub static SPLIT_COLUMNS: LazyLock<Dispatcher<(), Vec<Data>>> = LazyLock::new(|| {
     Dispatcher::builder("split_columns", 1)
@@ -313,7 +308,7 @@ pub fn split_columns_dense(a: &Dense) -> Result<Vec<Data>> {
     const OP: &str = "split_columns";
     let (m, n) = a.shape();
     // Each column: its buffer, the `Arc` holding it (two allocations) and its `Data`.
-    let each = alloc::dense_bytes((m, 1)) + COLUMN_BYTES;
+    let each = alloc::dense_bytes((m, 1)) + alloc::COLUMN_BYTES;
     alloc::check_parts(OP, (m, n), n, each, 2, 0)?;
     let mut out = alloc::try_with_capacity(OP, (m, n), n)?;
     let src = if m == 0 { None } else { Some(a.col_major(OP)?) };
@@ -338,7 +333,7 @@ pub fn split_columns_csr(a: &Csr) -> Result<Vec<Data>> {
     // `Data`; shared: the stored entries (once in the columns, once in the transpose) and the
     // transpose's row pointers.
     let nnz = a.nnz();
-    let each = alloc::csr_bytes(m.saturating_add(1), 0) + COLUMN_BYTES;
+    let each = alloc::csr_bytes(m.saturating_add(1), 0) + alloc::COLUMN_BYTES;
     let shared =
         alloc::csr_bytes(n.saturating_add(1), nnz).saturating_add(alloc::csr_bytes(0, nnz));
     alloc::check_parts(OP, (m, n), n, each, 4, shared)?;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use faer::linalg::solvers::SolveLstsq;
 
-use super::components;
-use super::lu::{Factorised, finite};
+use super::linalg::components;
+use super::linalg::lu::{Factorised, finite};
 use super::space::{Dispatched, FnMap, matrix_map};
 use crate::convert::builtin::{csr_to_dense, dense_to_csr};
 use crate::dispatch::{Dispatcher, Out, Specialisation};
@@ -197,7 +197,7 @@ pub static INV: LazyLock<Dispatcher<()>> = LazyLock::new(|| {
 ///
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if it is singular to working
-/// precision (estimated reciprocal condition number below [`RCOND_MIN`](super::lu::RCOND_MIN)) or the result is not
+/// precision (estimated reciprocal condition number below [`RCOND_MIN`](super::linalg::lu::RCOND_MIN)) or the result is not
 /// finite; [`Error::TooLarge`] if the dense workspace (about 4 matrices of `a`'s shape) does not
 /// fit in the memory available now.
 ///
@@ -220,7 +220,7 @@ pub fn inv(a: &Data, out: Out) -> Result<Data> {
 /// when it is connected. So the inverse of a diagonal matrix, or of a local operator on a
 /// large space (`σx ⊗ I`), is formed without densifying (QuTiP's `inv_csr` runs scipy's
 /// sparse `inv`). Singularity is judged block by block: each block's reciprocal condition
-/// number against [`RCOND_MIN`](super::lu::RCOND_MIN), a one-row block singular only at 0.
+/// number against [`RCOND_MIN`](super::linalg::lu::RCOND_MIN), a one-row block singular only at 0.
 ///
 /// # Errors
 /// [`Error::Shape`] if `a` is not square; [`Error::Numerical`] if a block (the whole matrix
@@ -366,7 +366,7 @@ fn check_method(op: &str, m: &SolveMethod) -> Result<()> {
 /// # Errors
 /// [`Error::Shape`] on incompatible shapes; [`Error::InvalidArgument`] for an invalid
 /// tolerance or limit; [`Error::Numerical`] if `a` is singular to working precision
-/// (reciprocal condition number below [`RCOND_MIN`](super::lu::RCOND_MIN), dense and sparse LU alike) or, for the
+/// (reciprocal condition number below [`RCOND_MIN`](super::linalg::lu::RCOND_MIN), dense and sparse LU alike) or, for the
 /// iterative methods, if they do not converge within `max_iter`, break down, or stagnate (no
 /// 1 % fall of the lowest relative residual in `max(4·n, 1000)` iterations, so that a
 /// tolerance below what rounding allows ends even with `max_iter = usize::MAX`); the
@@ -617,8 +617,8 @@ pub(crate) fn inv_gpu(a: &GpuDense) -> Result<GpuDense> {
         return GpuDense::from_dense(&inv_dense(&a.to_dense()?)?);
     }
     let n = a.shape().0;
-    let lu = super::lu::factorise_gpu(a, "inv")?;
-    super::lu::finite_gpu("inv", lu.solve(&GpuDense::identity(n)?, false)?)
+    let lu = super::linalg::lu::factorise_gpu(a, "inv")?;
+    super::linalg::lu::finite_gpu("inv", lu.solve(&GpuDense::identity(n)?, false)?)
 }
 
 /// GPU kernel of [`solve()`](crate::ops::solve::solve()): the LU on the GPU; the iterative methods through
@@ -629,9 +629,9 @@ pub(crate) fn solve_gpu(a: &GpuDense, b: &GpuDense, method: &SolveMethod) -> Res
             if b.shape().0 == 0 || b.shape().1 == 0 {
                 return GpuDense::zeros(a.shape().1, b.shape().1);
             }
-            super::lu::finite_gpu(
+            super::linalg::lu::finite_gpu(
                 "solve",
-                super::lu::factorise_gpu(a, "solve")?.solve(b, false)?,
+                super::linalg::lu::factorise_gpu(a, "solve")?.solve(b, false)?,
             )
         }
         SolveMethod::Cg(_) | SolveMethod::Bicgstab(_) | SolveMethod::Gmres(_) => {

@@ -5,12 +5,12 @@
 use faer::MatRef;
 use rayon::prelude::*;
 
-use super::norm::nan_max;
 use crate::dispatch::Out;
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::krylov::{LinearMap, Vectors};
 use crate::scalar::{ONE, c64};
+use crate::simd::reduce::nan_max;
 use crate::simd::{dot_conj, sub_scaled};
 use crate::storage::{Data, Dense, Kind};
 

@@ -25,6 +25,7 @@ pub(crate) mod gemm;
 mod gemv;
 mod mask;
 pub(crate) mod nontemporal;
+pub(crate) mod reduce;
 mod scale;
 mod taylor_term;
 

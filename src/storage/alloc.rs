@@ -652,6 +652,12 @@ pub(crate) mod pool {
     }
 }
 
+/// Bytes of one column's `Data` and the kind's value it holds, beside the value's arrays (for
+/// the memory check of the `split_columns` kernels).
+pub(crate) const COLUMN_BYTES: u128 = (std::mem::size_of::<crate::storage::Data>()
+    + std::mem::size_of::<crate::storage::Csr>()
+    + 16) as u128;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,7 +18,7 @@ pub fn split_columns_dia(a: &Dia) -> Result<Vec<Data>> {
     // Each column: its offsets and values (one of each per diagonal at most) and an `Arc`
     // (three allocations) and its `Data`.
     let per_diagonal = (std::mem::size_of::<isize>() + std::mem::size_of::<c64>()) as u128;
-    let each = per_diagonal * a.offsets().len() as u128 + crate::ops::reshape::COLUMN_BYTES;
+    let each = per_diagonal * a.offsets().len() as u128 + crate::storage::alloc::COLUMN_BYTES;
     alloc::check_parts(OP, (m, n), n, each, 3, 0)?;
     let mut out = alloc::try_with_capacity(OP, (m, n), n)?;
     for j in 0..n {

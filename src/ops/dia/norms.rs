@@ -20,7 +20,7 @@ pub fn one_dia(a: &Dia, mu: c64) -> Result<f64> {
     let missing = |cols: &mut [f64]| {
         if !has_main && mu != crate::scalar::ZERO {
             for s in &mut cols[valid_cols(shape, 0)] {
-                *s += crate::ops::norm::modulus(mu);
+                *s += crate::simd::reduce::modulus(mu);
             }
         }
     };
@@ -33,19 +33,19 @@ pub fn one_dia(a: &Dia, mu: c64) -> Result<f64> {
         let js = valid_cols(shape, o);
         let shift = if o == 0 { mu } else { crate::scalar::ZERO };
         for (s, x) in cols[js.clone()].iter_mut().zip(&r[js]) {
-            *s += crate::ops::norm::modulus(*x - shift);
+            *s += crate::simd::reduce::modulus(*x - shift);
         }
     }
     if !crossed {
         missing(&mut cols);
     }
-    Ok(cols.into_iter().fold(0.0, super::super::norm::nan_max))
+    Ok(cols.into_iter().fold(0.0, crate::simd::reduce::nan_max))
 }
 
 /// `max |aᵢⱼ|` over the stored entries (0 for none; NaN if one is NaN). O(stored entries).
 pub fn max_dia(a: &Dia) -> f64 {
     let (shape, n) = (a.shape(), a.shape().1);
-    super::super::norm::max_abs(|| {
+    crate::simd::reduce::max_abs(|| {
         a.offsets().iter().enumerate().map(move |(k, &o)| {
             let js = valid_cols(shape, o);
             &a.data()[k * n + js.start..k * n + js.end]

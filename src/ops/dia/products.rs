@@ -1,11 +1,9 @@
 //! Products of Dia: with Dense on either side, with Dia, and Kronecker products.
 
-use super::super::kron::kron_csr;
 use super::{Builder, block_cols, diagonals, row_of};
-use crate::convert::dia::{csr_to_dia, dia_to_csr};
 use crate::error::{Error, Result};
 use crate::scalar::{ZERO, c64};
-use crate::shape::{kron_shape, matmul_shapes};
+use crate::shape::matmul_shapes;
 use crate::storage::{Dense, Dia, valid_cols};
 
 /// `a·b` for Dia `a` and Dense `b`: each diagonal adds a shifted, scaled copy of `b`'s rows.
@@ -159,59 +157,4 @@ pub fn matmul_dia(a: &Dia, b: &Dia) -> Result<Dia> {
         }
     }
     Ok(out.finish_compact())
-}
-
-/// `a ⊗ b`. For square `b` (the usual case: local operators on a subsystem) diagonal `oa` of
-/// `a` and `ob` of `b` make diagonal `oa·p + ob` (`p` = size of `b`), so the result has at
-/// most diagonals(a) · diagonals(b) diagonals; a rectangular `b` scatters the diagonals and
-/// goes through Csr.
-///
-/// # Errors
-/// [`Error::Shape`](crate::Error::Shape) if the result's shape overflows, [`Error::TooLarge`](crate::Error::TooLarge) for the result.
-pub fn kron_dia(a: &Dia, b: &Dia) -> Result<Dia> {
-    const OP: &str = "kron";
-    let shape = kron_shape(OP, a.shape(), b.shape())?;
-    let (p, q) = b.shape();
-    if p != q {
-        let csr = kron_csr(&dia_to_csr(a)?, &dia_to_csr(b)?)?;
-        return csr_to_dia(&csr);
-    }
-    // Pairs can share a result offset (oa·p + ob = oa'·p + ob' when |ob − ob'| = p), never a
-    // result entry: each entry of a ⊗ b is one product.
-    let mut offsets = Vec::with_capacity(a.num_diagonals().saturating_mul(b.num_diagonals()));
-    for &oa in a.offsets() {
-        for &ob in b.offsets() {
-            let oc = (oa as i128) * (p as i128) + ob as i128;
-            let Ok(oc) = isize::try_from(oc) else {
-                return Err(Error::shape(
-                    OP,
-                    &[a.shape(), b.shape()],
-                    "the result's diagonal offsets overflow",
-                ));
-            };
-            offsets.push(oc);
-        }
-    }
-    offsets.sort_unstable();
-    offsets.dedup();
-    let mut out = Builder::new(OP, shape, offsets)?;
-    for (oa, ra) in diagonals(a) {
-        for (ob, rb) in diagonals(b) {
-            let oc = ((oa as i128) * (p as i128) + ob as i128) as isize; // checked above
-            let k = out.offsets.binary_search(&oc).unwrap_or_default();
-            let row = out.row_mut(k);
-            let jb = valid_cols(b.shape(), ob);
-            for j1 in valid_cols(a.shape(), oa) {
-                let x = ra[j1];
-                let base = j1 * p;
-                for (d, y) in row[base + jb.start..base + jb.end]
-                    .iter_mut()
-                    .zip(&rb[jb.clone()])
-                {
-                    *d += x * y;
-                }
-            }
-        }
-    }
-    Ok(out.finish())
 }

@@ -2,6 +2,7 @@
 
 use super::*;
 use crate::convert::dia::{dense_to_dia, dia_to_dense};
+use crate::ops::kron::kron_dia;
 use crate::scalar::ONE;
 use crate::storage::Dense;
 

@@ -6,18 +6,16 @@
 //! matrices is such an operator on the `2m` modes of `vec ρ` (ρ's column modes, then its row
 //! modes), so the Lindbladian of local operators and a Kronecker-sum Hamiltonian run on the
 //! same kernels. The kinds' algebra (sums, scalings, adjoints, products) is the storage types'
-//! own, each operation passing its dispatcher for the factors; the files here use the other
-//! operations but no operation's file uses them, except through the plan's kernels.
+//! own, each operation passing its dispatcher for the factors. The operations' files register
+//! the kernels here; what builds on the other operations stands above them:
+//! [`lindblad`](super::lindblad) (QuTiP's constructors) and [`steady`](super::steady)
+//! (`steadystate`).
 
 pub mod kron_sum;
-pub mod liouvillian;
 pub(crate) mod map;
 pub mod mode;
 pub(crate) mod plan;
 pub(crate) mod run;
-pub mod steady;
 pub mod super_op;
 
-pub use liouvillian::{lindblad_dissipator, liouvillian, spost, spre, sprepost};
 pub use mode::{Modes, TARGET_MODE_MATMUL, target_mode_matmul};
-pub use steady::{SteadyState, steadystate};

@@ -7,9 +7,8 @@ use faer::linalg::matmul::matmul as faer_matmul;
 use faer::{Accum, MatRef};
 use rayon::prelude::*;
 
-use super::gemm3m;
-
 pub mod dense_csr;
+pub(crate) mod gemm3m;
 pub(crate) mod super_op;
 
 pub use super::spgemm::matmul_csr;

@@ -1,9 +1,9 @@
 //! The Krylov path of [`eigs`](super::decomp::eigs): a few eigenpairs of a large operator without
 //! densifying it, on any kind (see [`eigs_plan`](super::decomp::eigs_plan) for when it runs).
 
+use super::super::space::{Dispatched, FnMap, matrix_map, random_dense};
 use super::eigen::{EigOrder, Eigen, EigsOptions, HERMITIAN_ATOL};
 use super::lu::Factorised;
-use super::space::{Dispatched, FnMap, matrix_map, random_dense};
 use crate::dispatch::Out;
 use crate::error::{Error, Result};
 use crate::krylov::LinearMap;
@@ -175,7 +175,7 @@ fn shift_invert(f: Factorised, n: usize, o: &EigsOptions, hermitian: bool) -> Re
 fn is_hermitian(a: &Data, o: &EigsOptions) -> Result<bool> {
     match o.hermitian {
         Some(h) => Ok(h),
-        None => super::compare::isherm(a, HERMITIAN_ATOL),
+        None => super::super::compare::isherm(a, HERMITIAN_ATOL),
     }
 }
 
@@ -185,17 +185,17 @@ pub(crate) fn eigs_csr(a: &Csr, o: &EigsOptions) -> Result<Eigen> {
     let n = a.shape().0;
     let hermitian = match o.hermitian {
         Some(h) => h,
-        None => super::compare::isherm_csr(a, HERMITIAN_ATOL)?,
+        None => super::super::compare::isherm_csr(a, HERMITIAN_ATOL)?,
     };
     if let Some(sigma) = o.sigma {
-        let shifted = super::add::add_csr(a, &Csr::try_scaled_identity(n, ONE)?, -sigma)?;
+        let shifted = super::super::add::add_csr(a, &Csr::try_scaled_identity(n, ONE)?, -sigma)?;
         return shift_invert(Factorised::sparse(&shifted, "eigs")?, n, o, hermitian);
     }
     let op = FnMap {
         n,
         f: |x: &Data| match x.downcast_ref::<Dense>() {
-            Some(d) => super::matmul::matmul_csr_dense(a, d).map(Data::from),
-            None => super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
+            Some(d) => super::super::matmul::matmul_csr_dense(a, d).map(Data::from),
+            None => super::super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
         },
     };
     let req = request(n, o, hermitian, which(o.order))?;
@@ -207,17 +207,17 @@ pub(crate) fn eigs_dense_krylov(a: &Dense, o: &EigsOptions) -> Result<Eigen> {
     let n = a.shape().0;
     let hermitian = match o.hermitian {
         Some(h) => h,
-        None => super::compare::isherm_dense(a, HERMITIAN_ATOL),
+        None => super::super::compare::isherm_dense(a, HERMITIAN_ATOL),
     };
     if let Some(sigma) = o.sigma {
-        let shifted = super::add::add_dense(a, &Dense::try_identity(n)?, -sigma)?;
+        let shifted = super::super::add::add_dense(a, &Dense::try_identity(n)?, -sigma)?;
         return shift_invert(Factorised::dense(&shifted, "eigs")?, n, o, hermitian);
     }
     let op = FnMap {
         n,
         f: |x: &Data| match x.downcast_ref::<Dense>() {
-            Some(d) => super::matmul::matmul_dense(a, d).map(Data::from),
-            None => super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
+            Some(d) => super::super::matmul::matmul_dense(a, d).map(Data::from),
+            None => super::super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
         },
     };
     let req = request(n, o, hermitian, which(o.order))?;

@@ -206,7 +206,7 @@ pub struct Eigen {
 }
 
 impl Eigen {
-    /// A result made elsewhere (a user's kernel for [`EIGS`](super::EIGS)): `values` and,
+    /// A result made elsewhere (a user's kernel for [`EIGS`](super::super::EIGS)): `values` and,
     /// if computed, the eigenvectors as columns in their order; the Krylov statistics 0.
     ///
     /// ```

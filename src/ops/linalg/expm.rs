@@ -178,8 +178,8 @@ fn mul(a: &Mat<c64>, b: &Mat<c64>) -> Result<Spare<c64>> {
     let work = n.saturating_mul(n).saturating_mul(n);
     engine::product(work, |par| {
         // Large products: three real ones where the values allow (`gemm3m`).
-        if work >= super::gemm3m::MIN_WORK
-            && super::gemm3m::gemm_3m(out.as_mut(), a.as_ref(), b.as_ref(), par)
+        if work >= super::super::matmul::gemm3m::MIN_WORK
+            && super::super::matmul::gemm3m::gemm_3m(out.as_mut(), a.as_ref(), b.as_ref(), par)
         {
             return;
         }
@@ -215,7 +215,7 @@ pub fn expm_dense(a: &Dense) -> Result<Dense> {
     if !finite {
         return Err(non_finite());
     }
-    let norm = super::norm::one_dense(a);
+    let norm = super::super::norm::one_dense(a);
     if !norm.is_finite() {
         return Err(Error::Numerical {
             op: "expm".into(),
@@ -644,7 +644,9 @@ mod tests {
         let product = (0..3)
             .map(|_| {
                 let t = std::time::Instant::now();
-                std::hint::black_box(super::super::matmul::matmul_dense(&small, &small).unwrap());
+                std::hint::black_box(
+                    super::super::super::matmul::matmul_dense(&small, &small).unwrap(),
+                );
                 t.elapsed()
             })
             .min()

@@ -23,7 +23,7 @@ use std::cell::Cell;
 use std::ffi::{c_char, c_int, c_void};
 use std::sync::OnceLock;
 
-use mpi::ffi;
+use ::mpi::ffi;
 
 use crate::{Error, Result};
 
@@ -54,12 +54,12 @@ thread_local! {
 /// MPI must be initialised). Collective over the world.
 pub(super) fn init() -> Result<()> {
     COMM.get_or_init(|| {
-        // SAFETY: MPI is initialised (`dist::init` called `mpi::initialize` first); the world
+        // SAFETY: MPI is initialised (`mpi::init` called `mpi::initialize` first); the world
         // communicator is valid for the process's life.
         let world = unsafe { ffi::RSMPI_COMM_WORLD };
         let mut dup: ffi::MPI_Comm = world;
         // SAFETY: `dup` is a valid place for the new handle; the call is collective and every
-        // rank makes it at `dist::init`.
+        // rank makes it at `mpi::init`.
         let code = unsafe { ffi::MPI_Comm_dup(world, &mut dup) };
         if code != ffi::MPI_SUCCESS as c_int {
             return Err(format!("MPI_Comm_dup: {}", error_string(code)));
@@ -75,7 +75,7 @@ pub(super) fn init() -> Result<()> {
     .as_ref()
     .map(|_| ())
     .map_err(|e| Error::Distributed {
-        op: "dist::init".into(),
+        op: "mpi::init".into(),
         rank: 0,
         reason: e.clone(),
     })

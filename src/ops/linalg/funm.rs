@@ -175,7 +175,7 @@ pub fn logm_dense(a: &Dense) -> Result<Dense> {
 fn spectral(op: &str, a: &Dense, f: impl Fn(c64) -> Result<c64>) -> Result<Option<Mat<c64>>> {
     let n = a.shape().0;
     let m = a.as_ref();
-    if super::compare::isherm_dense(a, HERMITIAN_ATOL) {
+    if super::super::compare::isherm_dense(a, HERMITIAN_ATOL) {
         let e = m
             .self_adjoint_eigen(Side::Lower)
             .map_err(|e| numerical(op, format!("the eigendecomposition failed: {e:?}")))?;
@@ -208,7 +208,8 @@ fn one_norm(a: MatRef<'_, c64>) -> f64 {
 }
 
 fn inverse(op: &str, a: MatRef<'_, c64>) -> Result<Mat<c64>> {
-    super::solve::inv_dense(&Dense::new(a.to_owned()))
+    Dense::try_identity(a.nrows())
+        .and_then(|eye| super::lu::Factorised::dense(&Dense::new(a.to_owned()), "inv")?.solve(&eye))
         .and_then(Dense::try_into_mat)
         .map_err(|_| numerical(op, "a matrix in the iteration became singular"))
 }
@@ -277,11 +278,8 @@ fn inverse_scaling_squaring(a: MatRef<'_, c64>) -> Result<Mat<c64>> {
         for tau in [0.5 * (1.0 - node), 0.5 * (1.0 + node)] {
             // (I + τX) Y = X, with X and (I + τX) commuting
             let lhs = Mat::from_fn(n, n, |i, j| eye[(i, j)] + x[(i, j)] * tau);
-            let y = super::solve::solve_dense(
-                &Dense::new(lhs),
-                &Dense::new(x.clone()),
-                &super::solve::SolveMethod::Lu,
-            )?;
+            let y = super::lu::Factorised::dense(&Dense::new(lhs), "logm")?
+                .solve(&Dense::new(x.clone()))?;
             log += y.as_ref() * faer::Scale(c64::new(0.5 * weight, 0.0));
         }
     }

@@ -1,7 +1,9 @@
-//! Distributed storage on MPI (feature `mpi`): [`DistCsr`] and [`DistDense`], registered
-//! through polymat's **public** extension API only — [`Batch::register_type`],
-//! [`Conversion`], [`Batch::add_to_group`] and [`Dispatcher::add_specialisation`](crate::Dispatcher::add_specialisation) — exactly as a
-//! user would register a kind.
+//! Distributed storage on MPI (feature `mpi`; `polymat::dist` before 0.2): [`DistCsr`] and
+//! [`DistDense`], registered through polymat's public extension API —
+//! [`Batch::register_type`], [`Conversion`], [`Batch::add_to_group`] and
+//! [`Dispatcher::add_specialisation`](crate::Dispatcher::add_specialisation) — as a user would
+//! register a kind; only the handling of failures (see "Failures") uses a hook inside the
+//! dispatcher.
 //!
 //! The engine is MPI (the `mpi` crate over the system's MPI, e.g. Open MPI from Debian's
 //! `libopenmpi-dev`). Programs are SPMD: every rank runs the same program on the same global
@@ -45,9 +47,9 @@
 //!
 //! ```no_run
 //! # fn main() -> polymat::Result<()> {
-//! use polymat::{Csr, Data, Dense, Out, dist};
-//! let _mpi = dist::init()?; // MPI_Init and the registration; MPI_Finalize when dropped
-//! let h = Data::new(dist::DistCsr::from_global(&Csr::identity(1000))?)?;
+//! use polymat::{Csr, Data, Dense, Out, mpi};
+//! let _mpi = mpi::init()?; // MPI_Init and the registration; MPI_Finalize when dropped
+//! let h = Data::new(mpi::DistCsr::from_global(&Csr::identity(1000))?)?;
 //! let psi: Data = Dense::from_fn(1000, 1, |i, _| polymat::c64::new(1.0 / (i + 1) as f64, 0.0)).into();
 //! let h_psi = polymat::matmul(&h, &psi, Out::Auto)?; // psi is split, the result a DistDense
 //! let e = polymat::expect(&h, &h_psi)?; // reduced over the ranks
@@ -155,10 +157,10 @@ fn register() -> Result<()> {
 ///
 /// ```no_run
 /// # fn main() -> polymat::Result<()> {
-/// use polymat::dist;
-/// let _mpi = dist::init()?;
+/// use polymat::mpi;
+/// let _mpi = mpi::init()?;
 /// let local: polymat::Result<f64> = Ok(1.0); // this rank's part, which may have failed
-/// let x = dist::agree(local, [10, 10, 0, 0])?; // Err on every rank if one rank failed
+/// let x = mpi::agree(local, [10, 10, 0, 0])?; // Err on every rank if one rank failed
 /// # let _ = x; Ok(()) }
 /// ```
 ///
@@ -167,7 +169,7 @@ fn register() -> Result<()> {
 /// and its message on the others, or on every rank when the ranks disagree on `shapes` or an
 /// MPI call fails.
 pub fn agree<T>(local: Result<T>, shapes: [usize; 4]) -> Result<T> {
-    comm::agree("dist::agree", local, shapes)
+    comm::agree("mpi::agree", local, shapes)
 }
 
 pub(crate) fn arg(reason: impl Into<String>) -> Error {

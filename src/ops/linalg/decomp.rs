@@ -211,7 +211,7 @@ pub fn eigs_dense(a: &Dense, options: EigsOptions) -> Result<Eigen> {
     let _avx = engine::AvxGuard::for_size(n);
     let hermitian = options
         .hermitian
-        .unwrap_or_else(|| super::compare::isherm_dense(a, HERMITIAN_ATOL));
+        .unwrap_or_else(|| super::super::compare::isherm_dense(a, HERMITIAN_ATOL));
     let (values, vectors): (Vec<c64>, Option<Mat<c64>>) = if hermitian {
         if options.vectors {
             let e = a
@@ -373,9 +373,9 @@ fn sorted_desc(mut s: Vec<f64>) -> Vec<f64> {
     s
 }
 
-/// GPU kernel of [`eigs`](crate::ops::decomp::eigs): cuSOLVER heevd for a Hermitian matrix (tested on the
+/// GPU kernel of [`eigs`](crate::ops::linalg::decomp::eigs): cuSOLVER heevd for a Hermitian matrix (tested on the
 /// GPU when `options.hermitian` is `None`), the Krylov path through the dispatcher when
-/// [`eigs_plan`](crate::ops::decomp::eigs_plan) chooses it, the Dense kernel otherwise.
+/// [`eigs_plan`](crate::ops::linalg::decomp::eigs_plan) chooses it, the Dense kernel otherwise.
 pub(crate) fn eigs_gpu(a: &GpuDense, options: &EigsOptions) -> Result<Eigen> {
     let n = a.shape().0;
     if eigs_plan(crate::storage::Kind::GPU_DENSE, n, options) == EigsMethod::Krylov {
@@ -394,7 +394,7 @@ pub(crate) fn eigs_gpu(a: &GpuDense, options: &EigsOptions) -> Result<Eigen> {
     order_eigen(values, vectors.as_ref().map(Dense::as_ref), true, options)
 }
 
-/// GPU kernel of [`svd`](crate::ops::decomp::svd): cuSOLVER gesvd (a wide matrix through its adjoint); the
+/// GPU kernel of [`svd`](crate::ops::linalg::decomp::svd): cuSOLVER gesvd (a wide matrix through its adjoint); the
 /// factors are downloaded into the host result.
 pub(crate) fn svd_gpu(a: &GpuDense, vectors: bool) -> Result<Svd> {
     if !crate::gpu::solver_available() {

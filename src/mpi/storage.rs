@@ -360,7 +360,7 @@ impl DistCsr {
         let halo_len: usize = self.halo.recv_counts.iter().sum();
         let prepared = (|| {
             crate::shape::matmul_shapes(OP, self.shape, x.shape)?;
-            if own != x.local.shape().0 || x.start != self.start_of_cols(comm.rank, comm.size) {
+            if x.start != self.start_of_cols(comm.rank, comm.size) {
                 return Err(arg(
                     "matmul: the vector is not split like the matrix's columns",
                 ));

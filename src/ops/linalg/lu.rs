@@ -67,7 +67,7 @@ impl Factorised {
             });
         }
         let f = Factorised::Dense { op, lu };
-        f.check_condition(n, super::norm::one_dense(a))?;
+        f.check_condition(n, super::super::norm::one_dense(a))?;
         Ok(f)
     }
 
@@ -91,7 +91,7 @@ impl Factorised {
             other => singular(format!("the sparse LU failed: {other:?}")),
         })?;
         let f = Factorised::Sparse { op, lu };
-        f.check_condition(n, super::norm::one_csr(a))?;
+        f.check_condition(n, super::super::norm::one_csr(a))?;
         Ok(f)
     }
 
