@@ -25,7 +25,7 @@ use std::sync::OnceLock;
 
 use ::mpi::ffi;
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Length of a broadcast failure message, in bytes (longer messages are cut at a character).
 const MESSAGE: usize = 1024;
@@ -285,6 +285,37 @@ impl Comm {
         self.check(op, "MPI_Allgatherv", code)
     }
 
+    /// Sends `send` in pieces, `send_counts[r]` values to rank `r`, and returns what every rank
+    /// sent here (in rank order) with how many came from each: the counts travel first
+    /// (`MPI_Alltoall`), then the values (`MPI_Alltoallv`). Every step where this rank can fail
+    /// (a count past `i32`, the receive buffer's allocation) is agreed on before the next
+    /// collective. Collective.
+    pub(crate) fn exchange<T: Item>(
+        &self,
+        op: &str,
+        send: &[T],
+        send_counts: &[usize],
+        shapes: [usize; SHAPES],
+    ) -> Result<(Vec<T>, Vec<usize>)> {
+        let sc = agree(op, counts_i32(op, send_counts), shapes)?;
+        let offered: Vec<u64> = sc.iter().map(|&c| c as u64).collect();
+        let mut announced = vec![0u64; self.size];
+        self.all_to_all(op, &offered, &mut announced)?;
+        let prepared = (|| {
+            let recv_counts: Vec<usize> = announced
+                .iter()
+                .map(|&c| usize::try_from(c).map_err(|_| self.length(op, "MPI_Alltoall")))
+                .collect::<Result<_>>()?;
+            let rc = counts_i32(op, &recv_counts)?;
+            let total = recv_counts.iter().sum::<usize>();
+            let recv = crate::storage::alloc::try_vec(op, (total, 1), total, T::default())?;
+            Ok((recv_counts, rc, recv))
+        })();
+        let (recv_counts, rc, mut recv) = agree(op, prepared, shapes)?;
+        self.all_to_all_v(op, send, &sc, &mut recv, &rc)?;
+        Ok((recv, recv_counts))
+    }
+
     /// `MPI_Bcast` of `buf` from `root`.
     fn broadcast<T: Item>(&self, op: &str, buf: &mut [T], root: usize) -> Result<()> {
         let n = count(op, buf.len())?;
@@ -322,7 +353,7 @@ pub(crate) fn count(op: &str, n: usize) -> Result<c_int> {
 }
 
 /// MPI counts (`int`), an error past `i32::MAX`.
-pub(crate) fn counts_i32(op: &str, c: &[usize]) -> Result<Vec<i32>> {
+fn counts_i32(op: &str, c: &[usize]) -> Result<Vec<i32>> {
     c.iter().map(|&n| count(op, n)).collect()
 }
 

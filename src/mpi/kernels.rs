@@ -1,16 +1,17 @@
 //! The distributed kernels: the local kernel on this rank's rows, then (for reductions) one
 //! agreement and one `MPI_Allreduce`. Registered with
-//! [`Dispatcher::add_specialisation`](crate::Dispatcher), the same call a user makes; the
+//! [`Dispatcher::add_specialisation`](crate::dispatch::Dispatcher), the same call a user makes; the
 //! dispatcher agrees on every call's outcome at its end, so a kernel agrees only before its
 //! own collectives.
 
 use super::comm::agree;
-use super::{
-    Comm, DistCsr, DistDense, Op, arg, block, counts_i32, max_f64, owner, reduce, sum_c64,
-};
+use super::{Comm, DistCsr, DistDense, Op, arg, block, max_f64, owner, reduce, sum_c64};
+use crate::dispatch::Specialisation;
+use crate::error::Result;
 use crate::ops::{add, inner, norm, scale};
+use crate::scalar::c64;
 use crate::storage::alloc;
-use crate::{Csr, Result, Specialisation, Storage, c64};
+use crate::storage::{Csr, Storage};
 
 /// The shapes an agreement compares for one operand.
 fn shapes1(a: (usize, usize)) -> [usize; 4] {
@@ -215,24 +216,8 @@ fn isherm(a: &DistCsr, atol: f64) -> Result<bool> {
         }
     }
     let send: Vec<f64> = out.iter().flatten().copied().collect();
-    let sc = agree(
-        OP,
-        counts_i32(OP, &out.iter().map(Vec::len).collect::<Vec<_>>()),
-        shapes1(a.shape()),
-    )?;
-    let sc64: Vec<u64> = sc.iter().map(|&c| c as u64).collect();
-    let mut rc64 = vec![0u64; comm.size];
-    comm.all_to_all(OP, &sc64, &mut rc64)?;
-    let prepared = (|| {
-        let rc: Vec<i32> = rc64
-            .iter()
-            .map(|&c| i32::try_from(c).map_err(|_| arg("isherm: a count exceeds i32")))
-            .collect::<Result<_>>()?;
-        let total = rc.iter().map(|&c| c as usize).sum::<usize>();
-        Ok((rc, alloc::try_vec(OP, (total, 1), total, 0.0f64)?))
-    })();
-    let (rc, mut recv) = agree(OP, prepared, shapes1(a.shape()))?;
-    comm.all_to_all_v(OP, &send, &sc, &mut recv, &rc)?;
+    let counts: Vec<usize> = out.iter().map(Vec::len).collect();
+    let (recv, _) = comm.exchange(OP, &send, &counts, shapes1(a.shape()))?;
     let here = (|| {
         let (mut r, mut c, mut v) = (Vec::new(), Vec::new(), Vec::new());
         for t in recv.chunks_exact(4) {

@@ -1,7 +1,7 @@
 //! Distributed storage on MPI (feature `mpi`; `polymat::dist` before 0.2): [`DistCsr`] and
 //! [`DistDense`], registered through polymat's public extension API —
 //! [`Batch::register_type`], [`Conversion`], [`Batch::add_to_group`] and
-//! [`Dispatcher::add_specialisation`](crate::Dispatcher::add_specialisation) — as a user would
+//! [`Dispatcher::add_specialisation`](crate::dispatch::Dispatcher::add_specialisation) — as a user would
 //! register a kind; only the handling of failures (see "Failures") uses a hook inside the
 //! dispatcher.
 //!
@@ -64,9 +64,12 @@ use std::sync::OnceLock;
 
 pub use storage::{DistCsr, DistDense};
 
+use crate::convert::{Batch, Conversion, Group, registry};
 use crate::dispatch::collective;
-use crate::{Batch, Conversion, Dense, Error, Group, Result, c64, registry};
-pub(crate) use comm::{Comm, Op, count, counts_i32};
+use crate::error::{Error, Result};
+use crate::scalar::c64;
+use crate::storage::Dense;
+pub(crate) use comm::{Comm, Op, count};
 
 /// The rows of block `rank` when `n` rows are split over `size` ranks.
 pub fn block(n: usize, size: usize, rank: usize) -> std::ops::Range<usize> {

@@ -3,9 +3,11 @@
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use super::comm::agree;
-use super::{Comm, arg, block, count, counts_i32, owner, pack, unpack};
+use super::{Comm, arg, block, count, owner, pack, unpack};
+use crate::error::{Error, Result};
+use crate::scalar::c64;
 use crate::storage::alloc;
-use crate::{Csr, Dense, Error, Result, Storage, c64};
+use crate::storage::{Csr, Dense, Storage};
 
 /// A dense matrix (a ket, or a block of vectors) whose rows are split over the ranks in
 /// contiguous blocks ([`block`](super::block)): this rank holds rows `start..start + rows` of
@@ -28,8 +30,8 @@ impl DistDense {
     /// one rank cannot allocate its rows, every rank returns an error).
     ///
     /// # Errors
-    /// [`Error::TooLarge`](crate::Error::TooLarge) if the rows cannot be allocated;
-    /// [`Error::Distributed`](crate::Error::Distributed) if another rank failed or the ranks
+    /// [`Error::TooLarge`](crate::error::Error::TooLarge) if the rows cannot be allocated;
+    /// [`Error::Distributed`](crate::error::Error::Distributed) if another rank failed or the ranks
     /// hold different shapes.
     pub fn from_global(full: &Dense) -> Result<DistDense> {
         let comm = Comm::get();
@@ -50,8 +52,8 @@ impl DistDense {
     /// **Collective** (one agreement).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `local` has the wrong
-    /// number of rows for this rank; [`Error::Distributed`](crate::Error::Distributed) on the
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if `local` has the wrong
+    /// number of rows for this rank; [`Error::Distributed`](crate::error::Error::Distributed) on the
     /// other ranks then, or if the ranks disagree on the shape.
     pub fn from_local(rows: usize, local: Dense) -> Result<DistDense> {
         let comm = Comm::get();
@@ -93,7 +95,7 @@ impl DistDense {
     /// **Collective.**
     ///
     /// # Errors
-    /// [`Error::TooLarge`](crate::Error::TooLarge) if the full matrix cannot be allocated (on
+    /// [`Error::TooLarge`](crate::error::Error::TooLarge) if the full matrix cannot be allocated (on
     /// any rank: every rank returns an error).
     pub fn gather(&self) -> Result<Dense> {
         const OP: &str = "DistDense::gather";
@@ -164,7 +166,7 @@ impl DistCsr {
     /// every rank must call it (in the same order as its other collective calls).
     ///
     /// # Errors
-    /// [`Error::TooLarge`](crate::Error::TooLarge) if the local arrays cannot be allocated.
+    /// [`Error::TooLarge`](crate::error::Error::TooLarge) if the local arrays cannot be allocated.
     pub fn from_global(full: &Csr) -> Result<DistCsr> {
         let (p, idx, val) = (full.indptr(), full.indices(), full.data());
         DistCsr::from_row_fn(full.shape().0, full.shape().1, |i| {
@@ -179,9 +181,9 @@ impl DistCsr {
     /// If `row` panics on a rank, the panic is caught there and every rank returns an error.
     ///
     /// # Errors
-    /// [`Error::InvalidCsr`](crate::Error::InvalidCsr) if a column is out of range;
-    /// [`Error::KernelPanicked`](crate::Error::KernelPanicked) if `row` panicked;
-    /// [`Error::Distributed`](crate::Error::Distributed) on the other ranks then.
+    /// [`Error::InvalidCsr`](crate::error::Error::InvalidCsr) if a column is out of range;
+    /// [`Error::KernelPanicked`](crate::error::Error::KernelPanicked) if `row` panicked;
+    /// [`Error::Distributed`](crate::error::Error::Distributed) on the other ranks then.
     pub fn from_row_fn(
         rows: usize,
         cols: usize,
@@ -216,7 +218,7 @@ impl DistCsr {
     /// [`block`](super::block)`(rows, size, rank)`, global column indices). **Collective.**
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `local` has the wrong
+    /// [`Error::InvalidArgument`](crate::error::Error::InvalidArgument) if `local` has the wrong
     /// number of rows for this rank.
     pub fn from_local(rows: usize, local: Csr) -> Result<DistCsr> {
         const OP: &str = "DistCsr::from_local";
@@ -246,27 +248,9 @@ impl DistCsr {
         }
         let recv_counts: Vec<usize> = needed.iter().map(Vec::len).collect();
         // Tell each owner which of its entries this rank needs.
-        let offered: Vec<u64> = recv_counts.iter().map(|&x| x as u64).collect();
-        let mut asked_counts = vec![0u64; comm.size];
-        comm.all_to_all(OP, &offered, &mut asked_counts)?;
-        let prepared = (|| {
-            let send_counts: Vec<usize> = asked_counts
-                .iter()
-                .map(|&x| usize::try_from(x).map_err(|_| arg("a request count overflows usize")))
-                .collect::<Result<_>>()?;
-            let total: usize = send_counts
-                .iter()
-                .try_fold(0usize, |a, &x| a.checked_add(x))
-                .ok_or_else(|| arg("the requests overflow usize"))?;
-            let rc = counts_i32(OP, &recv_counts)?;
-            let sc = counts_i32(OP, &send_counts)?;
-            let asked = alloc::try_vec(OP, (total, 1), total, 0u64)?;
-            Ok((send_counts, rc, sc, asked))
-        })();
-        let (send_counts, rc, sc, mut asked) = agree(OP, prepared, [rows, m, 0, 0])?;
         let requests: Vec<u64> = needed.iter().flatten().map(|&c| c as u64).collect();
-        let exchanged = comm.all_to_all_v(OP, &requests, &rc, &mut asked, &sc);
-        let built = exchanged.and_then(|()| {
+        let exchanged = comm.exchange(OP, &requests, &recv_counts, [rows, m, 0, 0]);
+        let built = exchanged.and_then(|(asked, send_counts)| {
             let send_rows = asked
                 .iter()
                 .map(|&c| {
@@ -303,9 +287,9 @@ impl DistCsr {
                 }
             }
             let compact = Csr::from_triplets((lr, own + halo_cols.len()), &r, &c, &v)?;
-            Ok((send_rows, compact))
+            Ok((send_counts, send_rows, compact))
         });
-        let (send_rows, compact) = agree(OP, built, [rows, m, 0, 0])?;
+        let (send_counts, send_rows, compact) = agree(OP, built, [rows, m, 0, 0])?;
         Ok(DistCsr {
             shape: (rows, m),
             start: mine.start,
@@ -339,8 +323,8 @@ impl DistCsr {
     /// any rank is an error on every rank.
     ///
     /// # Errors
-    /// [`Error::Shape`](crate::Error::Shape) if the shapes do not chain;
-    /// [`Error::Distributed`](crate::Error::Distributed) if another rank failed.
+    /// [`Error::Shape`](crate::error::Error::Shape) if the shapes do not chain;
+    /// [`Error::Distributed`](crate::error::Error::Distributed) if another rank failed.
     pub fn matmul(&self, x: &DistDense) -> Result<DistDense> {
         let y = self.matmul_unagreed(x);
         agree(
@@ -421,7 +405,7 @@ impl DistCsr {
     /// The same halo plan with the values scaled by `s` (no communication).
     ///
     /// # Errors
-    /// [`Error::TooLarge`](crate::Error::TooLarge) when the scaled blocks cannot be allocated.
+    /// [`Error::TooLarge`](crate::error::Error::TooLarge) when the scaled blocks cannot be allocated.
     pub(super) fn scaled(&self, s: c64) -> Result<DistCsr> {
         Ok(DistCsr {
             local: crate::ops::scale::mul_csr(&self.local, s)?,
