@@ -13,6 +13,43 @@ use rayon::prelude::*;
 
 use crate::scalar::c64;
 
+/// One of polymat's vector kernels and the instruction set it runs on, on this CPU
+/// ([`vector_kernels`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VectorKernel {
+    /// The kernel's name (`"dot"`, `"gemv_cols"`, ...).
+    pub name: &'static str,
+    /// The operations it serves.
+    pub serves: &'static str,
+    /// The instruction set it takes here: `"avx2+fma"` or `"neon"` for the kernels written
+    /// once against `pulp`, `"avx2+fma (std::arch)"` or `"avx512f (std::arch), …"` for those
+    /// kept in x86 intrinsics, `"plain loop"` or `"scalar"` where neither runs (on aarch64 the
+    /// compiler's own vectorisation of those loops uses NEON, the baseline there).
+    pub instruction_set: &'static str,
+}
+
+/// Which instruction set each of polymat's vector kernels runs on, on this CPU, as the kernels
+/// decide at run time: a way to check that a machine gets the vector paths (for example an
+/// aarch64 server, where the portable kernels take NEON).
+///
+/// ```
+/// let kernels = polymat::engine::vector_kernels();
+/// let dot = kernels.iter().find(|k| k.name == "dot").unwrap();
+/// println!("inner products run on {}", dot.instruction_set);
+/// assert!(!dot.instruction_set.is_empty());
+/// ```
+pub fn vector_kernels() -> Vec<VectorKernel> {
+    crate::simd::kernel_paths()
+        .into_iter()
+        .map(|(name, serves, instruction_set)| VectorKernel {
+            name,
+            serves,
+            instruction_set,
+        })
+        .collect()
+}
+
 /// Environment variable read once, on first use, when [`set_threads`] has not been called.
 pub const THREADS_ENV: &str = "POLYMAT_NUM_THREADS";
 

@@ -1,8 +1,15 @@
 //! Kernels over a whole strided block of columns in one call, for small results where a call
 //! per column cost more than the loop it replaced: the sign flips of one block (`conj`, `neg`,
 //! `adjoint`'s conjugating pass), its product by a scalar (`mul`) and the sum or difference of
-//! two (`add`, `sub`), each the scalar arithmetic to the bit.
+//! two (`add`, `sub`), each the scalar arithmetic to the bit. Written once against `pulp`
+//! ([`portable`]): a register's worth of entries at a time, a column's last odd entries by the
+//! scalar operation.
 
+use std::mem::MaybeUninit;
+
+use pulp::{Simd, WithSimd};
+
+use super::portable;
 use crate::scalar::c64;
 
 /// Which signs [`flip_cols`] flips.
@@ -14,11 +21,36 @@ pub(crate) enum Flip {
     Both,
 }
 
+/// Column `j` of a strided block: its `m` entries at `p + j·stride`.
+///
+/// # Safety
+/// Those entries are valid for reads for `'a` and not written meanwhile.
+#[inline(always)]
+unsafe fn col<'a>(p: *const c64, stride: usize, j: usize, m: usize) -> &'a [c64] {
+    // SAFETY: the caller's contract.
+    unsafe { std::slice::from_raw_parts(p.add(j * stride), m) }
+}
+
+/// Column `j` of a strided block, to be written.
+///
+/// # Safety
+/// Those entries are valid for writes for `'a` and nothing else reads or writes them meanwhile.
+#[inline(always)]
+unsafe fn col_mut<'a>(
+    p: *mut c64,
+    stride: usize,
+    j: usize,
+    m: usize,
+) -> &'a mut [MaybeUninit<c64>] {
+    // SAFETY: the caller's contract; `MaybeUninit<c64>` has `c64`'s layout.
+    unsafe { std::slice::from_raw_parts_mut(p.add(j * stride).cast::<MaybeUninit<c64>>(), m) }
+}
+
 /// `dst[i + j·ds] = conj(src[i + j·ss])` (or `−src[…]` for [`Flip::Both`]) for `i < m`,
 /// `j < n`: the conjugate or negation of a strided block of columns, all columns in one call
-/// (on the AVX2 path one 256-bit `xor` per two entries, a 128-bit one for an odd last entry).
-/// For small results, where a call per column cost more than the loop it replaced
-/// (docs/benchmarks.md). A sign flip is the scalar `conj` and `-` to the bit, NaN included.
+/// (one `xor` per register). For small results, where a call per column cost more than the
+/// loop it replaced (docs/benchmarks.md). A sign flip is the scalar `conj` and `-` to the bit,
+/// NaN included.
 ///
 /// # Safety
 /// `src` is valid for reads and `dst` for writes at `i + j·stride` for every `i < m`, `j < n`
@@ -31,23 +63,16 @@ pub(crate) unsafe fn flip_cols(
     (m, n): (usize, usize),
     flip: Flip,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if super::avx2() {
-        // SAFETY: the CPU has AVX2 (checked just above); the pointers as this function's.
-        return unsafe { avx::flip_cols(src, ss, dst, ds, (m, n), flip) };
-    }
-    for j in 0..n {
-        for i in 0..m {
-            // SAFETY: i < m and j < n: in bounds of both regions (the caller's contract).
-            unsafe {
-                let x = *src.add(i + j * ss);
-                let y = match flip {
-                    Flip::Imag => super::conj(x),
-                    Flip::Both => -x,
-                };
-                dst.add(i + j * ds).write(y);
-            }
-        }
+    let block = Block {
+        x: (src, ss),
+        y: (src, ss),
+        dst: (dst, ds),
+        size: (m, n),
+        s: ZERO,
+    };
+    match flip {
+        Flip::Imag => portable::dispatch(Op::<CONJ>(block)),
+        Flip::Both => portable::dispatch(Op::<NEG>(block)),
     }
 }
 
@@ -66,25 +91,20 @@ pub(crate) unsafe fn scale_cols(
     (m, n): (usize, usize),
     s: c64,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if super::avx2() {
-        // SAFETY: the CPU has AVX2 and FMA (checked just above); the pointers as this
-        // function's.
-        return unsafe { avx::scale_cols((src, ss), (dst, ds), (m, n), s) };
-    }
-    for j in 0..n {
-        for i in 0..m {
-            // SAFETY: i < m and j < n: in bounds of both regions (the caller's contract).
-            unsafe { dst.add(i + j * ds).write(s * *src.add(i + j * ss)) };
-        }
-    }
+    portable::dispatch(Op::<SCALE>(Block {
+        x: (src, ss),
+        y: (src, ss),
+        dst: (dst, ds),
+        size: (m, n),
+        s,
+    }));
 }
 
 /// `dst[i + j·ds] = x[i + j·xs] + y[i + j·ys]` (or `x − y` if `sub`) for `i < m`, `j < n`:
-/// the sum or difference of two strided blocks of columns, all columns in one call (on the
-/// AVX2 path one 256-bit add or subtract per two entries), as [`flip_cols`] is for one
-/// operand. Each part is the scalar `x + y` or `x − y`, to the bit (a NaN result is NaN, its
-/// sign and payload unspecified as for the scalar operators).
+/// the sum or difference of two strided blocks of columns, all columns in one call (one add
+/// or subtract per register), as [`flip_cols`] is for one operand. Each part is the scalar
+/// `x + y` or `x − y`, to the bit (a NaN result is NaN, its sign and payload unspecified as
+/// for the scalar operators).
 ///
 /// # Safety
 /// `x` and `y` are valid for reads and `dst` for writes at `i + j·stride` for every `i < m`,
@@ -96,155 +116,135 @@ pub(crate) unsafe fn sum_cols(
     (m, n): (usize, usize),
     sub: bool,
 ) {
-    #[cfg(target_arch = "x86_64")]
-    if super::avx2() {
-        // SAFETY: the CPU has AVX2 (checked just above); the pointers as this function's.
-        return unsafe { avx::sum_cols((x, xs), (y, ys), (dst, ds), (m, n), sub) };
+    let block = Block {
+        x: (x, xs),
+        y: (y, ys),
+        dst: (dst, ds),
+        size: (m, n),
+        s: ZERO,
+    };
+    if sub {
+        portable::dispatch(Op::<SUB>(block));
+    } else {
+        portable::dispatch(Op::<ADD>(block));
     }
-    for j in 0..n {
-        for i in 0..m {
-            // SAFETY: i < m and j < n: in bounds of all three regions (the caller's contract).
-            unsafe {
-                let (a, b) = (*x.add(i + j * xs), *y.add(i + j * ys));
-                dst.add(i + j * ds).write(if sub { a - b } else { a + b });
+}
+
+/// The operations of [`Block`], one kernel instance each: `Op::<CONJ>(block)`, ...
+const CONJ: u8 = 0;
+const NEG: u8 = 1;
+const SCALE: u8 = 2;
+const ADD: u8 = 3;
+const SUB: u8 = 4;
+
+/// The zero scale of the operations that take none.
+const ZERO: c64 = c64::new(0.0, 0.0);
+
+/// One call of [`flip_cols`], [`scale_cols`] or [`sum_cols`]: the blocks (pointer, stride;
+/// `y` read by the sums only), the size `(m, n)` and the scale of `scale_cols`; the contract
+/// is theirs.
+#[derive(Clone, Copy)]
+struct Block {
+    x: (*const c64, usize),
+    y: (*const c64, usize),
+    dst: (*mut c64, usize),
+    size: (usize, usize),
+    s: c64,
+}
+
+/// [`Block`] run as operation `OP`.
+struct Op<const OP: u8>(Block);
+
+impl<const OP: u8> WithSimd for Op<OP> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let (b, s) = (self.0, self.0.s);
+        let scalar = move |a: &c64, y: &c64| match OP {
+            CONJ => super::conj(*a),
+            NEG => -*a,
+            SCALE => s * a,
+            ADD => a + y,
+            _ => a - y,
+        };
+        if !portable::vector::<S>() {
+            // The sums read `y`; `vector` is not called on pulp's `Scalar`.
+            return if OP == ADD || OP == SUB {
+                b.run::<S, true>(|a, _| a, scalar)
+            } else {
+                b.run::<S, false>(|a, _| a, scalar)
+            };
+        }
+        let flip = |re: f64| {
+            let mask = portable::f64s::<S>(simd.splat_c64s(c64::new(re, -0.0)));
+            move |a: S::f64s, _: S::f64s| simd.xor_f64s(a, mask)
+        };
+        match OP {
+            CONJ => b.run::<S, false>(flip(0.0), scalar),
+            NEG => b.run::<S, false>(flip(-0.0), scalar),
+            SCALE => {
+                let (sr, si) = (simd.splat_f64s(s.re), portable::signed_im(simd, s.im));
+                let product = move |a: S::f64s, _: S::f64s| portable::product(simd, sr, si, a);
+                b.run::<S, false>(product, scalar)
             }
+            ADD => b.run::<S, true>(|a, y| simd.add_f64s(a, y), scalar),
+            _ => b.run::<S, true>(|a, y| simd.sub_f64s(a, y), scalar),
         }
     }
 }
 
-#[cfg(target_arch = "x86_64")]
-mod avx {
-    use std::arch::x86_64::*;
-
-    use crate::scalar::c64;
-    use crate::simd::scale::avx::product;
-
-    /// [`super::scale_cols`] with AVX2: [`product`] (`scale_into`'s) two entries at a time, a
-    /// column's odd last entry by the scalar product.
-    ///
-    /// # Safety
-    /// As [`super::scale_cols`]; the CPU has AVX2 and FMA.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn scale_cols(
-        (src, ss): (*const c64, usize),
-        (dst, ds): (*mut c64, usize),
-        (m, n): (usize, usize),
-        s: c64,
+impl Block {
+    /// `dst = f(x, y)` over the block (`y` read only if `TWO`, `x` given for it otherwise): `vector` on whole registers
+    /// where `S` has them, `scalar` on the entries left over (on every entry on pulp's
+    /// `Scalar`). One instance per operation, so the loops hold no branch on it.
+    #[inline(always)]
+    fn run<S: Simd, const TWO: bool>(
+        self,
+        vector: impl Fn(S::f64s, S::f64s) -> S::f64s,
+        scalar: impl Fn(&c64, &c64) -> c64,
     ) {
-        let (sr, si) = (_mm256_set1_pd(s.re), _mm256_set1_pd(s.im));
-        let pairs = m / 2;
+        let Block {
+            x,
+            y,
+            dst,
+            size: (m, n),
+            ..
+        } = self;
         for j in 0..n {
-            // SAFETY: column j's m entries lie at j·ss.. and j·ds.. of the regions (the
-            // caller's contract); each 256-bit access covers entries 2k and 2k + 1 < m
-            // (`Complex<f64>` is two packed doubles), the scalar one entry m − 1.
-            unsafe {
-                let (x, d) = (src.add(j * ss), dst.add(j * ds));
-                let (px, pd) = (x.cast::<f64>(), d.cast::<f64>());
-                for k in 0..pairs {
-                    let r = product(sr, si, _mm256_loadu_pd(px.add(4 * k)));
-                    _mm256_storeu_pd(pd.add(4 * k), r);
+            // SAFETY: column j's m entries lie at j·stride.. of each region, readable (x, y)
+            // or writable (dst), and dst overlaps neither input (the callers' contract).
+            let (a, d) = unsafe { (col(x.0, x.1, j, m), col_mut(dst.0, dst.1, j, m)) };
+            let b = if TWO {
+                // SAFETY: as above, for y.
+                unsafe { col(y.0, y.1, j, m) }
+            } else {
+                a
+            };
+            if !portable::vector::<S>() {
+                for ((d, a), b) in d.iter_mut().zip(a).zip(b) {
+                    d.write(scalar(a, b));
                 }
-                if m % 2 == 1 {
-                    d.add(m - 1).write(s * *x.add(m - 1));
-                }
+                continue;
             }
-        }
-    }
-
-    /// [`super::sum_cols`] with AVX2.
-    ///
-    /// # Safety
-    /// As [`super::sum_cols`]; the CPU has AVX2.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn sum_cols(
-        (x, xs): (*const c64, usize),
-        (y, ys): (*const c64, usize),
-        (dst, ds): (*mut c64, usize),
-        (m, n): (usize, usize),
-        sub: bool,
-    ) {
-        let pairs = m / 2;
-        for j in 0..n {
-            // SAFETY: column j's m entries lie at j·xs.., j·ys.. and j·ds.. of the regions
-            // (the caller's contract); each 256-bit access covers entries 2k and 2k + 1 < m,
-            // the 128-bit one entry m − 1 (`c64` is two packed f64).
-            unsafe {
-                let (a, b, d) = (
-                    x.add(j * xs).cast::<f64>(),
-                    y.add(j * ys).cast::<f64>(),
-                    dst.add(j * ds).cast::<f64>(),
-                );
-                if sub {
-                    for k in 0..pairs {
-                        let v = _mm256_sub_pd(
-                            _mm256_loadu_pd(a.add(4 * k)),
-                            _mm256_loadu_pd(b.add(4 * k)),
-                        );
-                        _mm256_storeu_pd(d.add(4 * k), v);
-                    }
-                } else {
-                    for k in 0..pairs {
-                        let v = _mm256_add_pd(
-                            _mm256_loadu_pd(a.add(4 * k)),
-                            _mm256_loadu_pd(b.add(4 * k)),
-                        );
-                        _mm256_storeu_pd(d.add(4 * k), v);
-                    }
+            let (ah, at) = portable::split::<S>(a);
+            let (dh, dt) = S::as_uninit_mut_simd_c64s(d);
+            if TWO {
+                let (bh, bt) = portable::split::<S>(b);
+                for ((d, a), b) in dh.iter_mut().zip(ah).zip(bh) {
+                    let v = vector(portable::f64s::<S>(*a), portable::f64s::<S>(*b));
+                    d.write(portable::c64s::<S>(v));
                 }
-                if m % 2 == 1 {
-                    let (u, w) = (
-                        _mm_loadu_pd(a.add(4 * pairs)),
-                        _mm_loadu_pd(b.add(4 * pairs)),
-                    );
-                    _mm_storeu_pd(
-                        d.add(4 * pairs),
-                        if sub {
-                            _mm_sub_pd(u, w)
-                        } else {
-                            _mm_add_pd(u, w)
-                        },
-                    );
+                for ((d, a), b) in dt.iter_mut().zip(at).zip(bt) {
+                    d.write(scalar(a, b));
                 }
-            }
-        }
-    }
-
-    /// [`super::flip_cols`] with AVX2.
-    ///
-    /// # Safety
-    /// As [`super::flip_cols`]; the CPU has AVX2.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn flip_cols(
-        src: *const c64,
-        ss: usize,
-        dst: *mut c64,
-        ds: usize,
-        (m, n): (usize, usize),
-        flip: super::Flip,
-    ) {
-        let re = match flip {
-            super::Flip::Imag => 0.0,
-            super::Flip::Both => -0.0,
-        };
-        let mask = _mm256_set_pd(-0.0, re, -0.0, re);
-        let pairs = m / 2;
-        for j in 0..n {
-            // SAFETY: column j's m entries lie at j·ss.. and j·ds.. of the regions (the
-            // caller's contract); each 256-bit access covers entries 2k and 2k + 1 < m, the
-            // 128-bit one entry m − 1; `c64` is two f64 (re, im), so the mask's lanes are
-            // (re, im, re, im).
-            unsafe {
-                let (s, d) = (src.add(j * ss).cast::<f64>(), dst.add(j * ds).cast::<f64>());
-                for k in 0..pairs {
-                    let v = _mm256_loadu_pd(s.add(4 * k));
-                    _mm256_storeu_pd(d.add(4 * k), _mm256_xor_pd(v, mask));
+            } else {
+                for (d, a) in dh.iter_mut().zip(ah) {
+                    let a = portable::f64s::<S>(*a);
+                    d.write(portable::c64s::<S>(vector(a, a)));
                 }
-                if m % 2 == 1 {
-                    let v = _mm_loadu_pd(s.add(4 * pairs));
-                    _mm_storeu_pd(
-                        d.add(4 * pairs),
-                        _mm_xor_pd(v, _mm256_castpd256_pd128(mask)),
-                    );
+                for (d, a) in dt.iter_mut().zip(at) {
+                    d.write(scalar(a, a));
                 }
             }
         }

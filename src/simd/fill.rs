@@ -1,11 +1,12 @@
 //! Zero fills of results that stay in cache.
 //!
-//! glibc's `memset` writes with `rep stosb` from 2 KiB up. On the 2-core AMD VM that is slower
-//! than plain 32-byte AVX stores for buffers that stay in the caches: a 100 × 100 Csr → Dense
+//! glibc's `memset` on x86-64 writes with `rep stosb` from 2 KiB up, which was slower than
+//! plain 32-byte AVX stores for buffers that stay in the caches: a 100 × 100 Csr → Dense
 //! conversion (a 160 KB zero fill, then 1 000 entries) took 4.31–4.98 µs with `memset` and
-//! 3.61–4.63 µs with them, medians of alternated runs (docs/benchmarks.md). [`zeros`] is those
-//! stores; results the engine streams keep `memset` (at 1.6 GB plain stores took three times
-//! as long), as their callers decide.
+//! 3.61–4.63 µs with them, medians of alternated runs (docs/benchmarks/per_operation.md).
+//! [`zeros`] is those stores; results the engine streams keep `memset` (at 1.6 GB plain
+//! stores took three times as long), as their callers decide. The choice is about x86's
+//! `memset`, so it stays in `std::arch`; elsewhere `memset` is used.
 
 use std::mem::MaybeUninit;
 

@@ -11,6 +11,11 @@
 //! products of several columns ([`columns`]) hold four entries a register instead of two:
 //! half the FMAs, each at the same throughput on cores with two 512-bit FMA ports,
 //! with results identical to the bit (the same FMAs in the same order, per entry).
+//!
+//! x86-64 only, in `std::arch`: the kernels are sized for the 16 AVX2 registers and have an
+//! AVX-512 twin that must give their results to the bit, which pulp's portable API (its
+//! AVX-512 needs Rust 1.89, past the MSRV) cannot pair. Elsewhere (aarch64) these products go
+//! to faer's gemm, whose own kernels take NEON.
 
 use std::marker::PhantomData;
 use std::mem::MaybeUninit;

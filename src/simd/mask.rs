@@ -1,6 +1,9 @@
 //! Zero tests of complex values: the bit mask of a column chunk's non-zero entries and the
 //! count of zero values over columns (Dense → Csr), and the smallest non-zero part of a slice
 //! (whether a Kronecker product can hold a zero).
+//!
+//! In `std::arch` on x86-64: a mask of lanes as the bits of an integer (`movemask`) is not in
+//! pulp's portable API. Elsewhere the plain bit-by-bit loops run.
 
 use crate::scalar::c64;
 

@@ -1,21 +1,29 @@
-//! Runtime-detected AVX2 + FMA kernels on interleaved complex vectors, with portable
-//! fallbacks: the few loops where the compiler's own vectorisation of `Complex<f64>` falls
-//! short (conjugated dots, scaled subtractions, column-major matrix–vector products).
-//! `std::arch` rather than a SIMD crate: pulp's `vectorize` did not vectorise these closures.
+//! Vector kernels on interleaved complex vectors, for the loops where the compiler's own
+//! vectorisation of `Complex<f64>` falls short (conjugated dots, scaled subtractions,
+//! column-major matrix–vector products, complex scalings), each with a plain-loop fallback.
+//!
+//! Written once against `pulp` ([`portable`]), chosen at run time: AVX2 + FMA on x86-64, NEON
+//! on aarch64 — `dot`/`dot_conj`, `sub_scaled`, [`gemv_cols`], the slice scalings of
+//! `scale.rs`, the column blocks of `columns.rs`, and (off x86) the Taylor term.
+//! [`engine::vector_kernels`](crate::engine::vector_kernels) reports what runs where.
+//!
+//! Kept in `std::arch`, each with its reason beside it and a plain loop elsewhere: what pulp's
+//! portable API cannot express — two-address loads of the Csr row dots, `hadd` of the Taylor
+//! term, `movemask` of the zero masks ([`mask`]), non-temporal stores ([`nontemporal`]), the
+//! 128-bit half stores and index vectors of the Kronecker runs — and the AVX-512 kernels
+//! (small Dense products, the matrix–vector product, the zero count): pulp's AVX-512 needs
+//! Rust 1.89, past the MSRV (1.88), and its intrinsics are used only from 1.89
+//! (`rustversion`). Each AVX-512 kernel gives the AVX2 one's results to the bit (the same
+//! operations per entry, in the same order).
 //!
 //! [`avx2_fn!`] is the other half: plain loops (elementwise maps, Csr row dots, Kronecker
 //! runs) that the compiler vectorises well once it may use AVX2 and FMA, compiled twice and
-//! chosen at run time. [`nontemporal`] holds the non-temporal stores of large Dense results.
-//!
-//! Two kernels have an AVX-512F version as well, used where the CPU has it: the small Dense
-//! products ([`gemm::columns`], where it pays: [`avx512_small_products`]) and the
-//! matrix–vector product ([`gemv_cols`], one body generic over the register width; on Intel
-//! CPUs only for matrices that fit in L2).
-//! Their intrinsics are stable from Rust 1.89; a build by 1.88 (the MSRV) compiles without
-//! them (`rustversion`). Each gives the AVX2 version's results to the bit (the same operations
-//! per entry, in the same order).
+//! chosen at run time. x86-64's baseline is SSE2; aarch64's includes NEON, so there the one
+//! instance is already vectorised.
 
 use std::mem::MaybeUninit;
+
+use pulp::{Simd, WithSimd};
 
 use crate::scalar::c64;
 
@@ -25,15 +33,20 @@ pub(crate) mod gemm;
 mod gemv;
 mod mask;
 pub(crate) mod nontemporal;
+mod paths;
+pub(crate) mod portable;
 pub(crate) mod reduce;
+#[cfg(target_arch = "x86_64")]
+mod runs;
 mod scale;
 mod taylor_term;
 
 pub(crate) use columns::{Flip, flip_cols, scale_cols, sum_cols};
 pub(crate) use gemv::gemv_cols;
 pub(crate) use mask::{mask_columns, nonzero_bits, scalar_zero_count, smallest_part, zero_count};
+pub(crate) use paths::kernel_paths;
 #[cfg(target_arch = "x86_64")]
-pub(crate) use scale::{
+pub(crate) use runs::{
     SHORT_ROW, add_scaled_run, kron_block, kron_block_swapped, kron_short_rows, scale_run,
 };
 pub(crate) use scale::{add_scaled_assign, add_scaled_into, scale_into};
@@ -45,7 +58,7 @@ pub(crate) use taylor_term::taylor_term;
 #[inline(always)]
 pub(crate) fn avx2() -> bool {
     #[cfg(test)]
-    if BASELINE.get() {
+    if BASELINE.get() || PORTABLE.get() {
         return false;
     }
     #[cfg(target_arch = "x86_64")]
@@ -92,6 +105,8 @@ fn cpu_is_intel() -> bool {
 thread_local! {
     /// Set by [`baseline`]: this thread runs the baseline instances.
     static BASELINE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Set by [`portable_only`]: this thread's `std::arch` kernels take their other path.
+    static PORTABLE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
     /// Set by [`without_avx512`]: this thread's kernels stop at AVX2.
     static NO_AVX512: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
@@ -197,6 +212,14 @@ pub(crate) fn without_avx512<R>(f: impl FnOnce() -> R) -> R {
     with_flag(&NO_AVX512, f)
 }
 
+/// Runs `f` with the `std::arch` kernels (and [`avx2_fn!`] functions) on this thread taking
+/// their other path while the [`portable`] kernels keep the CPU's vector registers: on x86-64
+/// the `pulp` instance of a kernel that has both is tested against the `std::arch` one.
+#[cfg(test)]
+pub(crate) fn portable_only<R>(f: impl FnOnce() -> R) -> R {
+    with_flag(&PORTABLE, f)
+}
+
 /// Runs `f` with every AVX2 + FMA kernel and [`avx2_fn!`] function on this thread taking its
 /// baseline instance (unit tests: both instances must agree).
 #[cfg(test)]
@@ -285,82 +308,16 @@ macro_rules! avx2_fn {
 }
 pub(crate) use avx2_fn;
 
-/// AVX2 + FMA kernels on interleaved `[re, im]` doubles, two complex values per register.
+/// The AVX2 + FMA sparse row dots on interleaved `[re, im]` doubles. Kept in `std::arch`: each
+/// register is loaded from two addresses (`_mm256_loadu2_m128d`, one entry of `x` a half), which
+/// pulp's portable API cannot express; elsewhere the plain loop of [`csr_row_dots`] runs (on
+/// aarch64 one complex entry fills a NEON register, and the compiler uses it there).
 #[cfg(target_arch = "x86_64")]
 mod avx {
     use std::arch::x86_64::*;
     use std::mem::MaybeUninit;
 
     use crate::scalar::c64;
-
-    /// `v†·w` (`CONJ`) or `vᵀ·w`: `re += v·w` lane by lane, `im += v·swap(w)`. For `v†·w` the
-    /// real part is the sum of `re`'s lanes and the imaginary part `im`'s even minus odd lanes;
-    /// for `vᵀ·w` it is the other way round.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn dot<const CONJ: bool>(v: &[c64], w: &[c64]) -> c64 {
-        let n = v.len().min(w.len());
-        let (pv, pw) = (v.as_ptr().cast::<f64>(), w.as_ptr().cast::<f64>());
-        let (mut re0, mut re1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-        let (mut im0, mut im1) = (_mm256_setzero_pd(), _mm256_setzero_pd());
-        let mut k = 0;
-        while k + 4 <= n {
-            // SAFETY: entries k..k + 4 exist in both slices (k + 4 ≤ n), i.e. doubles
-            // 2k..2k + 8 (`Complex<f64>` is two packed doubles); unaligned loads.
-            let (x0, x1, y0, y1) = unsafe {
-                (
-                    _mm256_loadu_pd(pv.add(2 * k)),
-                    _mm256_loadu_pd(pv.add(2 * k + 4)),
-                    _mm256_loadu_pd(pw.add(2 * k)),
-                    _mm256_loadu_pd(pw.add(2 * k + 4)),
-                )
-            };
-            re0 = _mm256_fmadd_pd(x0, y0, re0);
-            re1 = _mm256_fmadd_pd(x1, y1, re1);
-            im0 = _mm256_fmadd_pd(x0, _mm256_permute_pd::<0b0101>(y0), im0);
-            im1 = _mm256_fmadd_pd(x1, _mm256_permute_pd::<0b0101>(y1), im1);
-            k += 4;
-        }
-        let mut re = [0.0f64; 4];
-        let mut im = [0.0f64; 4];
-        // SAFETY: stores of four doubles into arrays of four.
-        unsafe {
-            _mm256_storeu_pd(re.as_mut_ptr(), _mm256_add_pd(re0, re1));
-            _mm256_storeu_pd(im.as_mut_ptr(), _mm256_add_pd(im0, im1));
-        }
-        let mut s = if CONJ {
-            c64::new(re.iter().sum(), im[0] - im[1] + im[2] - im[3])
-        } else {
-            c64::new(re[0] - re[1] + re[2] - re[3], im.iter().sum())
-        };
-        for (x, y) in v[k..n].iter().zip(&w[k..n]) {
-            s += if CONJ { x.conj() } else { *x } * y;
-        }
-        s
-    }
-
-    /// `w ← w − c·v`, with `c·v = fmaddsub(re c, v, im c · swap(v))`.
-    #[target_feature(enable = "avx2,fma")]
-    pub(super) fn sub_scaled(w: &mut [c64], c: c64, v: &[c64]) {
-        let n = v.len().min(w.len());
-        let (pv, pw) = (v.as_ptr().cast::<f64>(), w.as_mut_ptr().cast::<f64>());
-        let (cr, ci) = (_mm256_set1_pd(c.re), _mm256_set1_pd(c.im));
-        let mut k = 0;
-        while k + 2 <= n {
-            // SAFETY: entries k..k + 2 exist in both slices (doubles 2k..2k + 4); `w` is
-            // borrowed exclusively, so the store aliases nothing else.
-            unsafe {
-                let x = _mm256_loadu_pd(pv.add(2 * k));
-                let sx = _mm256_mul_pd(ci, _mm256_permute_pd::<0b0101>(x));
-                let cx = _mm256_fmaddsub_pd(cr, x, sx);
-                let y = _mm256_loadu_pd(pw.add(2 * k));
-                _mm256_storeu_pd(pw.add(2 * k), _mm256_sub_pd(y, cx));
-            }
-            k += 2;
-        }
-        for (y, x) in w[k..n].iter_mut().zip(&v[k..n]) {
-            *y -= c * x;
-        }
-    }
 
     /// Sparse row dots: for each row `i` of `rows`, `outs[t][i − rows.start] = Σₖ
     /// val[k]·xₜ[idx[k]]` over the row's entries `p[i]..p[i + 1]`. Entries go in pairs, one
@@ -457,27 +414,103 @@ pub(crate) fn dot(v: &[c64], w: &[c64]) -> c64 {
 /// `v†·w` (`CONJ`) or `vᵀ·w`.
 #[inline(always)]
 fn dot_of<const CONJ: bool>(v: &[c64], w: &[c64]) -> c64 {
-    #[cfg(target_arch = "x86_64")]
-    if avx2() {
-        // SAFETY: the CPU has AVX2 and FMA, the features the kernel is compiled for.
-        return unsafe { avx::dot::<CONJ>(v, w) };
+    portable::dispatch(Dot::<CONJ> { v, w })
+}
+
+/// `v†·w` (`CONJ`) or `vᵀ·w`, two registers a step: `re += v·w` lane by lane, `im +=
+/// v·swap(w)`. For `v†·w` the real part is the sum of `re`'s lanes and the imaginary part
+/// `im`'s even minus odd lanes; for `vᵀ·w` it is the other way round.
+struct Dot<'a, const CONJ: bool> {
+    v: &'a [c64],
+    w: &'a [c64],
+}
+
+impl<const CONJ: bool> WithSimd for Dot<'_, CONJ> {
+    type Output = c64;
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) -> c64 {
+        let n = self.v.len().min(self.w.len());
+        let (v, w) = (&self.v[..n], &self.w[..n]);
+        let one = |x: &c64, y: &c64| if CONJ { x.conj() } else { *x } * y;
+        if !portable::vector::<S>() {
+            return v.iter().zip(w).map(|(x, y)| one(x, y)).sum();
+        }
+        let (vh, _) = portable::split::<S>(v);
+        let (wh, _) = portable::split::<S>(w);
+        let zero = simd.splat_f64s(0.0);
+        let (mut re0, mut re1, mut im0, mut im1) = (zero, zero, zero, zero);
+        let (vp, wp) = (vh.chunks_exact(2), wh.chunks_exact(2));
+        let k = vp.len() * 2 * S::C64_LANES;
+        for (x, y) in vp.zip(wp) {
+            let (x0, x1) = (portable::f64s::<S>(x[0]), portable::f64s::<S>(x[1]));
+            let (y0, y1) = (portable::f64s::<S>(y[0]), portable::f64s::<S>(y[1]));
+            re0 = simd.mul_add_f64s(x0, y0, re0);
+            re1 = simd.mul_add_f64s(x1, y1, re1);
+            im0 = simd.mul_add_f64s(x0, portable::swap(simd, y0), im0);
+            im1 = simd.mul_add_f64s(x1, portable::swap(simd, y1), im1);
+        }
+        let (re, im) = (simd.add_f64s(re0, re1), simd.add_f64s(im0, im1));
+        let (re, im) = (portable::lanes::<S>(&re), portable::lanes::<S>(&im));
+        // Lanes alternate real and imaginary parts: even lanes count +, odd lanes −.
+        let alternating = |l: &[f64]| {
+            l.iter()
+                .enumerate()
+                .skip(1)
+                .fold(l[0], |a, (i, x)| if i % 2 == 0 { a + x } else { a - x })
+        };
+        let mut s = if CONJ {
+            c64::new(re.iter().sum(), alternating(im))
+        } else {
+            c64::new(alternating(re), im.iter().sum())
+        };
+        for (x, y) in v[k..].iter().zip(&w[k..]) {
+            s += one(x, y);
+        }
+        s
     }
-    v.iter()
-        .zip(w)
-        .map(|(x, y)| if CONJ { x.conj() } else { *x } * y)
-        .sum()
 }
 
 /// `w ← w − c·v`.
 #[inline(always)]
 pub(crate) fn sub_scaled(w: &mut [c64], c: c64, v: &[c64]) {
-    #[cfg(target_arch = "x86_64")]
-    if avx2() {
-        // SAFETY: as in `dot_conj`.
-        return unsafe { avx::sub_scaled(w, c, v) };
-    }
-    for (y, x) in w.iter_mut().zip(v) {
-        *y -= c * x;
+    portable::dispatch(SubScaled { w, c, v });
+}
+
+/// `w ← w − c·v`, with `c·v = re c · v + (∓im c)·swap(v)`, one rounding (x86's
+/// `fmaddsub(re c, v, im c · swap(v))`).
+struct SubScaled<'a> {
+    w: &'a mut [c64],
+    c: c64,
+    v: &'a [c64],
+}
+
+impl WithSimd for SubScaled<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) {
+        let SubScaled { w, c, v } = self;
+        let n = v.len().min(w.len());
+        let (w, v) = (&mut w[..n], &v[..n]);
+        if !portable::vector::<S>() {
+            for (y, x) in w.iter_mut().zip(v) {
+                *y -= c * x;
+            }
+            return;
+        }
+        let (cr, ci) = (simd.splat_f64s(c.re), portable::signed_im(simd, c.im));
+        let (wh, wt) = portable::split_mut::<S>(w);
+        let (vh, vt) = portable::split::<S>(v);
+        for (y, x) in wh.iter_mut().zip(vh) {
+            let x = portable::f64s::<S>(*x);
+            let sx = simd.mul_f64s(ci, portable::swap(simd, x));
+            let cx = simd.mul_add_f64s(cr, x, sx);
+            *y = portable::c64s::<S>(simd.sub_f64s(portable::f64s::<S>(*y), cx));
+        }
+        for (y, x) in wt.iter_mut().zip(vt) {
+            *y -= c * x;
+        }
     }
 }
 

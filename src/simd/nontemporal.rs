@@ -10,6 +10,9 @@
 //! are streamed is the engine's decision (`engine::streams`: passes that move more bytes than
 //! the last-level cache keeps); smaller ones are written as before, so that they stay in cache
 //! for whatever reads them next.
+//!
+//! In `std::arch` on x86-64: non-temporal stores are not in pulp's portable API. Elsewhere the
+//! results are written with ordinary stores.
 
 use std::mem::MaybeUninit;
 

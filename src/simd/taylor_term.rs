@@ -3,10 +3,18 @@
 //!
 //! Done as separate steps (`iadd`, `imul`, two maxima, `iadd`) the vectors were read and
 //! written five times per term; the compiler's vectorisation of the fused loop in plain Rust
-//! spent its time on scalar NaN tests (as slow as the five passes). Here: the complex
-//! products as [`scale`](super::scale)'s (bit for bit the scalar ones), the squares summed by
-//! `hadd`, the maxima and a NaN mask in registers.
+//! spent its time on scalar NaN tests (as slow as the five passes). Here: the complex products
+//! bit for bit the scalar ones, the squares, the maxima and a NaN mask in registers.
+//!
+//! Two instances. On x86-64 with AVX2 the `std::arch` one: it packs the squares of `x` and of
+//! `sum` into one register with `hadd`, which pulp's portable API does not have; written
+//! portably (two `abs2`, twice the maxima) `expm_multiply` of the 14-spin chain took 4 % longer
+//! (`chain_bench 14 expm_multiply`, docs/benchmarks.md). Elsewhere (NEON on aarch64) the one
+//! written against `pulp`, and plain loops where neither runs.
 
+use pulp::{Simd, WithSimd};
+
+use super::portable;
 use crate::scalar::c64;
 
 /// The term over `x`, `prev` and `sum` (entries below the three lengths): returns
@@ -36,11 +44,23 @@ pub(crate) fn taylor_term(
             }
         };
     }
-    let (mut mx, mut ms, mut nan) = (0.0f64, 0.0f64, false);
-    for ((x, p), s) in x.iter_mut().zip(prev).zip(sum.iter_mut()) {
-        (mx, ms, nan) = entry(x, *p, (shift, coeff), s, (mx, ms, nan));
+    if shift == c64::new(0.0, 0.0) {
+        portable::dispatch(Term::<false> {
+            x,
+            prev,
+            shift,
+            coeff,
+            sum,
+        })
+    } else {
+        portable::dispatch(Term::<true> {
+            x,
+            prev,
+            shift,
+            coeff,
+            sum,
+        })
     }
-    if nan { [f64::NAN; 2] } else { [mx, ms] }
 }
 
 /// One entry of the term, the running maxima and NaN flag updated.
@@ -63,13 +83,86 @@ fn entry(
     (mx.max(a), ms.max(b), nan | a.is_nan() | b.is_nan())
 }
 
+/// [`taylor_term`] on slices of one length through `pulp` (NEON on aarch64); `SHIFT` whether
+/// `shift` is not zero.
+struct Term<'a, const SHIFT: bool> {
+    x: &'a mut [c64],
+    prev: &'a [c64],
+    shift: c64,
+    coeff: c64,
+    sum: &'a mut [c64],
+}
+
+impl<const SHIFT: bool> WithSimd for Term<'_, SHIFT> {
+    type Output = [f64; 2];
+
+    #[inline(always)]
+    fn with_simd<S: Simd>(self, simd: S) -> [f64; 2] {
+        let Term {
+            x,
+            prev,
+            shift,
+            coeff,
+            sum,
+        } = self;
+        let mut acc = (0.0f64, 0.0f64, false);
+        if !portable::vector::<S>() {
+            for ((x, p), s) in x.iter_mut().zip(prev).zip(sum.iter_mut()) {
+                acc = entry(x, *p, (shift, coeff), s, acc);
+            }
+            return if acc.2 { [f64::NAN; 2] } else { [acc.0, acc.1] };
+        }
+        let (hr, hi) = (
+            simd.splat_f64s(shift.re),
+            portable::signed_im(simd, shift.im),
+        );
+        let (cr, ci) = (
+            simd.splat_f64s(coeff.re),
+            portable::signed_im(simd, coeff.im),
+        );
+        let (xh, xt) = portable::split_mut::<S>(x);
+        let (ph, pt) = portable::split::<S>(prev);
+        let (sh, st) = portable::split_mut::<S>(sum);
+        let zero = simd.splat_f64s(0.0);
+        let (mut m0, mut m1, mut ok) = (zero, zero, simd.equal_f64s(zero, zero));
+        for ((x, p), s) in xh.iter_mut().zip(ph).zip(sh.iter_mut()) {
+            let mut v = portable::f64s::<S>(*x);
+            if SHIFT {
+                let hp = portable::product(simd, hr, hi, portable::f64s::<S>(*p));
+                v = simd.sub_f64s(v, hp);
+            }
+            let v = portable::product(simd, cr, ci, v);
+            let t = simd.add_f64s(portable::f64s::<S>(*s), v);
+            (*x, *s) = (portable::c64s::<S>(v), portable::c64s::<S>(t));
+            let a = portable::f64s::<S>(simd.abs2_c64s(portable::c64s::<S>(v)));
+            let b = portable::f64s::<S>(simd.abs2_c64s(portable::c64s::<S>(t)));
+            // A NaN in `v` is one in `t = s + v` too, so `b` alone shows both.
+            ok = simd.and_m64s(ok, simd.equal_f64s(b, b));
+            m0 = simd.max_f64s(m0, a);
+            m1 = simd.max_f64s(m1, b);
+        }
+        let most = |m: &S::f64s| {
+            portable::lanes::<S>(m)
+                .iter()
+                .fold(0.0, |a: f64, &b| a.max(b))
+        };
+        let nan = simd.first_true_m64s(simd.not_m64s(ok)) < S::F64_LANES;
+        acc = (most(&m0), most(&m1), nan);
+        // `entry` reads `prev` only under a shift, as the loop above.
+        for ((x, p), s) in xt.iter_mut().zip(pt).zip(st.iter_mut()) {
+            acc = entry(x, *p, (shift, coeff), s, acc);
+        }
+        if acc.2 { [f64::NAN; 2] } else { [acc.0, acc.1] }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 mod avx {
     use std::arch::x86_64::*;
 
     use super::entry;
     use crate::scalar::c64;
-    use crate::simd::scale::avx::product;
+    use crate::simd::runs::avx::product;
 
     /// [`super::taylor_term`], four entries per step (two registers of two), the maxima of
     /// `|x|²` in the even lanes and of `|sum|²` in the odd ones.
@@ -193,8 +286,18 @@ mod tests {
             .all(|(x, y)| x.to_bits() == y.to_bits() || (x.is_nan() && y.is_nan()))
     }
 
-    /// Both paths (AVX2 where the CPU has it, and the portable loop) give the steps' vectors
-    /// and maxima to the bit, for every length through the four- and two-entry tails.
+    /// Runs `f` with the CPU's kernels (0), the `pulp` instance where the CPU has a
+    /// `std::arch` one too (1), or the plain loops (2).
+    fn in_mode<R>(mode: u8, f: impl FnOnce() -> R) -> R {
+        match mode {
+            0 => f(),
+            1 => crate::simd::portable_only(f),
+            _ => crate::simd::baseline(f),
+        }
+    }
+
+    /// Every instance (AVX2 where the CPU has it, the `pulp` one, the plain loop) gives the
+    /// steps' vectors and maxima to the bit, for every length through the tails.
     #[test]
     fn one_pass_is_the_steps_to_the_bit() {
         let shifts = [
@@ -211,15 +314,10 @@ mod tests {
                     let s0: Vec<c64> = (0..n).map(|i| val(i, 9 + a + b)).collect();
                     let (mut xw, mut sw) = (x0.clone(), s0.clone());
                     let want = steps(&mut xw, &prev, shift, coeff, &mut sw);
-                    for base in [false, true] {
+                    for base in [0, 1, 2] {
                         let (mut x, mut s) = (x0.clone(), s0.clone());
-                        let got = if base {
-                            crate::simd::baseline(|| {
-                                taylor_term(&mut x, &prev, shift, coeff, &mut s)
-                            })
-                        } else {
-                            taylor_term(&mut x, &prev, shift, coeff, &mut s)
-                        };
+                        let got =
+                            in_mode(base, || taylor_term(&mut x, &prev, shift, coeff, &mut s));
                         assert!(
                             same(got, want),
                             "n {n} {shift} {coeff} {base}: {got:?} {want:?}"
@@ -238,10 +336,9 @@ mod tests {
     fn a_nan_anywhere_makes_both_maxima_nan() {
         for n in [1, 2, 3, 4, 5, 7, 8, 9] {
             for at in 0..n {
-                for base in [false, true] {
+                for base in [0, 1, 2] {
                     let run = |x: &mut Vec<c64>, prev: &[c64], shift: c64, s: &mut Vec<c64>| {
-                        let mut f = || taylor_term(x, prev, shift, c64::new(0.5, 0.0), s);
-                        if base { crate::simd::baseline(f) } else { f() }
+                        in_mode(base, || taylor_term(x, prev, shift, c64::new(0.5, 0.0), s))
                     };
                     let mut x: Vec<c64> = (0..n).map(|i| val(i, 2)).collect();
                     let mut s: Vec<c64> = (0..n).map(|i| val(i, 3)).collect();
