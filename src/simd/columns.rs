@@ -130,11 +130,16 @@ pub(crate) unsafe fn sum_cols(
     }
 }
 
-/// The operations of [`Block`], one kernel instance each: `Op::<CONJ>(block)`, ...
+/// The operations of [`Block`], one kernel instance each (`Op::<CONJ>(block)`, ...): the
+/// conjugate.
 const CONJ: u8 = 0;
+/// The negation.
 const NEG: u8 = 1;
+/// The product by the block's scale.
 const SCALE: u8 = 2;
+/// The sum `x + y`.
 const ADD: u8 = 3;
+/// The difference `x − y`.
 const SUB: u8 = 4;
 
 /// The zero scale of the operations that take none.
@@ -195,9 +200,10 @@ impl<const OP: u8> WithSimd for Op<OP> {
 }
 
 impl Block {
-    /// `dst = f(x, y)` over the block (`y` read only if `TWO`, `x` given for it otherwise): `vector` on whole registers
-    /// where `S` has them, `scalar` on the entries left over (on every entry on pulp's
-    /// `Scalar`). One instance per operation, so the loops hold no branch on it.
+    /// `dst = f(x, y)` over the block (`y` read only if `TWO`, `x` passed in its place
+    /// otherwise): `vector` on whole registers where `S` has them, `scalar` on the entries left
+    /// over (on every entry on pulp's `Scalar`). One instance per operation, so the loops hold
+    /// no branch on it.
     #[inline(always)]
     fn run<S: Simd, const TWO: bool>(
         self,
