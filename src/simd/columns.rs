@@ -233,10 +233,10 @@ impl Block {
                 }
                 continue;
             }
-            let (ah, at) = portable::split::<S>(a);
+            let (ah, at) = S::as_simd_c64s(a);
             let (dh, dt) = S::as_uninit_mut_simd_c64s(d);
             if TWO {
-                let (bh, bt) = portable::split::<S>(b);
+                let (bh, bt) = S::as_simd_c64s(b);
                 for ((d, a), b) in dh.iter_mut().zip(ah).zip(bh) {
                     let v = vector(portable::f64s::<S>(*a), portable::f64s::<S>(*b));
                     d.write(portable::c64s::<S>(v));

@@ -436,8 +436,8 @@ impl<const CONJ: bool> WithSimd for Dot<'_, CONJ> {
         if !portable::vector::<S>() {
             return v.iter().zip(w).map(|(x, y)| one(x, y)).sum();
         }
-        let (vh, _) = portable::split::<S>(v);
-        let (wh, _) = portable::split::<S>(w);
+        let (vh, _) = S::as_simd_c64s(v);
+        let (wh, _) = S::as_simd_c64s(w);
         let zero = simd.splat_f64s(0.0);
         let (mut re0, mut re1, mut im0, mut im1) = (zero, zero, zero, zero);
         let (vp, wp) = (vh.chunks_exact(2), wh.chunks_exact(2));
@@ -500,8 +500,8 @@ impl WithSimd for SubScaled<'_> {
             return;
         }
         let (cr, ci) = (simd.splat_f64s(c.re), portable::signed_im(simd, c.im));
-        let (wh, wt) = portable::split_mut::<S>(w);
-        let (vh, vt) = portable::split::<S>(v);
+        let (wh, wt) = S::as_mut_simd_c64s(w);
+        let (vh, vt) = S::as_simd_c64s(v);
         for (y, x) in wh.iter_mut().zip(vh) {
             let x = portable::f64s::<S>(*x);
             let sx = simd.mul_f64s(ci, portable::swap(simd, x));

@@ -13,7 +13,7 @@ pub(crate) fn kernel_paths() -> Vec<(&'static str, &'static str, &'static str)> 
         "plain loop"
     };
     let wide = if avx512_here() {
-        "avx512f (std::arch), then the portable set"
+        "avx512f (std::arch; on Intel up to 2^17 entries), else portable"
     } else {
         portable
     };

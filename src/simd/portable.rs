@@ -109,18 +109,6 @@ pub(crate) fn lanes<S: Simd>(v: &S::f64s) -> &[f64] {
     pulp::bytemuck::cast_slice(std::slice::from_ref(v))
 }
 
-/// The entries `x` as registers and the entries left over.
-#[inline(always)]
-pub(crate) fn split<S: Simd>(x: &[c64]) -> (&[S::c64s], &[c64]) {
-    S::as_simd_c64s(x)
-}
-
-/// The entries `x` as registers and the entries left over, writable.
-#[inline(always)]
-pub(crate) fn split_mut<S: Simd>(x: &mut [c64]) -> (&mut [S::c64s], &mut [c64]) {
-    S::as_mut_simd_c64s(x)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,7 +127,7 @@ mod tests {
                     return x.iter().map(|v| s * v).collect();
                 }
                 let (sr, si) = (simd.splat_f64s(s.re), signed_im(simd, s.im));
-                let (head, tail) = split_mut::<S>(&mut x);
+                let (head, tail) = S::as_mut_simd_c64s(&mut x);
                 for v in head {
                     *v = c64s::<S>(product(simd, sr, si, f64s::<S>(*v)));
                 }

@@ -21,9 +21,9 @@ pub(crate) fn scale_into(out: &mut [MaybeUninit<c64>], s: c64, x: &[c64]) {
     let n = out.len().min(x.len());
     portable::dispatch(Scale {
         out: &mut out[..n],
-        x: &x[..n],
         s,
-        y: None,
+        scaled: &x[..n],
+        plus: None,
     });
 }
 
@@ -34,18 +34,18 @@ pub(crate) fn add_scaled_into(out: &mut [MaybeUninit<c64>], x: &[c64], s: c64, y
     let n = out.len().min(x.len()).min(y.len());
     portable::dispatch(Scale {
         out: &mut out[..n],
-        x: &y[..n],
         s,
-        y: Some(&x[..n]),
+        scaled: &y[..n],
+        plus: Some(&x[..n]),
     });
 }
 
-/// `out = s·x`, or `out = y + s·x` with `y`; the three slices of one length.
+/// `out = s·scaled`, or `out = plus + s·scaled`; the slices of one length.
 struct Scale<'a> {
     out: &'a mut [MaybeUninit<c64>],
-    x: &'a [c64],
     s: c64,
-    y: Option<&'a [c64]>,
+    scaled: &'a [c64],
+    plus: Option<&'a [c64]>,
 }
 
 impl WithSimd for Scale<'_> {
@@ -53,7 +53,12 @@ impl WithSimd for Scale<'_> {
 
     #[inline(always)]
     fn with_simd<S: Simd>(self, simd: S) {
-        let Scale { out, x, s, y } = self;
+        let Scale {
+            out,
+            s,
+            scaled: x,
+            plus: y,
+        } = self;
         if !portable::vector::<S>() {
             match y {
                 None => out.iter_mut().zip(x).for_each(|(o, v)| {
@@ -67,7 +72,7 @@ impl WithSimd for Scale<'_> {
         }
         let (sr, si) = (simd.splat_f64s(s.re), portable::signed_im(simd, s.im));
         let (oh, ot) = S::as_uninit_mut_simd_c64s(out);
-        let (xh, xt) = portable::split::<S>(x);
+        let (xh, xt) = S::as_simd_c64s(x);
         let product = |v: &S::c64s| portable::product(simd, sr, si, portable::f64s::<S>(*v));
         match y {
             None => {
@@ -79,7 +84,7 @@ impl WithSimd for Scale<'_> {
                 }
             }
             Some(y) => {
-                let (yh, yt) = portable::split::<S>(y);
+                let (yh, yt) = S::as_simd_c64s(y);
                 for ((o, v), a) in oh.iter_mut().zip(xh).zip(yh) {
                     let a = portable::f64s::<S>(*a);
                     o.write(portable::c64s::<S>(simd.add_f64s(a, product(v))));
@@ -125,8 +130,8 @@ impl WithSimd for AddScaled<'_> {
             return;
         }
         let (sr, si) = (simd.splat_f64s(s.re), portable::signed_im(simd, s.im));
-        let (ah, at) = portable::split_mut::<S>(acc);
-        let (yh, yt) = portable::split::<S>(y);
+        let (ah, at) = S::as_mut_simd_c64s(acc);
+        let (yh, yt) = S::as_simd_c64s(y);
         for (a, v) in ah.iter_mut().zip(yh) {
             let sv = portable::product(simd, sr, si, portable::f64s::<S>(*v));
             *a = portable::c64s::<S>(simd.add_f64s(portable::f64s::<S>(*a), sv));

@@ -120,9 +120,9 @@ impl<const SHIFT: bool> WithSimd for Term<'_, SHIFT> {
             simd.splat_f64s(coeff.re),
             portable::signed_im(simd, coeff.im),
         );
-        let (xh, xt) = portable::split_mut::<S>(x);
-        let (ph, pt) = portable::split::<S>(prev);
-        let (sh, st) = portable::split_mut::<S>(sum);
+        let (xh, xt) = S::as_mut_simd_c64s(x);
+        let (ph, pt) = S::as_simd_c64s(prev);
+        let (sh, st) = S::as_mut_simd_c64s(sum);
         let zero = simd.splat_f64s(0.0);
         let (mut m0, mut m1, mut ok) = (zero, zero, simd.equal_f64s(zero, zero));
         for ((x, p), s) in xh.iter_mut().zip(ph).zip(sh.iter_mut()) {
