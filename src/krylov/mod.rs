@@ -105,6 +105,13 @@ pub(crate) trait Vectors {
         Ok(())
     }
 
+    /// `w ← w − Σᵢ c[i]·basis[i]`, then `‖w‖₂` (one pass over `w` where the kind allows; a
+    /// zero coefficient need not read its vector).
+    fn subtract_norm(&self, w: &mut Data, basis: &[Data], c: &[c64]) -> Result<f64> {
+        self.subtract(w, basis, c)?;
+        self.norm(w)
+    }
+
     /// `Σⱼ coeffs[(j, c)]·basis[j]` for every column `c` of `coeffs` (new vectors).
     fn combine(&self, basis: &[Data], coeffs: MatRef<'_, c64>) -> Result<Vec<Data>> {
         (0..coeffs.ncols())

@@ -104,36 +104,57 @@ fn order(values: &[c64], which: Which) -> Vec<usize> {
 }
 
 /// Orthogonalises `w` against `basis` by classical Gram–Schmidt, repeated once when the norm
-/// drops below 1/√2 of what it was (the Daniel–Gragg–Kaufman–Stewart criterion); returns the
-/// coefficients.
-fn orthogonalise(vs: &dyn Vectors, basis: &[Data], w: &mut Data) -> Result<Vec<c64>> {
-    let before = vs.norm(w)?;
+/// drops below 1/√2 of what it was (`before`, computed here if `None`: the
+/// Daniel–Gragg–Kaufman–Stewart criterion); returns the coefficients and the norm after.
+///
+/// A coefficient below the rounding of `w` itself (`ε·‖w‖`) is left out of the subtraction
+/// (and recorded as zero, so that the decomposition stays exact): in the reorthogonalisation
+/// pass of a Lanczos step most are, and the subtraction then reads only the basis vectors
+/// that `w` has drifted towards.
+fn orthogonalise(
+    vs: &dyn Vectors,
+    basis: &[Data],
+    w: &mut Data,
+    before: Option<f64>,
+) -> Result<(Vec<c64>, f64)> {
+    let before = match before {
+        Some(b) => b,
+        None => vs.norm(w)?,
+    };
+    let negligible = |c: &mut Vec<c64>, scale: f64| {
+        for ci in c.iter_mut() {
+            if ci.norm() <= f64::EPSILON * scale {
+                *ci = c64::new(0.0, 0.0);
+            }
+        }
+    };
     let mut h = vs.dots(basis, w)?;
-    vs.subtract(w, basis, &h)?;
-    let after = vs.norm(w)?;
+    negligible(&mut h, before);
+    let mut after = vs.subtract_norm(w, basis, &h)?;
     if after < std::f64::consts::FRAC_1_SQRT_2 * before {
-        let c = vs.dots(basis, w)?;
-        vs.subtract(w, basis, &c)?;
+        let mut c = vs.dots(basis, w)?;
+        negligible(&mut c, after);
+        after = vs.subtract_norm(w, basis, &c)?;
         for (hi, ci) in h.iter_mut().zip(c) {
             *hi += ci;
         }
     }
-    Ok(h)
+    Ok((h, after))
 }
 
 /// For a Hermitian operator past the first step of a cycle: the Lanczos step (against the
 /// last two basis vectors, the only ones `A·v` has components along in exact arithmetic), then
 /// one full pass of reorthogonalisation, repeated only by the DGKS criterion. Half the work of
-/// two full passes, with the same result.
-fn lanczos_step(vs: &dyn Vectors, basis: &[Data], w: &mut Data) -> Result<Vec<c64>> {
+/// two full passes, with the same result. Returns the coefficients and the norm after.
+fn lanczos_step(vs: &dyn Vectors, basis: &[Data], w: &mut Data) -> Result<(Vec<c64>, f64)> {
     let j = basis.len();
     let recent = &basis[j - 2..];
     let local = vs.dots(recent, w)?;
-    vs.subtract(w, recent, &local)?;
-    let mut h = orthogonalise(vs, basis, w)?;
+    let before = vs.subtract_norm(w, recent, &local)?;
+    let (mut h, after) = orthogonalise(vs, basis, w, Some(before))?;
     h[j - 2] += local[0];
     h[j - 1] += local[1];
-    Ok(h)
+    Ok((h, after))
 }
 
 /// The `k` eigenpairs of `op` at the `which` end.
@@ -212,15 +233,14 @@ pub(crate) fn eigen(
         for j in l..m {
             let mut w = op.apply(&basis[j])?;
             matvecs += 1;
-            let h = if req.hermitian && j > l {
+            let (h, mut beta) = if req.hermitian && j > l {
                 lanczos_step(vs, &basis, &mut w)?
             } else {
-                orthogonalise(vs, &basis, &mut w)?
+                orthogonalise(vs, &basis, &mut w, None)?
             };
             for (i, hi) in h.into_iter().enumerate() {
                 hbar[(i, j)] = hi;
             }
-            let mut beta = vs.norm(&w)?;
             if !beta.is_finite() {
                 return Err(Error::Numerical {
                     op: OP.into(),
@@ -234,8 +254,7 @@ pub(crate) fn eigen(
                 beta = 0.0;
                 w = vs.random_like(&basis[0], seed)?;
                 seed = seed.wrapping_add(1);
-                orthogonalise(vs, &basis, &mut w)?;
-                let r = vs.norm(&w)?;
+                let (_, r) = orthogonalise(vs, &basis, &mut w, None)?;
                 if !(r.is_finite() && r > 0.0) {
                     return Err(Error::Numerical {
                         op: OP.into(),

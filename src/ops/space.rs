@@ -10,7 +10,7 @@ use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::krylov::{LinearMap, Vectors};
 use crate::scalar::{ONE, c64};
-use crate::simd::reduce::nan_max;
+use crate::simd::reduce::{nan_max, safe_root, sum_sqr};
 use crate::simd::{dot_conj, sub_scaled};
 use crate::storage::{Data, Dense, Kind};
 
@@ -101,6 +101,21 @@ impl Vectors for Dispatched {
             self.axpy(w, -ci, v)?;
         }
         Ok(())
+    }
+
+    fn subtract_norm(&self, w: &mut Data, basis: &[Data], c: &[c64]) -> Result<f64> {
+        if let Some(b) = kets(basis)
+            && let Some(d) = w.get_mut::<Dense>().filter(|d| d.shape().1 == 1)
+            && b.iter().all(|v| v.len() == d.shape().0)
+        {
+            let sum = fused_subtract_sqr(d.try_col_mut(0)?, &b, c);
+            if let Some(norm) = safe_root(sum) {
+                return Ok(norm);
+            }
+            return self.norm(w);
+        }
+        self.subtract(w, basis, c)?;
+        self.norm(w)
     }
 
     fn combine(&self, basis: &[Data], coeffs: MatRef<'_, c64>) -> Result<Vec<Data>> {
@@ -274,11 +289,33 @@ fn fused_axpy_dot(w: &mut [c64], a: c64, x: &[c64], next: &[c64]) -> c64 {
     parts.into_iter().sum()
 }
 
-/// `wc ← wc − Σᵢ cᵢ·vᵢ[r0..]` for one chunk of rows.
+/// `wc ← wc − Σᵢ cᵢ·vᵢ[r0..]` for one chunk of rows; a zero coefficient reads nothing.
 fn subtract_chunk(wc: &mut [c64], basis: &[&[c64]], c: &[c64], r0: usize) {
     let len = wc.len();
     for (v, ci) in basis.iter().zip(c) {
-        sub_scaled(wc, *ci, &v[r0..r0 + len]);
+        if *ci != c64::new(0.0, 0.0) {
+            sub_scaled(wc, *ci, &v[r0..r0 + len]);
+        }
+    }
+}
+
+/// [`fused_subtract`], then `Σ |wᵢ|²` of each chunk while it is in cache (unguarded: see
+/// [`safe_root`]).
+fn fused_subtract_sqr(w: &mut [c64], basis: &[&[c64]], c: &[c64]) -> f64 {
+    let part = |k: usize, wc: &mut [c64]| {
+        subtract_chunk(wc, basis, c, k * CHUNK);
+        sum_sqr(wc)
+    };
+    if engine::workers(Family::Reduction, w.len().saturating_mul(basis.len())) <= 1 {
+        w.chunks_mut(CHUNK)
+            .enumerate()
+            .map(|(k, wc)| part(k, wc))
+            .sum()
+    } else {
+        w.par_chunks_mut(CHUNK)
+            .enumerate()
+            .map(|(k, wc)| part(k, wc))
+            .sum()
     }
 }
 
@@ -410,6 +447,38 @@ mod tests {
     use super::*;
     use crate::krylov::taylor_term_steps;
     use crate::storage::Layout;
+
+    #[test]
+    fn subtract_norm_is_subtract_then_norm() {
+        let n = 3 * CHUNK + 17;
+        let basis: Vec<Data> = (0..5).map(|s| dense(n, 1, s, Layout::ColMajor)).collect();
+        let c = [
+            c64::new(0.5, -0.25),
+            c64::new(0.0, 0.0),
+            c64::new(-1.0, 2.0),
+            c64::new(0.125, 0.0),
+            c64::new(0.0, 0.0),
+        ];
+        let mut fused = dense(n, 1, 9, Layout::ColMajor);
+        let mut steps = fused.clone();
+        let norm = Dispatched.subtract_norm(&mut fused, &basis, &c).unwrap();
+        for (v, ci) in basis.iter().zip(&c) {
+            Dispatched.axpy(&mut steps, -ci, v).unwrap();
+        }
+        let expected = Dispatched.norm(&steps).unwrap();
+        assert!((norm - expected).abs() <= 1e-12 * expected);
+        assert!(crate::ops::compare::isequal(&fused, &steps, 1e-13, 0.0).unwrap());
+        // A vector too small to square: the scaled norm.
+        let mut tiny: Data =
+            Dense::from_fn(n, 1, |i, _| c64::new(1e-170 * (i + 1) as f64, 0.0)).into();
+        let zero = [c64::new(0.0, 0.0); 5];
+        let got = Dispatched.subtract_norm(&mut tiny, &basis, &zero).unwrap();
+        let want = Dispatched.norm(&tiny).unwrap();
+        assert!(
+            got > 0.0 && (got - want).abs() <= 1e-12 * want,
+            "{got:e} vs {want:e}"
+        );
+    }
 
     fn value(i: usize, j: usize, salt: usize) -> c64 {
         c64::new(
