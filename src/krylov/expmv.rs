@@ -182,7 +182,7 @@ pub(crate) fn expm_multiply(
                 }));
             }
         }
-        bb = vs.copy(&f)?;
+        vs.assign(&mut bb, &f)?;
     }
     if !vs.norm_max(&f)?.is_finite() {
         return Err(Error::Numerical {

@@ -70,6 +70,12 @@ pub(crate) trait Vectors {
     fn norm_max(&self, x: &Data) -> Result<f64>;
     /// A copy of `x` that shares nothing with it (so that in-place updates do not copy).
     fn copy(&self, x: &Data) -> Result<Data>;
+    /// `dst ← src`, into `dst`'s own memory where the kind allows (a vector of the same kind,
+    /// shape and layout that nothing else holds); by default a fresh copy replaces `dst`.
+    fn assign(&self, dst: &mut Data, src: &Data) -> Result<()> {
+        *dst = self.copy(src)?;
+        Ok(())
+    }
     /// A deterministic pseudo-random vector like `like`, from `seed`.
     fn random_like(&self, like: &Data, seed: u64) -> Result<Data>;
 

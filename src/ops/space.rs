@@ -82,6 +82,24 @@ impl Vectors for Dispatched {
         super::scale::mul(x, ONE, Out::Kind(x.kind()))
     }
 
+    fn assign(&self, dst: &mut Data, src: &Data) -> Result<()> {
+        if let Some(s) = src.downcast_ref::<Dense>()
+            && let Some(d) = dst.get_mut::<Dense>()
+            && same_buffers(d, s)
+        {
+            // The same layout and buffer shape: the buffers' columns pair entry by entry, and
+            // `dst`'s pages are already mapped (a fresh copy of a large vector clears new ones).
+            let cols = s.buffer().ncols();
+            let db = d.buffer_mut();
+            for j in 0..cols {
+                db.col_as_slice_mut(j).copy_from_slice(s.buffer_col(j));
+            }
+            return Ok(());
+        }
+        *dst = self.copy(src)?;
+        Ok(())
+    }
+
     fn dots(&self, basis: &[Data], w: &Data) -> Result<Vec<c64>> {
         match (kets(basis), ket(w)) {
             (Some(b), Some(w)) => Ok(fused_dots(&b, w)),
@@ -447,6 +465,25 @@ mod tests {
     use super::*;
     use crate::krylov::taylor_term_steps;
     use crate::storage::Layout;
+
+    #[test]
+    fn assign_copies_into_the_vector_it_is_given() {
+        let src = dense(300, 1, 4, Layout::ColMajor);
+        let mut dst = dense(300, 1, 7, Layout::ColMajor);
+        let before = dst.downcast_ref::<Dense>().unwrap().buffer().as_ptr();
+        Dispatched.assign(&mut dst, &src).unwrap();
+        assert_eq!(bits(&dst), bits(&src));
+        assert_eq!(dst.downcast_ref::<Dense>().unwrap().buffer().as_ptr(), before);
+        // Another shape, or a vector held elsewhere too: a fresh copy, the other one untouched.
+        let mut other = dense(10, 1, 1, Layout::ColMajor);
+        Dispatched.assign(&mut other, &src).unwrap();
+        assert_eq!(bits(&other), bits(&src));
+        let mut shared = dense(300, 1, 2, Layout::ColMajor);
+        let keep = shared.clone();
+        Dispatched.assign(&mut shared, &src).unwrap();
+        assert_eq!(bits(&shared), bits(&src));
+        assert_eq!(bits(&keep), bits(&dense(300, 1, 2, Layout::ColMajor)));
+    }
 
     #[test]
     fn subtract_norm_is_subtract_then_norm() {
