@@ -473,7 +473,10 @@ mod tests {
         let before = dst.downcast_ref::<Dense>().unwrap().buffer().as_ptr();
         Dispatched.assign(&mut dst, &src).unwrap();
         assert_eq!(bits(&dst), bits(&src));
-        assert_eq!(dst.downcast_ref::<Dense>().unwrap().buffer().as_ptr(), before);
+        assert_eq!(
+            dst.downcast_ref::<Dense>().unwrap().buffer().as_ptr(),
+            before
+        );
         // Another shape, or a vector held elsewhere too: a fresh copy, the other one untouched.
         let mut other = dense(10, 1, 1, Layout::ColMajor);
         Dispatched.assign(&mut other, &src).unwrap();
