@@ -217,15 +217,16 @@ pub fn frobenius_dense(a: &Dense) -> f64 {
     }
     let cols = a.buffer().ncols();
     let workers = engine::workers(Family::Reduction, m.saturating_mul(n));
+    // The scaled norms of column ranges, combined by `hypot`: their squares could overflow or
+    // underflow as the entries' did.
     let robust = || match workers {
         1 => a.buffer().norm_l2(),
-        w => engine::sum_ranges(cols, w, |range| {
-            a.buffer()
-                .subcols(range.start, range.len())
-                .norm_l2()
-                .powi(2)
-        })
-        .sqrt(),
+        w => {
+            engine::sum_ranges(cols, w, |range| {
+                Hypot(a.buffer().subcols(range.start, range.len()).norm_l2())
+            })
+            .0
+        }
     };
     let sum = if cols == 1 {
         // A ket: its rows split among the workers.
@@ -235,6 +236,15 @@ pub fn frobenius_dense(a: &Dense) -> f64 {
         engine::sum_ranges(cols, workers, |r| r.map(|j| sum_sqr(a.buffer_col(j))).sum())
     };
     safe_root(sum).unwrap_or_else(robust)
+}
+
+/// A norm whose sum is `hypot` (`√(a² + b²)` without overflow or underflow).
+struct Hypot(f64);
+
+impl std::iter::Sum for Hypot {
+    fn sum<I: Iterator<Item = Hypot>>(iter: I) -> Hypot {
+        Hypot(iter.fold(0.0, |acc, x| acc.hypot(x.0)))
+    }
 }
 
 /// Csr Frobenius norm. O(nnz).
@@ -420,7 +430,7 @@ mod tests {
 
     /// The Frobenius norm of Dense: the one-pass sum of squares where it is safe, faer's scaled
     /// norm where a square overflows or underflows, NaN for a NaN entry, 0 for no entries;
-    /// both layouts.
+    /// both layouts, serial and parallel.
     #[test]
     fn frobenius_dense_is_safe_at_every_scale() {
         for scale in [1.0, 1e-170, 1e170, 1e300] {
@@ -429,13 +439,19 @@ mod tests {
                     c64::new(((i + 2 * j) % 7) as f64 - 3.0, ((3 * i + j) % 5) as f64) * scale
                 });
                 let want = d.buffer().norm_l2();
-                for layout in [Layout::ColMajor, Layout::RowMajor] {
+                for (layout, force) in [Layout::ColMajor, Layout::RowMajor]
+                    .into_iter()
+                    .flat_map(|l| [(l, false), (l, true)])
+                {
                     let dl = d.clone().into_layout(layout).unwrap();
+                    // The serial and the parallel paths (partial norms combined by `hypot`).
+                    engine::set_force_parallel(force);
                     let got = frobenius_dense(&dl);
-                    assert!(got.is_finite(), "{scale:e} {m}x{n}");
+                    engine::set_force_parallel(false);
+                    assert!(got.is_finite(), "{scale:e} {m}x{n} {force}");
                     assert!(
                         (got - want).abs() <= 1e-13 * want,
-                        "{scale:e} {m}x{n} {layout:?}"
+                        "{scale:e} {m}x{n} {layout:?} {force}"
                     );
                 }
             }

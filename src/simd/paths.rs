@@ -26,6 +26,7 @@ pub(crate) fn kernel_paths() -> Vec<(&'static str, &'static str, &'static str)> 
     vec![
         ("dot", "inner products, Krylov orthogonalisation", portable),
         ("sub_scaled", "Gram–Schmidt subtractions", portable),
+        ("sum_sqr", "the Dense 2-norm", portable),
         ("gemv_cols", "Dense·ket, a Dense expect", wide),
         ("scale", "mul, add and iadd with a scale", portable),
         (

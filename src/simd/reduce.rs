@@ -1,5 +1,6 @@
 //! Reductions over complex entries shared by the norms of every storage kind: `|x|` without
-//! `hypot` where the square is safe, and `max |x|` by one vectorised pass over `|x|²`.
+//! `hypot` where the square is safe, `max |x|` by one vectorised pass over `|x|²`, and `Σ |x|²`
+//! for the 2-norm, trusted only where no square overflowed or underflowed.
 
 /// The larger of two norms, NaN when either is NaN (as the GPU reductions do).
 #[inline]
@@ -77,7 +78,7 @@ pub(crate) fn max_abs<'a, I: Iterator<Item = &'a [crate::scalar::c64]>>(
 }
 
 /// `Σ |xᵢ|²` in one vectorised pass (four independent accumulators per lane), with no guard
-/// against overflow or underflow: the caller checks the result (see [`norm_l2`]).
+/// against overflow or underflow: the caller checks the result ([`safe_root`]).
 pub(crate) fn sum_sqr(x: &[crate::scalar::c64]) -> f64 {
     super::portable::dispatch(SumSqr { x })
 }
@@ -113,14 +114,8 @@ impl pulp::WithSimd for SumSqr<'_> {
         }
         let sum = simd.add_f64s(simd.add_f64s(acc[0], acc[1]), simd.add_f64s(acc[2], acc[3]));
         let lanes: f64 = portable::lanes::<S>(&sum).iter().sum();
-        let _ = tail;
-        lanes + tail_sum(x, head.len() * S::C64_LANES)
+        lanes + tail.iter().map(|v| v.norm_sqr()).sum::<f64>()
     }
-}
-
-/// The entries past the vector part.
-fn tail_sum(x: &[crate::scalar::c64], from: usize) -> f64 {
-    x[from..].iter().map(|v| v.norm_sqr()).sum()
 }
 
 /// Sums of squares in `[SAFE_SQR, ∞)` lose nothing to underflow: a square that underflows is
