@@ -108,11 +108,8 @@ impl Vectors for Dispatched {
     }
 
     fn subtract(&self, w: &mut Data, basis: &[Data], c: &[c64]) -> Result<()> {
-        if let Some(b) = kets(basis)
-            && let Some(d) = w.get_mut::<Dense>().filter(|d| d.shape().1 == 1)
-            && b.iter().all(|v| v.len() == d.shape().0)
-        {
-            fused_subtract(d.try_col_mut(0)?, &b, c);
+        if let Some((b, d)) = kets_and_target(basis, w) {
+            fused_subtract(d.try_col_mut(0)?, &b, c, false);
             return Ok(());
         }
         for (v, ci) in basis.iter().zip(c) {
@@ -122,11 +119,8 @@ impl Vectors for Dispatched {
     }
 
     fn subtract_norm(&self, w: &mut Data, basis: &[Data], c: &[c64]) -> Result<f64> {
-        if let Some(b) = kets(basis)
-            && let Some(d) = w.get_mut::<Dense>().filter(|d| d.shape().1 == 1)
-            && b.iter().all(|v| v.len() == d.shape().0)
-        {
-            let sum = fused_subtract_sqr(d.try_col_mut(0)?, &b, c);
+        if let Some((b, d)) = kets_and_target(basis, w) {
+            let sum = fused_subtract(d.try_col_mut(0)?, &b, c, true);
             if let Some(norm) = safe_root(sum) {
                 return Ok(norm);
             }
@@ -245,6 +239,17 @@ fn kets(basis: &[Data]) -> Option<Vec<&[c64]>> {
     v.iter().all(|x| x.len() == n).then_some(v)
 }
 
+/// The entries of `basis` and the Dense ket `w`, where all are Dense kets of one length (the
+/// fused loops' operands).
+fn kets_and_target<'a>(
+    basis: &'a [Data],
+    w: &'a mut Data,
+) -> Option<(Vec<&'a [c64]>, &'a mut Dense)> {
+    let b = kets(basis)?;
+    let d = w.get_mut::<Dense>().filter(|d| d.shape().1 == 1)?;
+    b.iter().all(|v| v.len() == d.shape().0).then_some((b, d))
+}
+
 /// Partial `[vᵢ†·w]` over the rows `rows`, a chunk of rows at a time.
 fn dots_part(basis: &[&[c64]], w: &[c64], rows: std::ops::Range<usize>) -> Vec<c64> {
     let mut acc = vec![c64::new(0.0, 0.0); basis.len()];
@@ -317,12 +322,12 @@ fn subtract_chunk(wc: &mut [c64], basis: &[&[c64]], c: &[c64], r0: usize) {
     }
 }
 
-/// [`fused_subtract`], then `Σ |wᵢ|²` of each chunk while it is in cache (unguarded: see
-/// [`safe_root`]).
-fn fused_subtract_sqr(w: &mut [c64], basis: &[&[c64]], c: &[c64]) -> f64 {
+/// `w ← w − Σᵢ cᵢ·vᵢ` one row chunk at a time; with `norm`, also `Σ |wᵢ|²` of each chunk
+/// while it is in cache (unguarded: see [`safe_root`]), else 0.
+fn fused_subtract(w: &mut [c64], basis: &[&[c64]], c: &[c64], norm: bool) -> f64 {
     let part = |k: usize, wc: &mut [c64]| {
         subtract_chunk(wc, basis, c, k * CHUNK);
-        sum_sqr(wc)
+        if norm { sum_sqr(wc) } else { 0.0 }
     };
     if engine::workers(Family::Reduction, w.len().saturating_mul(basis.len())) <= 1 {
         w.chunks_mut(CHUNK)
@@ -334,19 +339,6 @@ fn fused_subtract_sqr(w: &mut [c64], basis: &[&[c64]], c: &[c64]) -> f64 {
             .enumerate()
             .map(|(k, wc)| part(k, wc))
             .sum()
-    }
-}
-
-/// `w ← w − Σᵢ cᵢ·vᵢ` one row chunk at a time.
-fn fused_subtract(w: &mut [c64], basis: &[&[c64]], c: &[c64]) {
-    if engine::workers(Family::Reduction, w.len().saturating_mul(basis.len())) <= 1 {
-        for (k, wc) in w.chunks_mut(CHUNK).enumerate() {
-            subtract_chunk(wc, basis, c, k * CHUNK);
-        }
-    } else {
-        w.par_chunks_mut(CHUNK)
-            .enumerate()
-            .for_each(|(k, wc)| subtract_chunk(wc, basis, c, k * CHUNK));
     }
 }
 
