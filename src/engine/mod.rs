@@ -206,6 +206,7 @@ fn default_dense_limit() -> usize {
 }
 
 mod affinity;
+pub(crate) mod caches;
 pub(crate) mod memory;
 pub(crate) mod pages;
 mod stream;

@@ -66,7 +66,9 @@ fn default_stream_bytes() -> usize {
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&b| b > 0)
-        .or_else(|| last_level_cache().map(|c| (c / 4).saturating_mul(3).min(LLC_THRESHOLD_CAP)))
+        .or_else(|| {
+            super::caches::last_level().map(|c| (c / 4).saturating_mul(3).min(LLC_THRESHOLD_CAP))
+        })
         .unwrap_or(DEFAULT_STREAM_BYTES)
         .max(1)
 }
@@ -108,41 +110,6 @@ pub(crate) fn fill_by_memset(slots: usize) -> bool {
     slots >= MEMSET_FILL_SLOTS
 }
 
-/// The size in bytes of the highest-level data or unified cache of CPU 0, on Linux.
-fn last_level_cache() -> Option<usize> {
-    let dir = std::fs::read_dir("/sys/devices/system/cpu/cpu0/cache").ok()?;
-    let mut best: Option<(u32, usize)> = None;
-    for entry in dir.flatten() {
-        let path = entry.path();
-        let read = |name: &str| std::fs::read_to_string(path.join(name)).ok();
-        let Some(level) = read("level").and_then(|l| l.trim().parse::<u32>().ok()) else {
-            continue;
-        };
-        if read("type").is_some_and(|t| t.trim() == "Instruction") {
-            continue;
-        }
-        let Some(size) = read("size").and_then(|s| parse_size(&s)) else {
-            continue;
-        };
-        if best.is_none_or(|(l, _)| level > l) {
-            best = Some((level, size));
-        }
-    }
-    best.map(|(_, size)| size).filter(|&s| s > 0)
-}
-
-/// A sysfs cache size: `32768K`, `1M`, or plain bytes.
-fn parse_size(text: &str) -> Option<usize> {
-    let t = text.trim();
-    let (digits, unit) = match t.as_bytes().last()? {
-        b'K' | b'k' => (&t[..t.len() - 1], 1usize << 10),
-        b'M' | b'm' => (&t[..t.len() - 1], 1 << 20),
-        b'G' | b'g' => (&t[..t.len() - 1], 1 << 30),
-        _ => (t, 1),
-    };
-    digits.trim().parse::<usize>().ok()?.checked_mul(unit)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -155,17 +122,6 @@ mod tests {
         for slots in [MEMSET_FILL_SLOTS, usize::MAX] {
             assert!(fill_by_memset(slots));
         }
-    }
-
-    #[test]
-    fn sysfs_sizes_parse() {
-        assert_eq!(parse_size("32768K\n"), Some(32 << 20));
-        assert_eq!(parse_size("1M"), Some(1 << 20));
-        assert_eq!(parse_size("512"), Some(512));
-        assert_eq!(parse_size(""), None);
-        assert_eq!(parse_size("K"), None);
-        assert_eq!(parse_size("x12K"), None);
-        assert_eq!(parse_size("99999999999999999999G"), None);
     }
 
     /// The vendor read through CPUID is the one the kernel reports (where it does). x86-64
@@ -194,7 +150,7 @@ mod tests {
         if std::env::var(STREAM_BYTES_ENV).is_err() {
             let d = default_stream_bytes();
             assert!((1..=LLC_THRESHOLD_CAP).contains(&d), "{d}");
-            match last_level_cache() {
+            match crate::engine::caches::last_level() {
                 Some(c) => assert_eq!(d, (c / 4 * 3).clamp(1, LLC_THRESHOLD_CAP)),
                 None => assert_eq!(d, DEFAULT_STREAM_BYTES),
             }

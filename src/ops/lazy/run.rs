@@ -76,9 +76,33 @@ fn scale_by<S: Simd>(simd: S, y: &mut [c64], d: &[c64], x: &[c64], accumulate: b
 }
 
 /// One operator of a pass on a gathered tile: `yt += op·xt`.
+///
+/// An operator on the trailing modes has short runs (one to a few entries) and many bases:
+/// there the generic loop's set-up per `axpy` (splitting the slices into vectors and a tail)
+/// costs more than the arithmetic, so the common short lengths get their own instances, in
+/// which the length is a constant and the loops unroll. Each instance adds the same terms in
+/// the same order as the generic one.
 #[inline(always)]
 fn tile_op<S: Simd>(simd: S, op: &TileOp, xt: &[c64], yt: &mut [c64]) {
-    let run = op.run;
+    match op.run {
+        1 => {
+            for &b in &op.bases {
+                for &(r, c, v) in &op.entries {
+                    yt[b + r] += v * xt[b + c];
+                }
+            }
+        }
+        2 => tile_op_run(simd, op, xt, yt, 2),
+        4 => tile_op_run(simd, op, xt, yt, 4),
+        8 => tile_op_run(simd, op, xt, yt, 8),
+        16 => tile_op_run(simd, op, xt, yt, 16),
+        run => tile_op_run(simd, op, xt, yt, run),
+    }
+}
+
+/// [`tile_op`] with runs of `run` entries (a constant where it is inlined).
+#[inline(always)]
+fn tile_op_run<S: Simd>(simd: S, op: &TileOp, xt: &[c64], yt: &mut [c64], run: usize) {
     for &b in &op.bases {
         for &(r, c, v) in &op.entries {
             axpy(
@@ -129,16 +153,18 @@ impl WithSimd for Tiles<'_> {
         let mut maxima = [0.0f64; 2];
         let run = pass.run;
         let size = run * pass.hi.len();
-        let mut xt = vec![ZERO; size];
-        let mut yt = vec![ZERO; size];
+        let (mut xt, mut yt) = scratch(size);
         for &tile in tiles {
+            // The gather, with the diagonal applied to each run as it is copied: `x`'s run is
+            // read from memory once, for both.
             for (h, &ho) in pass.hi.iter().enumerate() {
-                let at = tile + ho;
-                xt[h * run..(h + 1) * run].copy_from_slice(&x[at..at + run]);
-            }
-            match &pass.diag {
-                Some(d) => scale_by(simd, &mut yt, d, &xt, false),
-                None => yt.fill(ZERO),
+                let (at, to) = (tile + ho, h * run..(h + 1) * run);
+                let xs = &x[at..at + run];
+                xt[to.clone()].copy_from_slice(xs);
+                match &pass.diag {
+                    Some(d) => scale_by(simd, &mut yt[to.clone()], &d[to], xs, false),
+                    None => yt[to].fill(ZERO),
+                }
             }
             for op in &pass.ops {
                 tile_op(simd, op, &xt, &mut yt);
@@ -161,8 +187,29 @@ impl WithSimd for Tiles<'_> {
                 }
             }
         }
+        SCRATCH.with(|c| c.set((xt, yt)));
         maxima
     }
+}
+
+thread_local! {
+    /// Each thread's tile copies of `x` and `y` (a tile each, up to 1 MiB), kept between
+    /// passes: a fresh pair per pass would be zero-filled, or mapped afresh and cleared by the
+    /// kernel on first touch, every pass, only to be overwritten.
+    static SCRATCH: std::cell::Cell<(Vec<c64>, Vec<c64>)> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
+}
+
+/// This thread's tile copies, `size` entries each (taken from [`SCRATCH`], so a nested use
+/// on the same thread gets a fresh pair). Every entry is written before it is read: the tile
+/// of `x` by the gather, the tile of `y` by the diagonal or the fill.
+fn scratch(size: usize) -> (Vec<c64>, Vec<c64>) {
+    let (mut xt, mut yt) = SCRATCH.with(|c| c.take());
+    for v in [&mut xt, &mut yt] {
+        v.truncate(size);
+        v.resize(size, ZERO);
+    }
+    (xt, yt)
 }
 
 /// The fused Taylor term on one run: `z = src (+ y)`, `y ← coeff·(z − shift·x)`,
