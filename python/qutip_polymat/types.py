@@ -28,6 +28,9 @@ class PolymatData(Data):
     sparse matrix or a 2-D array-like; ``shape`` may reshape a vector-like input.
     """
 
+    # The polymat object only: no per-instance dict, as QuTiP's own (Cython) types have none;
+    # building a result and reading `_pm` are then the attribute slot's, not a dict's.
+    __slots__ = ("_pm",)
     _pm: "pm.Data"
     #: polymat's kind name (``"Dense"``, ``"Csr"``, ...), the class's storage.
     kind = None
@@ -85,6 +88,8 @@ def _rebuild(cls, array):
 class PolymatDense(PolymatData):
     """polymat's column-major ``Dense``."""
 
+    __slots__ = ()
+
     kind = "Dense"
 
     @classmethod
@@ -94,6 +99,8 @@ class PolymatDense(PolymatData):
 
 class PolymatCsr(PolymatData):
     """polymat's ``Csr``."""
+
+    __slots__ = ()
 
     kind = "Csr"
 
@@ -105,6 +112,8 @@ class PolymatCsr(PolymatData):
 class PolymatDia(PolymatData):
     """polymat's ``Dia`` (scipy's ``dia_array`` layout)."""
 
+    __slots__ = ()
+
     kind = "Dia"
 
     @classmethod
@@ -114,6 +123,8 @@ class PolymatDia(PolymatData):
 
 class _Lazy(PolymatData):
     """A lazy kind: applied without being stored; only built by polymat's constructors."""
+
+    __slots__ = ()
 
     def __init__(self, arg=None, shape=None, copy=True):
         if isinstance(arg, PolymatData):
@@ -136,11 +147,15 @@ class PolymatSuperOp(_Lazy):
     """polymat's lazy ``SuperOp``: ``spre``, ``spost``, ``sprepost``, ``lindblad_dissipator``
     and ``liouvillian`` without the superoperator being stored."""
 
+    __slots__ = ()
+
     kind = "SuperOp"
 
 
 class PolymatKronSum(_Lazy):
     """polymat's lazy ``KronSum``: a sum of Kronecker products of local factors."""
+
+    __slots__ = ()
 
     kind = "KronSum"
 

@@ -72,6 +72,8 @@ pub(crate) struct QSpec {
     op: Op,
     out: Out,
     out_cls: Option<Py<PyType>>,
+    /// The output class's `__new__` (`Data`'s constructor, looked up once).
+    out_new: Option<Py<PyAny>>,
     /// `qutip.core.data.Data.__init__`, which sets the (read-only) `shape`.
     data_init: Option<Py<PyAny>>,
     name: String,
@@ -85,8 +87,9 @@ fn scalar(
     name: &str,
     default: Option<c64>,
 ) -> PyResult<c64> {
-    if let Ok(v) = args.get_item(i) {
-        return v.extract::<c64>();
+    // Checked first: `get_item` past the end builds an IndexError, more than the call costs.
+    if i < args.len() {
+        return args.get_item(i)?.extract::<c64>();
     }
     if let Some(k) = kwargs
         && let Some(v) = k.get_item(name)?
@@ -142,10 +145,15 @@ impl QSpec {
             ),
             None => None,
         };
+        let out_new = match &out_cls {
+            Some(cls) => Some(cls.bind(py).getattr("__new__")?.unbind()),
+            None => None,
+        };
         Ok(QSpec {
             op: Op::parse(op)?,
             out: parse_out(out_kind)?,
             out_cls,
+            out_new,
             data_init,
             name,
         })
@@ -184,20 +192,24 @@ impl QSpec {
             _ => c64::new(0.0, 0.0),
         };
         let (ad, bd) = (&a.get().inner, b.as_ref().map(|b| &b.get().inner));
-        let inputs: Vec<&Data> = std::iter::once(ad).chain(bd).collect();
-        let r = detach_for(py, &inputs, || self.run(ad, bd, s)).py_err()?;
+        let r = match bd {
+            Some(bd) => detach_for(py, &[ad, bd], || self.run(ad, Some(bd), s)),
+            None => detach_for(py, &[ad], || self.run(ad, None, s)),
+        }
+        .py_err()?;
         match r {
             Err(scalar) => scalar.into_py_any(py),
             Ok(data) => {
                 let shape = data.shape();
                 let inner = wrap(py, data)?;
-                let (Some(cls), Some(init)) = (&self.out_cls, &self.data_init) else {
+                let (Some(cls), Some(new), Some(init)) =
+                    (&self.out_cls, &self.out_new, &self.data_init)
+                else {
                     return Ok(inner);
                 };
-                let cls = cls.bind(py);
                 // The QuTiP object without the subclass's __init__: Data's constructor
                 // (tp_new) and Data.__init__ (the read-only shape), then the polymat object.
-                let obj = cls.call_method1(intern!(py, "__new__"), (cls,))?;
+                let obj = new.bind(py).call1((cls.bind(py),))?;
                 init.bind(py).call1((&obj, shape))?;
                 obj.setattr(intern!(py, "_pm"), inner)?;
                 Ok(obj.unbind())
