@@ -71,12 +71,18 @@ impl Op {
 pub(crate) struct QSpec {
     op: Op,
     out: Out,
-    out_cls: Option<Py<PyType>>,
-    /// The output class's `__new__` (`Data`'s constructor, looked up once).
-    out_new: Option<Py<PyAny>>,
-    /// `qutip.core.data.Data.__init__`, which sets the (read-only) `shape`.
-    data_init: Option<Py<PyAny>>,
+    /// The QuTiP class of the result (`None` for a scalar result).
+    out_cls: Option<OutClass>,
     name: String,
+}
+
+/// What building a result of a QuTiP class takes, looked up once.
+struct OutClass {
+    cls: Py<PyType>,
+    /// The class's `__new__` (`Data`'s constructor).
+    new: Py<PyAny>,
+    /// `qutip.core.data.Data.__init__`, which sets the (read-only) `shape`.
+    init: Py<PyAny>,
 }
 
 /// A scalar argument given by position `i` (after the data) or by name.
@@ -136,25 +142,22 @@ impl QSpec {
         out_cls: Option<Py<PyType>>,
         name: String,
     ) -> PyResult<QSpec> {
-        let data_init = match out_cls {
-            Some(_) => Some(
-                py.import("qutip.core.data.base")?
+        let out_cls = match out_cls {
+            Some(cls) => {
+                let init = py
+                    .import("qutip.core.data.base")?
                     .getattr("Data")?
                     .getattr("__init__")?
-                    .unbind(),
-            ),
-            None => None,
-        };
-        let out_new = match &out_cls {
-            Some(cls) => Some(cls.bind(py).getattr("__new__")?.unbind()),
+                    .unbind();
+                let new = cls.bind(py).getattr("__new__")?.unbind();
+                Some(OutClass { cls, new, init })
+            }
             None => None,
         };
         Ok(QSpec {
             op: Op::parse(op)?,
             out: parse_out(out_kind)?,
             out_cls,
-            out_new,
-            data_init,
             name,
         })
     }
@@ -202,9 +205,7 @@ impl QSpec {
             Ok(data) => {
                 let shape = data.shape();
                 let inner = wrap(py, data)?;
-                let (Some(cls), Some(new), Some(init)) =
-                    (&self.out_cls, &self.out_new, &self.data_init)
-                else {
+                let Some(OutClass { cls, new, init }) = &self.out_cls else {
                     return Ok(inner);
                 };
                 // The QuTiP object without the subclass's __init__: Data's constructor

@@ -14,6 +14,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use super::caches;
 use crate::scalar::c64;
 
 /// The threshold where the last-level cache's size cannot be read: three quarters of a 32 MiB
@@ -66,9 +67,7 @@ fn default_stream_bytes() -> usize {
         .ok()
         .and_then(|v| v.trim().parse::<usize>().ok())
         .filter(|&b| b > 0)
-        .or_else(|| {
-            super::caches::last_level().map(|c| (c / 4).saturating_mul(3).min(LLC_THRESHOLD_CAP))
-        })
+        .or_else(|| caches::last_level().map(|c| (c / 4).saturating_mul(3).min(LLC_THRESHOLD_CAP)))
         .unwrap_or(DEFAULT_STREAM_BYTES)
         .max(1)
 }
@@ -150,7 +149,7 @@ mod tests {
         if std::env::var(STREAM_BYTES_ENV).is_err() {
             let d = default_stream_bytes();
             assert!((1..=LLC_THRESHOLD_CAP).contains(&d), "{d}");
-            match crate::engine::caches::last_level() {
+            match caches::last_level() {
                 Some(c) => assert_eq!(d, (c / 4 * 3).clamp(1, LLC_THRESHOLD_CAP)),
                 None => assert_eq!(d, DEFAULT_STREAM_BYTES),
             }

@@ -46,10 +46,10 @@ impl LinearMap for PlanMap {
 
     fn apply(&self, x: &Data) -> Result<Data> {
         // A Dense is read where it is (a conversion would copy one that is shared).
-        if let Some(xd) = x.as_dense() {
-            return Ok(super::kron_sum::apply_columns("matmul", &self.plan, xd)?.into());
-        }
-        let xd = crate::convert::to_type::<Dense>(x)?;
+        let xd = match x.as_dense() {
+            Some(d) => std::borrow::Cow::Borrowed(d),
+            None => std::borrow::Cow::Owned(crate::convert::to_type::<Dense>(x)?),
+        };
         Ok(super::kron_sum::apply_columns("matmul", &self.plan, &xd)?.into())
     }
 

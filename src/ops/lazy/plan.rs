@@ -11,8 +11,9 @@
 //!    XXZ chain's `3(N − 1)` Pauli products become `N − 1` two-site operators;
 //! 2. moves the diagonal of those operators into one table per pass;
 //! 3. schedules them in **passes**: a pass fixes a set of *free* modes whose tile of entries
-//!    fits in cache ([`TILE`], or a smaller tile where that fits in L2), and applies all its operators to one tile while it is cached
-//!    (the diagonal table once, then each operator's off-diagonal entries), then the next tile;
+//!    fits in cache ([`TILE`], or a smaller tile where that fits in L2), and applies all its
+//!    operators to one tile while it is cached (the diagonal table once, then each operator's
+//!    off-diagonal entries), then the next tile;
 //!    the trailing modes are free in every pass, so the innermost loops run over contiguous
 //!    runs;
 //! 4. keeps the terms with large factors (a stored Csr acting on all of ρ's rows, say) as
@@ -108,6 +109,15 @@ pub(crate) fn offsets(modes: &[usize], dims: &[usize], strides: &[usize]) -> Vec
         out = next;
     }
     out
+}
+
+/// The stride of every mode (mode 0 the most significant): `strides[s] = Π_{t > s} dims[t]`.
+fn strides_of(dims: &[usize]) -> Vec<usize> {
+    let mut strides = vec![1usize; dims.len()];
+    for s in (0..dims.len().saturating_sub(1)).rev() {
+        strides[s] = strides[s + 1] * dims[s + 1];
+    }
+    strides
 }
 
 /// The product of the dimensions of `modes`.
@@ -264,12 +274,8 @@ impl Plan {
     /// # Errors
     /// [`Error::TooLarge`] if the tables cannot be allocated (they are at most a tile each).
     pub(crate) fn build(dims: &[usize], terms: Vec<Term>) -> Result<Plan> {
-        let m = dims.len();
         let dim = vector_fits(dims)?;
-        let mut strides = vec![1usize; m];
-        for s in (0..m.saturating_sub(1)).rev() {
-            strides[s] = strides[s + 1] * dims[s + 1];
-        }
+        let strides = strides_of(dims);
         let mut identity = ZERO;
         let mut groups: BTreeMap<Vec<usize>, Vec<(usize, usize, c64)>> = BTreeMap::new();
         let mut wide = Vec::new();
@@ -319,11 +325,7 @@ impl Plan {
         entries: Vec<(usize, usize, c64)>,
     ) -> Result<Plan> {
         let dim = vector_fits(dims)?;
-        let m = dims.len();
-        let mut strides = vec![1usize; m];
-        for s in (0..m.saturating_sub(1)).rev() {
-            strides[s] = strides[s + 1] * dims[s + 1];
-        }
+        let strides = strides_of(dims);
         let entries = merge(entries);
         let groups = if entries.is_empty() {
             Vec::new()
@@ -475,27 +477,41 @@ fn schedule_fewest(
 ) -> Result<Vec<Pass>> {
     let small_fits = crate::engine::caches::second_level()
         .is_some_and(|l2| SMALL_TILE * TILE_BYTES_PER_ENTRY <= l2);
-    if !small_fits {
-        return schedule(dims, strides, groups, identity, TILE);
+    let mut specs = assign(dims, groups.clone(), identity, TILE);
+    if small_fits {
+        // Only the assignments are compared; the tables are built once, for the one taken.
+        let small = assign(dims, groups, identity, SMALL_TILE);
+        if small.len() <= specs.len() {
+            specs = small;
+        }
     }
-    let large = schedule(dims, strides, groups.clone(), identity, TILE)?;
-    let small = schedule(dims, strides, groups, identity, SMALL_TILE)?;
-    Ok(if small.len() <= large.len() {
-        small
-    } else {
-        large
-    })
+    build_passes(dims, strides, specs, identity)
 }
 
 /// Assigns the groups to passes of at most `tile` entries each and builds each pass's
 /// tables.
+#[cfg(test)]
 fn schedule(
     dims: &[usize],
     strides: &[usize],
-    mut groups: Vec<Local>,
+    groups: Vec<Local>,
     identity: c64,
     tile: usize,
 ) -> Result<Vec<Pass>> {
+    build_passes(
+        dims,
+        strides,
+        assign(dims, groups, identity, tile),
+        identity,
+    )
+}
+
+/// A pass's free modes (ascending) and the groups it applies.
+type PassSpec = (Vec<usize>, Vec<Local>);
+
+/// Assigns the groups to passes of at most `tile` entries each: their free modes and
+/// operators, the tables not built yet.
+fn assign(dims: &[usize], mut groups: Vec<Local>, identity: c64, tile: usize) -> Vec<PassSpec> {
     let m = dims.len();
     // The trailing modes free in every pass.
     let mut bottom = Vec::new();
@@ -510,7 +526,7 @@ fn schedule(
     // From the trailing modes up: a pass then frees a long trailing segment (contiguous runs to
     // gather and long vector loops), and the operators that reach higher modes join later passes.
     groups.sort_by_key(|g| std::cmp::Reverse((g.modes[g.modes.len() - 1], g.modes[0])));
-    let mut specs: Vec<(Vec<usize>, Vec<Local>)> = Vec::new();
+    let mut specs: Vec<PassSpec> = Vec::new();
     for g in groups {
         if let Some(p) = specs
             .iter_mut()
@@ -545,22 +561,31 @@ fn schedule(
         free.sort_unstable();
         specs.push((free, Vec::new()));
     }
-    // Fill each pass up to the budget with the modes just above its trailing segment: longer
+    // Fill each pass up to the tile with the modes just above its trailing segment: longer
     // contiguous runs, the same operators.
-    let budget = tile;
     for (free, _) in &mut specs {
         loop {
             let mut s = m;
             while s > 0 && free.contains(&(s - 1)) {
                 s -= 1;
             }
-            if s == 0 || size_of(free, dims).saturating_mul(dims[s - 1]) > budget {
+            if s == 0 || size_of(free, dims).saturating_mul(dims[s - 1]) > tile {
                 break;
             }
             free.push(s - 1);
             free.sort_unstable();
         }
     }
+    specs
+}
+
+/// Builds the tables of each pass; the first carries the identity terms.
+fn build_passes(
+    dims: &[usize],
+    strides: &[usize],
+    specs: Vec<PassSpec>,
+    identity: c64,
+) -> Result<Vec<Pass>> {
     specs
         .into_iter()
         .enumerate()
@@ -796,10 +821,7 @@ mod tests {
         let m = 18;
         let dims = vec![2usize; m];
         let dim = 1usize << m;
-        let mut strides = vec![1usize; m];
-        for s in (0..m - 1).rev() {
-            strides[s] = strides[s + 1] * dims[s + 1];
-        }
+        let strides = strides_of(&dims);
         let groups = chain_groups(m);
         let identity = c64::new(0.3, -0.1);
         let x: Vec<c64> = (0..dim)
