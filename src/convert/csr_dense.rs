@@ -223,7 +223,7 @@ impl ColumnPattern {
         }
         let op = "to Dense";
         // SAFETY: a valid Csr's column indices are below n.
-        let mut ptrs = unsafe { alloc::counting_cursors(op, (m, n), a.indices(), n) }.ok()?;
+        let mut ptrs = unsafe { alloc::csr::counting_cursors(op, (m, n), a.indices(), n) }.ok()?;
         let mut rows = alloc::try_with_capacity::<usize>(op, (m, n), nnz).ok()?;
         let mut vals = alloc::try_with_capacity::<c64>(op, (m, n), nnz).ok()?;
         let (p, idx, val) = (a.indptr(), a.indices(), a.data());

@@ -83,7 +83,7 @@ pub(crate) fn dia_to_csr(a: &Dia) -> Result<Csr> {
         })
         .sum();
     let (mut indptr, mut indices, mut data) =
-        alloc::csr_buffers(OP, (m, n), indptr_len(OP, (m, n))?, nnz)?;
+        alloc::csr::csr_buffers(OP, (m, n), indptr_len(OP, (m, n))?, nnz)?;
     indptr.push(0);
     if !offsets.is_empty() {
         // Rows past the last one any diagonal reaches are empty.

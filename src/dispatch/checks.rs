@@ -1,4 +1,5 @@
-//! Shape functions, argument checks and kernel adapters the operations' dispatchers share.
+//! Shape functions, argument checks and kernel adapters the operations' dispatchers share
+//! (a dispatcher's own check before conversions is [`guard`](super::guard)).
 
 use super::{KernelReturn, ReturnValue, Specialisation};
 use crate::error::Result;

@@ -32,6 +32,7 @@ mod builder;
 pub(crate) mod checks;
 pub(crate) mod collective;
 mod dump;
+mod guard;
 mod out;
 mod policy;
 mod resolved;
@@ -39,6 +40,7 @@ mod spec;
 mod table;
 
 pub use builder::{DispatcherBuilder, MAX_ARITY, MAX_TABLE_CELLS};
+pub use guard::CheckFn;
 pub use out::Out;
 pub use policy::{
     DefaultScope, ImplicitConversions, default_output, implicit_conversions, set_default_output,
@@ -57,11 +59,9 @@ use crate::cache;
 use crate::convert::{Batch, Chain, Group, Snapshot, registry};
 use crate::error::{Error, Result};
 use crate::storage::{Data, Kind};
+use guard::Check;
 use spec::Spec;
 use table::{Entry, Table};
-
-/// Shape and parameter check run before any conversion: `(op name, inputs, params)`.
-pub type CheckFn<P> = fn(&str, &[&Data], &P) -> Result<()>;
 
 /// The shape of an operation's result, from its inputs and parameters (`None` where they do
 /// not tell it), set with [`DispatcherBuilder::result_shape`]. A call whose kernel's result
@@ -70,64 +70,11 @@ pub type CheckFn<P> = fn(&str, &[&Data], &P) -> Result<()>;
 /// sparse `h` is an [`Error::TooLarge`] at once, not after the sparse product.
 pub type ShapeFn<P> = fn(&[&Data], &P) -> Option<(usize, usize)>;
 
-/// A dispatcher's input check. The two shape checks most built-in operations use are written
-/// out, so a call makes them inline (a comparison of the shapes `Data` carries) instead of an
-/// indirect call: about 20 instructions less per call on the direct path (`trace` 2×2: see
-/// `docs/benchmarks.md`).
-enum Check<P> {
-    /// No check.
-    None,
-    /// The first input is square.
-    Square,
-    /// The first two inputs have the same shape.
-    SameShape,
-    /// A check of its own.
-    Fn(CheckFn<P>),
-}
-
-// By hand: derived, they would ask `P: Copy`.
-impl<P> Clone for Check<P> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<P> Copy for Check<P> {}
-
-impl<P> Check<P> {
-    /// Runs the check for operation `op` (the call has checked the number of inputs).
-    #[inline(always)]
-    fn run(self, op: &str, args: &[&Data], params: &P) -> Result<()> {
-        match (self, args) {
-            (Check::Square, [a, ..]) if a.shape().0 != a.shape().1 => not_square(op, a.shape()),
-            (Check::SameShape, [a, b, ..]) if a.shape() != b.shape() => {
-                not_same_shape(op, a.shape(), b.shape())
-            }
-            (Check::Fn(f), _) => f(op, args, params),
-            _ => Ok(()),
-        }
-    }
-}
-
 /// [`alloc::check_dense_fits`](crate::storage::alloc::check_dense_fits) out of line: the
 /// check before a kernel whose result is converted to Dense stays out of `call_entry`.
 #[inline(never)]
 fn dense_result_fits(op: &str, shape: (usize, usize)) -> Result<()> {
     crate::storage::alloc::check_dense_fits(op, shape)
-}
-
-/// The error of a failed [`Check::Square`], out of the hot path.
-#[cold]
-#[inline(never)]
-fn not_square(op: &str, shape: (usize, usize)) -> Result<()> {
-    crate::shape::square(op, shape)
-}
-
-/// The error of a failed [`Check::SameShape`], out of the hot path.
-#[cold]
-#[inline(never)]
-fn not_same_shape(op: &str, a: (usize, usize), b: (usize, usize)) -> Result<()> {
-    crate::shape::same_shape(op, a, b)
 }
 
 /// Everything a call needs, published together.

@@ -310,7 +310,8 @@ pub(crate) fn product<R>(work: usize, f: impl FnOnce(Par) -> R) -> R {
 /// faer's matrix products (and the decompositions built on them) run hand-written AVX-512
 /// microkernels from `private-gemm-x86` that return without `vzeroupper`. The dirty upper
 /// register state they leave behind makes every later SSE-encoded instruction on that thread
-/// wait on the upper halves: on a Zen 4 core a plain complex scaling loop ran 3.5× slower after one 100×100 `faer` product, until something cleared the state
+/// wait on the upper halves: on one CPU measured, a plain complex scaling loop ran 3.5× slower
+/// after one 100×100 `faer` product, until something cleared the state
 /// (docs/benchmarks.md, "Run-order effect"). Kernels that call into faer's products hold an
 /// `AvxGuard`, which calls this when dropped. No-op off x86-64 or without AVX.
 ///

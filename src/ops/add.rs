@@ -12,7 +12,8 @@ use crate::gpu::{GpuCsr, GpuDense};
 use crate::scalar::c64;
 use crate::scalar::{MINUS_ONE, ONE, ZERO, scaled};
 use crate::shape::same_shape;
-use crate::storage::alloc::{self, csr_buffers, try_with_capacity};
+use crate::storage::alloc::csr::csr_buffers;
+use crate::storage::alloc::{self, try_with_capacity};
 use crate::storage::{Csr, Data, Dense, Dia, KronSum, SuperOp};
 
 /// `a + scale·b`. Parameter: the scale. Kernels: Dense+Dense → Dense, Csr+Csr → Csr,
@@ -220,7 +221,7 @@ fn add_same_pattern(a: &Csr, b: &Csr, sc: impl Fn(c64) -> c64 + Sync) -> Result<
     let nnz = a.nnz();
     // The three arrays checked against the memory available as a sum, as every Csr result.
     let (mut indptr, mut indices, mut data) =
-        crate::storage::alloc::csr_buffers("add", a.shape(), a.indptr().len(), nnz)?;
+        crate::storage::alloc::csr::csr_buffers("add", a.shape(), a.indptr().len(), nnz)?;
     let (da, db) = (a.data(), b.data());
     let add_into = |out: &mut [MaybeUninit<c64>], x: &[c64], y: &[c64]| -> bool {
         let mut zero = false;
@@ -410,7 +411,7 @@ fn add_csr_parallel(
         indptr[i + 1] += indptr[i];
     }
     let nnz = indptr[m];
-    alloc::check_memory(OP, a.shape(), alloc::csr_bytes(0, nnz))?;
+    alloc::check_memory(OP, a.shape(), alloc::csr::csr_bytes(0, nnz))?;
     let mut indices: Vec<usize> = try_with_capacity(OP, a.shape(), nnz)?;
     let mut data: Vec<c64> = try_with_capacity(OP, a.shape(), nnz)?;
     // Cut the output arrays at the row-chunk boundaries.

@@ -285,10 +285,11 @@ pub(crate) fn dense_copy(op: &str, a: &Dense, layout: Layout) -> Result<Dense> {
     let (m, n) = (a.buffer().nrows(), a.buffer().ncols());
     let workers = engine::workers(Family::Elementwise, m.saturating_mul(n));
     if engine::streams(m, n, 1) && !(workers == 1 && engine::copy_by_memcpy()) {
-        // A result too large for the cache: the map's non-temporal stores. In the side-by-side
-        // at n = 10⁴ (1.6 GB, memory reused by malloc) glibc's `memcpy` took 399–440 ms on the
-        // AMD VM, as in QuTiP and numpy, against 113 ms for the conjugating map that streams;
-        // on the Intel VM it took 137–141 ms against the map's 181–349 ms.
+        // A result too large for the cache: the map's non-temporal stores, except where
+        // glibc's `memcpy` is the faster large copy (`engine::copy_by_memcpy`). In the
+        // side-by-side at n = 10⁴ (1.6 GB, memory reused by malloc) the streaming map took
+        // about a quarter of `memcpy`'s time on one CPU family and `memcpy` 0.4–0.8 of the
+        // map's on the other (docs/benchmarks/per_operation.md).
         return dense_map(op, a, |x| x).map(|d| d.relabelled(layout));
     }
     if workers == 1 {

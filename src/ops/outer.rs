@@ -136,7 +136,7 @@ pub fn matmul_outer_entries(ket: &Data, bra: &Data, out: Out) -> Result<Data> {
         indptr[i + 1] += indptr[i];
     }
     let nnz = crate::shape::product(OP, &[ket.shape(), bra.shape()], l.len(), r.len())?;
-    alloc::check_memory(OP, (n, m), alloc::csr_bytes(0, nnz))?;
+    alloc::check_memory(OP, (n, m), alloc::csr::csr_bytes(0, nnz))?;
     let mut indices = alloc::try_with_capacity(OP, (n, m), nnz)?;
     let mut data = alloc::try_with_capacity(OP, (n, m), nnz)?;
     for &(_, x) in &l {

@@ -333,9 +333,9 @@ pub fn split_columns_csr(a: &Csr) -> Result<Vec<Data>> {
     // `Data`; shared: the stored entries (once in the columns, once in the transpose) and the
     // transpose's row pointers.
     let nnz = a.nnz();
-    let each = alloc::csr_bytes(m.saturating_add(1), 0) + alloc::COLUMN_BYTES;
-    let shared =
-        alloc::csr_bytes(n.saturating_add(1), nnz).saturating_add(alloc::csr_bytes(0, nnz));
+    let each = alloc::csr::csr_bytes(m.saturating_add(1), 0) + alloc::COLUMN_BYTES;
+    let shared = alloc::csr::csr_bytes(n.saturating_add(1), nnz)
+        .saturating_add(alloc::csr::csr_bytes(0, nnz));
     alloc::check_parts(OP, (m, n), n, each, 4, shared)?;
     let mut out = alloc::try_with_capacity(OP, (m, n), n)?;
     let t = transpose_csr(a, false)?;

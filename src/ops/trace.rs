@@ -65,9 +65,9 @@ pub fn trace_dense(a: &Dense) -> Result<c64> {
 /// more from n = 256 on, so each load is a cache (and TLB) miss; the lean unrolled loop keeps
 /// more of them in flight than an indexed one (column slice, bounds check, load): n = 1000
 /// 1.0 → 0.67 µs, n = 100 0.11 → 0.05 µs (docs/benchmarks.md). From a page apart the entry
-/// 16 on is prefetched as well: on the Intel VM, one thread, 10⁴ 78.0–82.2 → 67.5–72.7 µs
-/// with the matrix's lines cached (its pages not in the TLB), level from memory (a cold call
-/// 170–178 µs either way); n = 100, which does not prefetch, level.
+/// 16 on is prefetched as well: at n = 10⁴, one thread, about 12 % faster with the matrix's lines
+/// cached (its pages not in the TLB), level from memory; n = 100, which does not prefetch,
+/// level (docs/benchmarks/per_operation.md).
 ///
 /// # Panics
 /// If `rows` passes the diagonal (a bug in the caller).

@@ -137,9 +137,9 @@ impl Csr {
         // and sums duplicates.
         const OP: &str = "Csr::from_triplets";
         let (len, nnz) = (indptr_len(OP, shape)?, rows.len());
-        alloc::check_memory(OP, shape, alloc::csr_bytes(len.saturating_add(1), nnz))?;
+        alloc::check_memory(OP, shape, alloc::csr::csr_bytes(len.saturating_add(1), nnz))?;
         // SAFETY: every row index is below shape.0 (checked above).
-        let mut indptr = unsafe { alloc::counting_cursors(OP, shape, rows, shape.0)? };
+        let mut indptr = unsafe { alloc::csr::counting_cursors(OP, shape, rows, shape.0)? };
         let mut indices = alloc::try_vec(OP, shape, nnz, 0usize)?;
         let mut data = alloc::try_vec(OP, shape, nnz, c64::new(0.0, 0.0))?;
         for k in 0..nnz {
@@ -311,7 +311,7 @@ impl Csr {
     pub fn try_scaled_identity(n: usize, scale: c64) -> Result<Csr> {
         const OP: &str = "identity";
         let len = indptr_len(OP, (n, n))?;
-        let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, (n, n), len, n)?;
+        let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(OP, (n, n), len, n)?;
         indptr.extend(0..len);
         indices.extend(0..n);
         data.resize(n, scale);

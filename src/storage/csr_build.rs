@@ -52,7 +52,7 @@ pub(crate) fn csr_from_row_fn(
         fill(i, &mut row);
         nnz += merge_row(&mut row);
     }
-    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(op, shape, ptrs, nnz)?;
+    let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(op, shape, ptrs, nnz)?;
     indptr.push(0);
     for i in 0..shape.0 {
         row.clear();
@@ -84,7 +84,7 @@ pub(crate) fn transpose(op: &str, a: &Csr) -> Result<Csr> {
     let (m, n) = a.shape();
     let shape = (n, m);
     let ptrs = indptr_len(op, shape)?;
-    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(op, shape, ptrs, a.nnz())?;
+    let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(op, shape, ptrs, a.nnz())?;
     indptr.resize(ptrs, 0);
     for &c in a.indices() {
         indptr[c + 1] += 1;
@@ -168,7 +168,7 @@ pub(crate) fn csr_map(op: &str, a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> 
 }
 
 /// A new Csr with `a`'s structure and the values `fill` appends to an empty vector with room
-/// for nnz(a). The three arrays come from `storage::alloc::csr_buffers`: fallible, checked
+/// for nnz(a). The three arrays come from `storage::alloc::csr::csr_buffers`: fallible, checked
 /// against the memory available, advised as huge pages (with plain `to_vec` copies, `mul` of
 /// the XXZ chain's H at N = 20, 1.1·10⁷ entries, took 174–181 ms, mostly faulting in 4 KiB
 /// pages; now 40 ms, scipy's `2.0 * h` 33 ms).
@@ -180,7 +180,7 @@ pub(crate) fn csr_map(op: &str, a: &Csr, f: impl Fn(c64) -> c64) -> Result<Csr> 
 /// If `fill` does not append exactly nnz(a) values (a caller's bug).
 pub(crate) fn csr_with_values(op: &str, a: &Csr, fill: impl FnOnce(&mut Vec<c64>)) -> Result<Csr> {
     let (mut indptr, mut indices, mut data) =
-        alloc::csr_buffers(op, a.shape(), a.indptr().len(), a.nnz())?;
+        alloc::csr::csr_buffers(op, a.shape(), a.indptr().len(), a.nnz())?;
     indptr.extend_from_slice(a.indptr());
     indices.extend_from_slice(a.indices());
     fill(&mut data);
@@ -293,7 +293,7 @@ pub(crate) fn csr_from_row_lists(
 ) -> Result<Csr> {
     let nnz = rows.iter().map(Vec::len).sum();
     let ptrs = crate::shape::indptr_len(op, (rows.len(), shape.1))?;
-    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(op, shape, ptrs, nnz)?;
+    let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(op, shape, ptrs, nnz)?;
     indptr.push(0);
     for row in rows.iter_mut() {
         push_merged_row(&mut std::mem::take(row), &mut indices, &mut data);

@@ -125,8 +125,8 @@ crate::simd::avx2_fn! {
 
 /// Entries of a sparse column tested together before their runs are looked at: a 1 KiB block,
 /// 64 entries. Testing every 8-entry run alone (a horizontal reduction, a compare and a branch
-/// per 128 bytes) read a 10⁴ × 10⁴ matrix with 10 non-zeros a row at 10 GB/s on the Intel VM,
-/// 60 % of a plain streaming read; by blocks, 11.7 GB/s (docs/benchmarks.md).
+/// per 128 bytes) read a 10⁴ × 10⁴ matrix with 10 non-zeros a row at 60 % of the speed of a
+/// plain streaming read; by blocks, 17 % faster (docs/benchmarks.md).
 const BLOCK: usize = 64;
 
 /// The non-zeros of `entries` (rows `first..` of the current column) appended to `out`, by

@@ -133,7 +133,7 @@ unsafe fn csr_from_row_counts_unchecked(
         indptr[i + 1] += indptr[i];
     }
     let nnz = indptr[m];
-    alloc::check_memory(op, (m, n), alloc::csr_bytes(0, nnz))?;
+    alloc::check_memory(op, (m, n), alloc::csr::csr_bytes(0, nnz))?;
     let mut indices = alloc::try_with_capacity(op, (m, n), nnz)?;
     let mut data = alloc::try_with_capacity(op, (m, n), nnz)?;
     fill(

@@ -34,7 +34,7 @@ crate::simd::avx2_fn! {
         }
         // One row of slack: a row's stores past the last non-zero land there.
         let room = nnz + n;
-        let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, (m, n), m + 1, room)?;
+        let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(OP, (m, n), m + 1, room)?;
         let (pp, ip, dp) = (indptr.as_mut_ptr(), indices.as_mut_ptr(), data.as_mut_ptr());
         let buf = a.buffer();
         let mut k = 0usize;
@@ -88,7 +88,7 @@ fn full(a: &Dense) -> Result<Csr> {
     const OP: &str = "to Csr";
     let (m, n) = a.shape();
     // m·n ≤ BRANCH_FREE: no product or length below overflows.
-    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, (m, n), m + 1, m * n)?;
+    let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(OP, (m, n), m + 1, m * n)?;
     indptr.extend((0..=m).map(|i| i * n));
     for _ in 0..m {
         indices.extend(0..n);

@@ -12,10 +12,12 @@
 //! (`steadystate`).
 
 pub mod kron_sum;
+mod local;
 pub(crate) mod map;
 pub mod mode;
 pub(crate) mod plan;
 pub(crate) mod run;
+mod schedule;
 pub mod super_op;
 
 pub use mode::{Modes, TARGET_MODE_MATMUL, target_mode_matmul};

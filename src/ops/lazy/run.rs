@@ -7,7 +7,9 @@
 use pulp::{Simd, WithSimd};
 use rayon::prelude::*;
 
-use super::plan::{Pass, Plan, TileOp, Whole};
+use super::local::offsets;
+use super::plan::{Plan, Whole};
+use super::schedule::{Pass, TileOp};
 use crate::engine::{self, Family};
 use crate::error::Result;
 use crate::scalar::{ONE, ZERO, c64};
@@ -506,10 +508,7 @@ pub(crate) fn one_norm(plan: &Plan, mu: c64) -> f64 {
             }
             let hi: Vec<usize> = (0..split).collect();
             let lo: Vec<usize> = (split..m).collect();
-            (
-                super::plan::offsets(&hi, dims, &w),
-                super::plan::offsets(&lo, dims, &w),
-            )
+            (offsets(&hi, dims, &w), offsets(&lo, dims, &w))
         })
         .collect();
     let best = |his: std::ops::Range<usize>| {

@@ -110,7 +110,7 @@ pub(crate) fn by_components(
     // The result's entries at most: each block full.
     let full = (0..count).fold(0u128, |t, c| t + (size(c) as u128) * (size(c) as u128));
     let full = usize::try_from(full).map_err(|_| alloc::refused(op, shape, u128::MAX))?;
-    alloc::check_memory(op, shape, alloc::csr_bytes(n + 1, full))?;
+    alloc::check_memory(op, shape, alloc::csr::csr_bytes(n + 1, full))?;
     let mut members: Vec<usize> = alloc::try_vec(op, shape, n, 0)?;
     let mut local: Vec<usize> = alloc::try_vec(op, shape, n, 0)?;
     let mut at: Vec<usize> = alloc::try_vec(op, shape, count, 0)?;
@@ -169,7 +169,7 @@ pub(crate) fn by_components(
     }
     // The rows in order: row i is row local[i] of its block, its columns the component's
     // members (increasing); exact zeros are left out, as the dense path's conversion does.
-    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(op, shape, n + 1, full)?;
+    let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(op, shape, n + 1, full)?;
     indptr.push(0);
     for i in 0..n {
         let c = comp[i];
@@ -223,7 +223,7 @@ pub(crate) fn or_whole(
 /// cannot be allocated.
 fn diagonal(a: &Csr, op: &str, scalar: impl Fn(usize, c64) -> Result<c64>) -> Result<Csr> {
     let n = a.shape().0;
-    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(op, (n, n), n + 1, n)?;
+    let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(op, (n, n), n + 1, n)?;
     indptr.push(0);
     for i in 0..n {
         let e = scalar(i, diagonal_entry(a, i))?;

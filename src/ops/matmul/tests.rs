@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::error::Error;
+use crate::scalar::ZERO;
 
 /// Products from `gemm3m::MIN_WORK` multiply-adds go through three real products: equal
 /// to faer's complex product within rounding in both layouts; a NaN or infinity in an

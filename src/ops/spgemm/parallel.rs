@@ -15,7 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use rayon::prelude::*;
 
-use super::{Emit, RowPointers, STREAM_EMIT_BYTES, ScratchBuffers, gustavson_rows};
+use super::emit::{Emit, STREAM_EMIT_BYTES};
+use super::rows::gustavson_rows;
+use super::scratch::{RowPointers, ScratchBuffers};
 use crate::error::Result;
 use crate::scalar::c64;
 use crate::shape::indptr_len;
@@ -39,7 +41,7 @@ pub(super) struct Count {
 }
 
 /// How many entries the counting pass may find in all before it stops: the room for the
-/// result in memory ([`alloc::csr_room`]), shared by the workers. Without it, a product whose
+/// result in memory ([`alloc::csr::csr_room`]), shared by the workers. Without it, a product whose
 /// result cannot fit (an outer product of two vectors of 10⁶ entries: 10¹² entries) was
 /// counted to the end, minutes of work, before its reservation was refused; the serial kernel
 /// refuses it at once, by its multiply-adds.
@@ -104,7 +106,7 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, flops: usize, workers: usize) -> Res
     // Pass 1: per piece, its rows' distinct columns and multiply-adds, stopping once they
     // cannot fit (the multiply-adds, `flops`, bound them, and m·n).
     let ptrs = indptr_len(OP, shape)?;
-    let (room, available) = alloc::csr_room(ptrs, flops.min(m.saturating_mul(n)));
+    let (room, available) = alloc::csr::csr_room(ptrs, flops.min(m.saturating_mul(n)));
     let budget = Budget::new(room);
     let mut stats = vec![Count::default(); pieces];
     let per = pieces.div_ceil(workers);
@@ -118,7 +120,7 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, flops: usize, workers: usize) -> Res
                 match count_rows(a, b, cuts[p]..cuts[p + 1], &mut seen, &budget) {
                     Some(c) => *s = c,
                     None => {
-                        return Err(alloc::csr_past_room(
+                        return Err(alloc::csr::csr_past_room(
                             OP,
                             shape,
                             ptrs,
@@ -146,7 +148,7 @@ pub(super) fn matmul_rows(a: &Csr, b: &Csr, flops: usize, workers: usize) -> Res
     }
     let groups = crate::storage::csr_build::even_split(&work[..pieces], work[pieces], workers);
 
-    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, shape, ptrs, total)?;
+    let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(OP, shape, ptrs, total)?;
     indptr.push(0);
     let stream = total.saturating_mul(std::mem::size_of::<(usize, c64)>()) >= STREAM_EMIT_BYTES
         && data.as_ptr().cast::<u8>().align_offset(16) == 0;

@@ -1,5 +1,7 @@
 //! Tests of the Csr·Csr kernels: every emission path, the vector runs, cancellation.
 
+use super::emit::STREAM_EMIT_BYTES;
+use super::rows::list_columns;
 use super::*;
 use crate::error::Error;
 

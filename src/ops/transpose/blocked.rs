@@ -218,7 +218,7 @@ fn by_blocks(
         || alloc::check_memory(
             OP,
             (n, m),
-            bytes + alloc::csr_bytes(n.saturating_add(1), nnz),
+            bytes + alloc::csr::csr_bytes(n.saturating_add(1), nnz),
         )
         .is_err()
     {
@@ -241,7 +241,7 @@ fn by_blocks(
         });
     }
     let len = indptr_len(OP, (n, m))?;
-    let (mut indptr, mut indices, mut data) = alloc::csr_buffers(OP, (n, m), len, nnz)?;
+    let (mut indptr, mut indices, mut data) = alloc::csr::csr_buffers(OP, (n, m), len, nnz)?;
     let (oi, ov, op) = (
         Shared(indices.as_mut_ptr()),
         Shared(data.as_mut_ptr()),

@@ -189,7 +189,7 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64 + Sync) -> Result<Csr> {
     let idx = a.indices();
     let len = indptr_len(OP, (n, m))?;
     let nnz = idx.len();
-    alloc::check_memory(OP, (n, m), alloc::csr_bytes(len, nnz))?;
+    alloc::check_memory(OP, (n, m), alloc::csr::csr_bytes(len, nnz))?;
     // Large scattered patterns: by column blocks (`blocked`), unless the pattern does not suit.
     if nnz >= blocked::BLOCKED_FROM
         && n >= blocked::BLOCKED_MIN_COLUMNS
@@ -266,7 +266,7 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64 + Sync) -> Result<Csr> {
     } else {
         // The counting sort's cursors in the result's row pointers (`counting_cursors`).
         // SAFETY: every column index is below n (a valid Csr).
-        let mut indptr = unsafe { alloc::counting_cursors(OP, (n, m), idx, n)? };
+        let mut indptr = unsafe { alloc::csr::counting_cursors(OP, (n, m), idx, n)? };
         // SAFETY: indptr[c + 1] is column c's start for every c < n (above); both buffers
         // hold nnz elements.
         unsafe {
