@@ -16,7 +16,7 @@
 //! it (16 B per entry). Each kernel is charged the bytes it cannot avoid: entries read once,
 //! the result written once (Csr arrays: 16 B per value, 8 B per index). Every cell is the median
 //! of 5 calls; the percentage is the kernel's GB/s over its baseline's GB/s. The baselines'
-//! buffers are mapped as polymat's are (huge pages from 4 MiB unless `POLYMAT_HUGE_PAGES=0`), so
+//! buffers are mapped as polymat's are (huge pages from 32 MiB unless `POLYMAT_HUGE_PAGES=0`), so
 //! the percentage compares the loops, not the page sizes.
 
 use std::hint::black_box;
@@ -46,7 +46,7 @@ fn read(src: &[c64], threads: usize) -> c64 {
 }
 
 /// An empty buffer with room for `len` entries, mapped as polymat maps its dense buffers: on
-/// Linux, advised for huge pages from 4 MiB when `polymat::huge_pages()` is on (the kernels'
+/// Linux, advised for huge pages from 32 MiB when `polymat::huge_pages()` is on (the kernels'
 /// results are; a baseline without the advice pays 512 page faults where they pay one).
 fn fresh(len: usize) -> Vec<c64> {
     let v: Vec<c64> = Vec::with_capacity(len);

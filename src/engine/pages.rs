@@ -4,14 +4,18 @@
 //! thousands of 4 KiB pages: each costs a TLB miss, and in a virtual machine a page-table walk
 //! on the host's tables as well. Linux can back a region with 2 MiB pages instead, but with the
 //! common `madvise` setting of `/sys/kernel/mm/transparent_hugepage/enabled` only where the
-//! program asks for them. numpy asks for every array of at least 4 MiB; polymat does the same
-//! for its dense buffers and the arrays of its sparse results, so that its buffers and numpy's
-//! are mapped alike. It matters most for results above 32 MiB, which glibc maps afresh on
-//! every call: their first touch takes one page fault per 2 MiB instead of per 4 KiB. Measured
-//! (docs/benchmarks/engine.md), a 256 MB dense result (n = 4000) was written 3.8–5.4× faster on one thread, and a
-//! Csr sum or Kronecker product of 10⁶ rows ran 2.3–3.9× faster. At n = 1000 (16 MB, reused
-//! by malloc) the streaming kernels gained 0–15 %, about as much as the machine's noise
-//! (docs/benchmarks.md).
+//! program asks for them. polymat asks for its dense buffers and the arrays of its sparse
+//! results from 32 MiB, the size from which glibc maps a buffer afresh for every result (its
+//! largest dynamic mmap threshold): their first touch takes one page fault per 2 MiB instead of
+//! per 4 KiB. Measured (docs/benchmarks/per_operation.md), a 256 MB dense result (n = 4000) was written
+//! 3.8–5.4× faster on one thread, and a Csr sum or Kronecker product of 10⁶ rows ran 2.3–3.9×
+//! faster.
+//!
+//! Smaller buffers are left alone, though numpy advises from 4 MiB: malloc reuses their memory
+//! from call to call, the advice gained the streaming kernels at n = 1000 (16 MB) nothing beyond
+//! the noise, and advising the reused heap memory on every call could cost page faults on every
+//! call instead (one heap layout took 6 faults a call, and an adjoint at n = 1000 1.2–1.3 →
+//! 1.5–2.0 ms; docs/benchmarks/per_operation.md, "Huge-page advice from 32 MiB").
 //!
 //! The advice changes no contents and may be refused; it only affects how the kernel maps the
 //! pages. Outside Linux it does nothing.
@@ -22,14 +26,15 @@ use std::sync::atomic::AtomicUsize;
 /// `0` turns the advice off (any other value, or none, leaves it on).
 pub const HUGE_PAGES_ENV: &str = "POLYMAT_HUGE_PAGES";
 
-/// Buffers of at least this many bytes are advised (numpy's threshold).
-pub(crate) const MIN_BYTES: usize = 4 << 20;
+/// Buffers of at least this many bytes are advised: glibc's largest mmap threshold, from which
+/// every buffer is a fresh mapping (see the module documentation).
+pub(crate) const MIN_BYTES: usize = 32 << 20;
 
 /// 0 = not decided yet, 1 = off, 2 = on.
 static HUGE_PAGES: AtomicUsize = AtomicUsize::new(0);
 
-/// Whether polymat asks Linux to back dense buffers and sparse arrays of 4 MiB and more with
-/// transparent huge pages (`madvise(MADV_HUGEPAGE)`, as numpy does for its arrays). On by
+/// Whether polymat asks Linux to back dense buffers and sparse arrays of 32 MiB and more with
+/// transparent huge pages (`madvise(MADV_HUGEPAGE)`). On by
 /// default unless the environment variable `POLYMAT_HUGE_PAGES` is `0`; the setting is
 /// process-wide and applies to buffers allocated after the call.
 ///

@@ -733,8 +733,8 @@ mod tests {
         flags.expect("the buffer's mapping is listed")
     }
 
-    /// Dense buffers and sparse arrays of 4 MiB or more lie in mappings Linux has marked for
-    /// huge pages (`hg` among their `VmFlags`), as numpy's arrays do.
+    /// Dense buffers and sparse arrays of 32 MiB or more lie in mappings Linux has marked for
+    /// huge pages (`hg` among their `VmFlags`).
     #[cfg(target_os = "linux")]
     #[test]
     fn large_buffers_are_advised_for_huge_pages() {
@@ -749,8 +749,8 @@ mod tests {
         if !cfg!(target_arch = "x86_64") && cpuinfo.lines().any(|l| l.starts_with("vendor_id")) {
             return;
         }
-        let m = zeros_mat("t", 1024, 1024).unwrap(); // 16 MiB
-        let v = try_with_capacity::<c64>("t", (1, 1), 1 << 20).unwrap(); // 16 MiB
+        let m = zeros_mat("t", 2048, 1024).unwrap(); // 32 MiB
+        let v = try_with_capacity::<c64>("t", (1, 1), 1 << 21).unwrap(); // 32 MiB
         // A page well inside each buffer.
         for at in [
             m.as_ptr() as usize + (8 << 20),
