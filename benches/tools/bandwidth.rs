@@ -53,7 +53,7 @@ fn fresh(len: usize) -> Vec<c64> {
     #[cfg(target_os = "linux")]
     {
         let bytes = len * std::mem::size_of::<c64>();
-        if polymat::huge_pages() && bytes >= 4 << 20 {
+        if polymat::huge_pages() && bytes >= 32 << 20 {
             let (lo, hi) = (v.as_ptr() as usize, v.as_ptr() as usize + bytes);
             let (start, end) = (lo.next_multiple_of(4096), hi & !4095);
             // SAFETY: [start, end) is whole pages inside the vector's allocation; the advice
