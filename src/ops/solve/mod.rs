@@ -387,26 +387,46 @@ fn iterative_columns(
     Dense::from_fn_for("solve", n, k, |i, j| cols[j].get(i, 0))
 }
 
+/// What the Dense and Csr kernels of [`solve()`] share before their direct methods: the
+/// argument checks, an empty right-hand side (a zero result), and the iterative methods, with
+/// `product` for `a·x` on a Dense `x` (the dispatcher for any other kind). `Some` when that
+/// settled the call.
+fn settled<K>(
+    a: &K,
+    shape: (usize, usize),
+    b: &Dense,
+    method: &SolveMethod,
+    product: fn(&K, &Dense) -> Result<Dense>,
+) -> Result<Option<Dense>>
+where
+    K: Clone + Into<Data>,
+{
+    solve_shapes("solve", shape, b.shape(), method)?;
+    check_method("solve", method)?;
+    if b.shape().0 == 0 || b.shape().1 == 0 {
+        return Dense::zeros_for("solve", shape.1, b.shape().1).map(Some);
+    }
+    let Some((m, o)) = method.iterative() else {
+        return Ok(None);
+    };
+    let op = FnMap {
+        n: shape.0,
+        f: |x: &Data| match x.downcast_ref::<Dense>() {
+            Some(d) => product(a, d).map(Data::from),
+            None => super::matmul::matmul(&a.clone().into(), x, Out::Auto),
+        },
+    };
+    iterative_columns(&op, b, m, o).map(Some)
+}
+
 /// Dense kernel of [`solve()`]: faer's partial-pivoting LU, Householder QR for least squares,
 /// or an iterative method. O(n³ + n²k) direct.
 ///
 /// # Errors
 /// As [`solve()`].
 pub fn solve_dense(a: &Dense, b: &Dense, method: &SolveMethod) -> Result<Dense> {
-    solve_shapes("solve", a.shape(), b.shape(), method)?;
-    check_method("solve", method)?;
-    if b.shape().0 == 0 || b.shape().1 == 0 {
-        return Dense::zeros_for("solve", a.shape().1, b.shape().1);
-    }
-    if let Some((m, o)) = method.iterative() {
-        let op = FnMap {
-            n: a.shape().0,
-            f: |x: &Data| match x.downcast_ref::<Dense>() {
-                Some(d) => super::matmul::matmul_dense(a, d).map(Data::from),
-                None => super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
-            },
-        };
-        return iterative_columns(&op, b, m, o);
+    if let Some(x) = settled(a, a.shape(), b, method, super::matmul::matmul_dense)? {
+        return Ok(x);
     }
     match method {
         SolveMethod::Lstsq => {
@@ -442,20 +462,8 @@ pub fn solve_dense(a: &Dense, b: &Dense, method: &SolveMethod) -> Result<Dense> 
 /// # Errors
 /// As [`solve()`].
 pub fn solve_csr_dense(a: &Csr, b: &Dense, method: &SolveMethod) -> Result<Dense> {
-    solve_shapes("solve", a.shape(), b.shape(), method)?;
-    check_method("solve", method)?;
-    if b.shape().0 == 0 || b.shape().1 == 0 {
-        return Dense::zeros_for("solve", a.shape().1, b.shape().1);
-    }
-    if let Some((m, o)) = method.iterative() {
-        let op = FnMap {
-            n: a.shape().0,
-            f: |x: &Data| match x.downcast_ref::<Dense>() {
-                Some(d) => super::matmul::matmul_csr_dense(a, d).map(Data::from),
-                None => super::matmul::matmul(&Data::from(a.clone()), x, Out::Auto),
-            },
-        };
-        return iterative_columns(&op, b, m, o);
+    if let Some(x) = settled(a, a.shape(), b, method, super::matmul::matmul_csr_dense)? {
+        return Ok(x);
     }
     if *method == SolveMethod::Lstsq {
         return solve_dense(&csr_to_dense(a)?, b, method);
