@@ -21,11 +21,28 @@ use crate::scalar::c64;
 use crate::shape::indptr_len;
 use crate::storage::{Csr, alloc};
 
-/// From this many stored entries, scattered patterns are transposed by blocks; below it the
-/// result fits the caches that the plain counting sort's random stores hit. Measured with 10
-/// entries a row on one thread (docs/benchmarks/per_operation.md): the blocks lost up to about 4.5·10⁵ entries (10⁵: 290
+/// From this many stored entries, scattered patterns are transposed by blocks (except on Intel
+/// CPUs, [`BLOCKED_FROM_INTEL`]); below it the result fits the caches that the plain counting
+/// sort's random stores hit. Measured on an AMD EPYC with 10 entries a row on one thread
+/// (docs/benchmarks/per_operation.md): the blocks lost up to about 4.5·10⁵ entries (10⁵: 290
 /// against 179 µs) and won from there (5·10⁵ 1.92 against 2.14 ms, 10⁶ 4.5 against 6.6 ms).
 pub(super) const BLOCKED_FROM: usize = 1 << 19;
+
+/// [`BLOCKED_FROM`] on Intel CPUs, where the counting sort's random stores wait longer once
+/// the result leaves the L2 cache: on an Intel Xeon (Emerald Rapids, one thread, 10 entries
+/// a row, the fastest of batches, alternated) the blocks lost at 10⁵ entries (844–853 against
+/// 773–830 µs), tied at 1.5·10⁵ and won from 2·10⁵ (1.80–2.22 against 2.14–2.40 ms; 3·10⁵
+/// 2.68–3.46 against 3.57–3.86 ms, 4·10⁵ 4.12–4.32 against 5.87–6.01 ms).
+pub(super) const BLOCKED_FROM_INTEL: usize = 3 << 16;
+
+/// The entries from which scattered patterns are transposed by blocks on this CPU.
+pub(super) fn blocked_from() -> usize {
+    if crate::simd::intel() {
+        BLOCKED_FROM_INTEL
+    } else {
+        BLOCKED_FROM
+    }
+}
 
 /// Only patterns with at least this many columns: with fewer, each column's stream of the
 /// counting sort is long and its lines stay in the caches (10⁶ rows, 10 a row: at 1000 columns
@@ -116,7 +133,7 @@ impl Blocks {
 /// suit them (dimensions from 2³², a block more than [`MAX_SKEW`] times its target, or
 /// scratch buffers that cannot be allocated), before anything is written: the caller then
 /// takes the counting sort. The caller has checked that `a` is scattered, with at least
-/// [`BLOCKED_FROM`] entries and [`BLOCKED_MIN_COLUMNS`] columns.
+/// [`blocked_from`] entries and [`BLOCKED_MIN_COLUMNS`] columns.
 ///
 /// # Errors
 /// [`Error::Shape`](crate::Error::Shape) and [`Error::TooLarge`](crate::Error::TooLarge) as

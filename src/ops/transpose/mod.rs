@@ -191,7 +191,7 @@ fn transpose_csr_map(a: &Csr, f: impl Fn(c64) -> c64 + Sync) -> Result<Csr> {
     let nnz = idx.len();
     alloc::check_memory(OP, (n, m), alloc::csr::csr_bytes(len, nnz))?;
     // Large scattered patterns: by column blocks (`blocked`), unless the pattern does not suit.
-    if nnz >= blocked::BLOCKED_FROM
+    if nnz >= blocked::blocked_from()
         && n >= blocked::BLOCKED_MIN_COLUMNS
         && !banded(a)
         && let Some(t) = blocked::transpose_blocked(a, &f)?
@@ -330,10 +330,22 @@ const STACK_SLOTS: usize = 1024;
 /// treated as banded by [`scatter_entries`].
 const BAND: usize = 32;
 
-/// The counting sort's scatter, by the faster of two walks for `a`'s pattern: the slots first
-/// ([`scatter_by_slots`]) for scattered patterns; one pass ([`scatter`]) for banded ones
-/// (judged on 16 sampled rows: a choice of speed only, both walks give the same result) and
-/// when the slot array cannot be allocated.
+/// Below this many entries, an Intel CPU scatters even a scattered pattern in one pass.
+///
+/// The slots' two passes were measured faster on AMD CPUs at every size ([`scatter_by_slots`]);
+/// on an Intel Xeon (Emerald Rapids, one thread, 10 entries a row at random columns, the
+/// fastest of 256-call batches, the two walks alternated five or six times) the one pass won
+/// at 10³ entries (1.85–1.92 against 2.19–2.25 µs), 10⁴ (43.0–43.8 against 45.0–46.4 µs) and
+/// 3·10⁴ (146–151 against 166–170 µs), tied at 5·10⁴, and lost from 7·10⁴ (10⁵: 1.09–1.26
+/// against 0.91–1.00 ms); at 3·10³ the slots won by 2–5 %, within that machine's noise.
+/// (docs/benchmarks/per_operation.md, "The counting sort's walk on Intel".)
+const INTEL_ONE_PASS_BELOW: usize = 1 << 16;
+
+/// The counting sort's scatter, by the faster of two walks for `a`'s pattern and the CPU: the
+/// slots first ([`scatter_by_slots`]) for scattered patterns; one pass ([`scatter`]) for banded
+/// ones (judged on 16 sampled rows), on Intel CPUs below [`INTEL_ONE_PASS_BELOW`] entries, and
+/// when the slot array cannot be allocated. A choice of speed only: both walks give the same
+/// result.
 ///
 /// # Safety
 /// As [`scatter`].
@@ -345,7 +357,8 @@ unsafe fn scatter_entries<C: Cursor>(
     f: impl Fn(c64) -> c64,
 ) {
     let nnz = a.nnz();
-    if !banded(a) {
+    let one_pass = banded(a) || (crate::simd::intel() && nnz < INTEL_ONE_PASS_BELOW);
+    if !one_pass {
         if nnz <= STACK_SLOTS {
             let mut slots = [std::mem::MaybeUninit::<u32>::uninit(); STACK_SLOTS];
             // SAFETY: the caller's contract; the slot array holds nnz < 2³² elements.
@@ -666,9 +679,64 @@ mod tests {
         }
     }
 
+    /// The two walks give the same transpose on scattered patterns of every size class (slots
+    /// on the stack, on the heap, the stores split), whichever of them this CPU takes in
+    /// `transpose_csr` (`INTEL_ONE_PASS_BELOW`), and that is the one `transpose_csr` returns.
+    #[test]
+    fn the_two_walks_agree_on_every_cpu() {
+        for (n, per) in [(10, 3), (100, 10), (300, 10), (3000, 10)] {
+            let t: Vec<(usize, usize)> = (0..n)
+                .flat_map(|i| (0..per).map(move |k| (i, (i * 7919 + k * 104_729 + k * k) % n)))
+                .collect();
+            let (rows, cols): (Vec<usize>, Vec<usize>) = t.iter().copied().unzip();
+            let vals: Vec<c64> = (0..t.len())
+                .map(|k| c64::new(k as f64, 0.5 - k as f64))
+                .collect();
+            let a = Csr::from_triplets((n, n), &rows, &cols, &vals).unwrap();
+            let nnz = a.nnz();
+            assert!(!banded(&a) && nnz < INTEL_ONE_PASS_BELOW);
+            let mut starts = vec![0u32; n];
+            for &c in a.indices() {
+                starts[c] += 1;
+            }
+            let mut start = 0;
+            for s in &mut starts {
+                (*s, start) = (start, start + *s);
+            }
+            let walk = |two_passes: bool| {
+                let (mut idx, mut val) =
+                    (vec![usize::MAX; nnz], vec![c64::new(f64::NAN, 0.0); nnz]);
+                let mut cursor = starts.clone();
+                let mut slots = vec![std::mem::MaybeUninit::<u32>::uninit(); nnz];
+                // SAFETY: `cursor` holds each column's start from a's counts; both buffers and
+                // the slot array hold nnz < 2³² elements.
+                unsafe {
+                    if two_passes {
+                        let (i, v) = (idx.as_mut_ptr(), val.as_mut_ptr());
+                        scatter_by_slots(&a, &mut cursor, &mut slots, i, v, crate::simd::conj);
+                    } else {
+                        scatter(
+                            &a,
+                            &mut cursor,
+                            idx.as_mut_ptr(),
+                            val.as_mut_ptr(),
+                            crate::simd::conj,
+                        );
+                    }
+                }
+                (idx, val)
+            };
+            let (one, two) = (walk(false), walk(true));
+            assert_eq!(one, two, "n = {n}");
+            let h = transpose_csr(&a, true).unwrap();
+            assert_eq!((h.indices(), h.data()), (&one.0[..], &one.1[..]), "n = {n}");
+        }
+    }
+
     /// Both scatters on patterns that pick each of them: a banded matrix (one pass), scattered
     /// ones with stack and heap slot arrays (two passes, the stores together or split, on
-    /// either side of `SPLIT_STORES_FROM` and `SPLIT_STORES`); each against the definition.
+    /// either side of `SPLIT_STORES_FROM` and `SPLIT_STORES`; one pass on Intel CPUs below
+    /// `INTEL_ONE_PASS_BELOW`); each against the definition.
     #[test]
     fn both_scatters_match_the_definition() {
         let band = |n: usize| {
@@ -703,7 +771,7 @@ mod tests {
             let (rows, cols): (Vec<usize>, Vec<usize>) = t.iter().copied().unzip();
             let a = Csr::from_triplets((n, n), &rows, &cols, &vals).unwrap();
             assert_eq!(banded(&a), banded_want, "n = {n}");
-            assert!(a.nnz() < blocked::BLOCKED_FROM || n < blocked::BLOCKED_MIN_COLUMNS);
+            assert!(a.nnz() < blocked::blocked_from() || n < blocked::BLOCKED_MIN_COLUMNS);
             let h = transpose_csr(&a, true).unwrap();
             assert!(h.as_csmat().check_compressed_structure().is_ok());
             for (&(i, j), v) in t.iter().zip(&vals) {
