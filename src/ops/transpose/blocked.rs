@@ -30,10 +30,11 @@ pub(super) const BLOCKED_FROM: usize = 1 << 19;
 
 /// [`BLOCKED_FROM`] on Intel CPUs, where the counting sort's random stores wait longer once
 /// the result leaves the L2 cache: on an Intel Xeon (Emerald Rapids, one thread, 10 entries
-/// a row, the fastest of batches, alternated) the blocks lost at 10⁵ entries (844–853 against
-/// 773–830 µs), tied at 1.5·10⁵ and won from 2·10⁵ (1.80–2.22 against 2.14–2.40 ms; 3·10⁵
-/// 2.68–3.46 against 3.57–3.86 ms, 4·10⁵ 4.12–4.32 against 5.87–6.01 ms).
-pub(super) const BLOCKED_FROM_INTEL: usize = 3 << 16;
+/// a row, the fastest of batches, alternated; the counting sort in its Intel order, slots then
+/// both stores) the blocks lost at 2·10⁵ entries (1.75–1.76 against 1.61 ms), tied at
+/// 2.6·10⁵, and won from 3·10⁵ (2.67–2.73 against 2.69–2.85 ms; 4·10⁵ 3.77–3.79 against
+/// 4.11–4.27 ms).
+pub(super) const BLOCKED_FROM_INTEL: usize = 1 << 18;
 
 /// The entries from which scattered patterns are transposed by blocks on this CPU.
 pub(super) fn blocked_from() -> usize {

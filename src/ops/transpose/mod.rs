@@ -330,16 +330,17 @@ const STACK_SLOTS: usize = 1024;
 /// treated as banded by [`scatter_entries`].
 const BAND: usize = 32;
 
-/// Below this many entries, an Intel CPU scatters even a scattered pattern in one pass.
+/// Below this many entries, an Intel CPU scatters even a scattered pattern in one pass; from
+/// it, two passes with both stores in the second (never the split order of [`SPLIT_STORES`]).
 ///
-/// The slots' two passes were measured faster on AMD CPUs at every size ([`scatter_by_slots`]);
-/// on an Intel Xeon (Emerald Rapids, one thread, 10 entries a row at random columns, the
-/// fastest of 256-call batches, the two walks alternated five or six times) the one pass won
-/// at 10³ entries (1.85–1.92 against 2.19–2.25 µs), 10⁴ (43.0–43.8 against 45.0–46.4 µs) and
-/// 3·10⁴ (146–151 against 166–170 µs), tied at 5·10⁴, and lost from 7·10⁴ (10⁵: 1.09–1.26
-/// against 0.91–1.00 ms); at 3·10³ the slots won by 2–5 %, within that machine's noise.
-/// (docs/benchmarks/per_operation.md, "The counting sort's walk on Intel".)
-const INTEL_ONE_PASS_BELOW: usize = 1 << 16;
+/// The boundaries of [`scatter_by_slots`] were measured on AMD CPUs. On an Intel Xeon
+/// (Emerald Rapids, one thread, 10 entries a row at random columns, the fastest of batches,
+/// alternated) the one pass beat the slots at 10³ entries (1.88–1.92 against 2.19–2.25 µs) and
+/// 2·10³ (5.75–6.00 against 6.05–6.71 µs), tied at 3·10³, and lost from 10⁴ (42.1–43.1
+/// against 38.1–39.5 µs); the split order lost to the joint one at every size from 10⁴ (10⁵:
+/// 757–772 against 665–685 µs). (docs/benchmarks/per_operation.md, "The Csr transpose's
+/// walks on Intel".)
+const INTEL_ONE_PASS_BELOW: usize = 1 << 12;
 
 /// The counting sort's scatter, by the faster of two walks for `a`'s pattern and the CPU: the
 /// slots first ([`scatter_by_slots`]) for scattered patterns; one pass ([`scatter`]) for banded
@@ -357,18 +358,22 @@ unsafe fn scatter_entries<C: Cursor>(
     f: impl Fn(c64) -> c64,
 ) {
     let nnz = a.nnz();
-    let one_pass = banded(a) || (crate::simd::intel() && nnz < INTEL_ONE_PASS_BELOW);
+    let intel = crate::simd::intel();
+    let one_pass = banded(a) || (intel && nnz < INTEL_ONE_PASS_BELOW);
+    let split = !intel && (SPLIT_STORES_FROM..=SPLIT_STORES).contains(&nnz);
     if !one_pass {
         if nnz <= STACK_SLOTS {
             let mut slots = [std::mem::MaybeUninit::<u32>::uninit(); STACK_SLOTS];
             // SAFETY: the caller's contract; the slot array holds nnz < 2³² elements.
-            return unsafe { scatter_by_slots(a, cursor, &mut slots[..nnz], out_idx, out_val, f) };
+            return unsafe {
+                scatter_by_slots(a, cursor, &mut slots[..nnz], split, out_idx, out_val, f)
+            };
         }
         let mut slots = Vec::<u32>::new();
         if u32::try_from(nnz).is_ok() && slots.try_reserve_exact(nnz).is_ok() {
             let slots = &mut slots.spare_capacity_mut()[..nnz];
             // SAFETY: the caller's contract; the slot array holds nnz < 2³² elements.
-            return unsafe { scatter_by_slots(a, cursor, slots, out_idx, out_val, f) };
+            return unsafe { scatter_by_slots(a, cursor, slots, split, out_idx, out_val, f) };
         }
     }
     // SAFETY: the caller's contract.
@@ -434,14 +439,16 @@ const SPLIT_STORES_FROM: usize = 1 << 12;
 /// [`scatter`] in two passes, each with its own stream of scattered stores, for scattered
 /// patterns.
 ///
-/// From [`SPLIT_STORES_FROM`] to [`SPLIT_STORES`] entries: row by row, each entry's slot
+/// With `split` (the caller's choice: from [`SPLIT_STORES_FROM`] to [`SPLIT_STORES`] entries,
+/// except on Intel CPUs, [`INTEL_ONE_PASS_BELOW`]): row by row, each entry's slot
 /// (advancing its column's cursor, recorded in `slots`) with its row index stored there; then
 /// the values, in one flat pass over `slots`. Otherwise: first every entry's slot (the cursor
 /// walk alone, its stores to a sequential array), then both stores of each entry.
 ///
 /// In the one-pass walk each cursor load waits on the scattered stores before it (whose
 /// addresses come from the previous loads); apart, neither pass waits on the other's stores.
-/// Measured on scattered patterns (10 per row at random columns; one pass → two, per call):
+/// Measured on an AMD EPYC, scattered patterns (10 per row at random columns; one pass → two,
+/// per call):
 /// 10 × 10 adjoint 0.51 → 0.32–0.34 µs, 30 × 30 1.09 → 0.62 µs, n = 100 3.1–3.9 → 1.9–2.3 µs,
 /// n = 1000 27–28 → 25 µs, n = 10⁴ 426–441 → 364–397 µs, n = 10⁵ 12.8–13.9 → 11.0–11.2 ms,
 /// n = 10⁶ 289–316 → 192–200 ms. On a tridiagonal of n ≥ 100 the extra pass cost 6–25 %
@@ -453,6 +460,7 @@ unsafe fn scatter_by_slots<C: Cursor>(
     a: &Csr,
     cursor: &mut [C],
     slots: &mut [std::mem::MaybeUninit<u32>],
+    split: bool,
     out_idx: *mut usize,
     out_val: *mut c64,
     f: impl Fn(c64) -> c64,
@@ -460,7 +468,7 @@ unsafe fn scatter_by_slots<C: Cursor>(
     let (p, idx, val) = (a.indptr(), a.indices(), a.data());
     debug_assert_eq!(slots.len(), idx.len());
     let cur = cursor.as_mut_ptr();
-    if (SPLIT_STORES_FROM..=SPLIT_STORES).contains(&idx.len()) {
+    if split {
         for i in 0..a.shape().0 {
             for k in p[i]..p[i + 1] {
                 // SAFETY: k < nnz, the length of `idx` and `slots`; c is below the number of
@@ -679,11 +687,12 @@ mod tests {
         }
     }
 
-    /// The two walks give the same transpose on scattered patterns of every size class (slots
-    /// on the stack, on the heap, the stores split), whichever of them this CPU takes in
+    /// The walks give the same transpose on scattered patterns of several sizes (one pass; the
+    /// slots with the stores together or split) on either side of `INTEL_ONE_PASS_BELOW` and
+    /// `SPLIT_STORES_FROM`, whichever of them this CPU takes in
     /// `transpose_csr` (`INTEL_ONE_PASS_BELOW`), and that is the one `transpose_csr` returns.
     #[test]
-    fn the_two_walks_agree_on_every_cpu() {
+    fn the_walks_agree_on_every_cpu() {
         for (n, per) in [(10, 3), (100, 10), (300, 10), (3000, 10)] {
             let t: Vec<(usize, usize)> = (0..n)
                 .flat_map(|i| (0..per).map(move |k| (i, (i * 7919 + k * 104_729 + k * k) % n)))
@@ -694,7 +703,7 @@ mod tests {
                 .collect();
             let a = Csr::from_triplets((n, n), &rows, &cols, &vals).unwrap();
             let nnz = a.nnz();
-            assert!(!banded(&a) && nnz < INTEL_ONE_PASS_BELOW);
+            assert!(!banded(&a));
             let mut starts = vec![0u32; n];
             for &c in a.indices() {
                 starts[c] += 1;
@@ -703,7 +712,8 @@ mod tests {
             for s in &mut starts {
                 (*s, start) = (start, start + *s);
             }
-            let walk = |two_passes: bool| {
+            // 0: one pass; 1: the slots, both stores in the second pass; 2: the split order.
+            let walk = |how: u8| {
                 let (mut idx, mut val) =
                     (vec![usize::MAX; nnz], vec![c64::new(f64::NAN, 0.0); nnz]);
                 let mut cursor = starts.clone();
@@ -711,9 +721,18 @@ mod tests {
                 // SAFETY: `cursor` holds each column's start from a's counts; both buffers and
                 // the slot array hold nnz < 2³² elements.
                 unsafe {
-                    if two_passes {
+                    if how > 0 {
                         let (i, v) = (idx.as_mut_ptr(), val.as_mut_ptr());
-                        scatter_by_slots(&a, &mut cursor, &mut slots, i, v, crate::simd::conj);
+                        let split = how == 2;
+                        scatter_by_slots(
+                            &a,
+                            &mut cursor,
+                            &mut slots,
+                            split,
+                            i,
+                            v,
+                            crate::simd::conj,
+                        );
                     } else {
                         scatter(
                             &a,
@@ -726,8 +745,9 @@ mod tests {
                 }
                 (idx, val)
             };
-            let (one, two) = (walk(false), walk(true));
-            assert_eq!(one, two, "n = {n}");
+            let one = walk(0);
+            assert_eq!(one, walk(1), "n = {n}");
+            assert_eq!(one, walk(2), "n = {n}");
             let h = transpose_csr(&a, true).unwrap();
             assert_eq!((h.indices(), h.data()), (&one.0[..], &one.1[..]), "n = {n}");
         }
