@@ -335,12 +335,12 @@ const BAND: usize = 32;
 ///
 /// The boundaries of [`scatter_by_slots`] were measured on AMD CPUs. On an Intel Xeon
 /// (Emerald Rapids, one thread, 10 entries a row at random columns, the fastest of batches,
-/// alternated) the one pass beat the slots at 10³ entries (1.88–1.92 against 2.19–2.25 µs) and
-/// 2·10³ (5.75–6.00 against 6.05–6.71 µs), tied at 3·10³, and lost from 10⁴ (42.1–43.1
-/// against 38.1–39.5 µs); the split order lost to the joint one at every size from 10⁴ (10⁵:
-/// 757–772 against 665–685 µs). (docs/benchmarks/per_operation.md, "The Csr transpose's
-/// walks on Intel".)
-const INTEL_ONE_PASS_BELOW: usize = 1 << 12;
+/// alternated) the one pass beat the slots at 10³ entries (1.88–1.92 against 2.19–2.25 µs),
+/// was level or a little ahead at 2·10³, a little behind at 3·10³ (9.65–9.92 against
+/// 9.44–10.23 µs), and lost from 10⁴ (42.1–43.1 against 38.1–39.5 µs); the split order lost to
+/// the joint one at every size from 10⁴ (10⁵: 757–772 against 665–685 µs).
+/// (docs/benchmarks/per_operation.md, "The Csr transpose's walks on Intel".)
+const INTEL_ONE_PASS_BELOW: usize = 1 << 11;
 
 /// The counting sort's scatter, by the faster of two walks for `a`'s pattern and the CPU: the
 /// slots first ([`scatter_by_slots`]) for scattered patterns; one pass ([`scatter`]) for banded
