@@ -6,7 +6,8 @@
 //! dispatched data first, then the operation's own), reads the polymat object from each
 //! argument's `_pm` attribute, runs the operation, and builds the QuTiP object of the output
 //! class without running its `__init__`. Small inputs keep the GIL: releasing and retaking it
-//! costs more than their kernels.
+//! costs more than their kernels (for a Csr, small is judged by its stored entries where the
+//! operation's work is those, `detach_for_stored`).
 
 use polymat::{Data, Out, c64};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -16,7 +17,7 @@ use pyo3::{IntoPyObjectExt, intern};
 
 use crate::errors::IntoPy;
 use crate::functions::matmul_scaled;
-use crate::matrix::{PyData, detach_for, parse_out, wrap};
+use crate::matrix::{PyData, detach_for, detach_for_stored, parse_out, wrap};
 
 /// The operations `QSpec` runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -106,6 +107,23 @@ fn scalar(
 }
 
 impl QSpec {
+    /// Whether the call's work on Csr inputs is their stored entries: entrywise maps, the
+    /// trace and sums, into a result that is not Dense (a Dense result is m·n entries written
+    /// whatever the inputs store).
+    fn works_on_stored(&self) -> bool {
+        matches!(
+            self.op,
+            Op::Adjoint
+                | Op::Transpose
+                | Op::Conj
+                | Op::Neg
+                | Op::Mul
+                | Op::Trace
+                | Op::Add
+                | Op::Sub
+        ) && matches!(self.out, Out::Auto | Out::Csr)
+    }
+
     fn run(&self, a: &Data, b: Option<&Data>, s: c64) -> polymat::Result<Result<Data, c64>> {
         let out = self.out;
         // `__call__` checked the arity: a binary operation has its `b`; unary ones ignore it.
@@ -195,8 +213,12 @@ impl QSpec {
             _ => c64::new(0.0, 0.0),
         };
         let (ad, bd) = (&a.get().inner, b.as_ref().map(|b| &b.get().inner));
+        let sparse = ad.as_csr().is_some() && bd.is_none_or(|b| b.as_csr().is_some());
+        let by_stored = sparse && self.works_on_stored();
         let r = match bd {
+            Some(bd) if by_stored => detach_for_stored(py, &[ad, bd], || self.run(ad, Some(bd), s)),
             Some(bd) => detach_for(py, &[ad, bd], || self.run(ad, Some(bd), s)),
+            None if by_stored => detach_for_stored(py, &[ad], || self.run(ad, None, s)),
             None => detach_for(py, &[ad], || self.run(ad, None, s)),
         }
         .py_err()?;
