@@ -74,28 +74,24 @@ where
     T: Send,
     F: FnOnce() -> T + Send,
 {
-    let big = inputs
-        .iter()
-        .any(|d| d.shape().0.saturating_mul(d.shape().1) >= KEEP_GIL_BELOW);
-    if big { py.detach(f) } else { f() }
+    detach_by(py, inputs, false, f)
 }
 
-/// [`detach_for`] judged by the entries each input stores (a Csr's non-zeros, the shape's
-/// product for other kinds): for calls whose work is that, entrywise maps and sparse sums.
-/// A 100 × 100 Csr with 5 entries a row then keeps the GIL, where by its shape it would release
-/// it: a release and retake cost 50–65 ns a call (`polymat.trace` of a 64 × 64 Dense 192–211 ns,
-/// of a 63 × 63 one, which keeps it, 143–145 ns; Intel Xeon, Python 3.11), a tenth of a small
-/// Csr's trace.
-pub(crate) fn detach_for_stored<T, F>(py: Python<'_>, inputs: &[&polymat::Data], f: F) -> T
+/// [`detach_for`], with `stored`: a Csr input judged by the entries it stores rather than by its
+/// shape, for calls whose work is those entries (entrywise maps, sparse sums). A 100 × 100 Csr
+/// with 5 entries a row then keeps the GIL, where by its shape it would release it: a release
+/// and retake cost 50–65 ns a call (`polymat.trace` of a 64 × 64 Dense 192–211 ns, of a 63 × 63
+/// one, which keeps it, 143–145 ns; Intel Xeon, Python 3.11), a tenth of a small Csr's trace.
+pub(crate) fn detach_by<T, F>(py: Python<'_>, inputs: &[&polymat::Data], stored: bool, f: F) -> T
 where
     T: Send,
     F: FnOnce() -> T + Send,
 {
-    let stored = |d: &polymat::Data| match d.as_csr() {
-        Some(c) => c.nnz(),
-        None => d.shape().0.saturating_mul(d.shape().1),
+    let entries = |d: &polymat::Data| match d.as_csr() {
+        Some(c) if stored => c.nnz(),
+        _ => d.shape().0.saturating_mul(d.shape().1),
     };
-    if inputs.iter().any(|d| stored(d) >= KEEP_GIL_BELOW) {
+    if inputs.iter().any(|d| entries(d) >= KEEP_GIL_BELOW) {
         py.detach(f)
     } else {
         f()

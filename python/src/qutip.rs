@@ -7,7 +7,7 @@
 //! argument's `_pm` attribute, runs the operation, and builds the QuTiP object of the output
 //! class without running its `__init__`. Small inputs keep the GIL: releasing and retaking it
 //! costs more than their kernels (for a Csr, small is judged by its stored entries where the
-//! operation's work is those, `detach_for_stored`).
+//! operation's work is those, `detach_by`).
 
 use polymat::{Data, Out, c64};
 use pyo3::exceptions::{PyTypeError, PyValueError};
@@ -17,7 +17,7 @@ use pyo3::{IntoPyObjectExt, intern};
 
 use crate::errors::IntoPy;
 use crate::functions::matmul_scaled;
-use crate::matrix::{PyData, detach_for, detach_for_stored, parse_out, wrap};
+use crate::matrix::{PyData, detach_by, parse_out, wrap};
 
 /// The operations `QSpec` runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -213,13 +213,11 @@ impl QSpec {
             _ => c64::new(0.0, 0.0),
         };
         let (ad, bd) = (&a.get().inner, b.as_ref().map(|b| &b.get().inner));
-        let sparse = ad.as_csr().is_some() && bd.is_none_or(|b| b.as_csr().is_some());
-        let by_stored = sparse && self.works_on_stored();
+        // A Dense input still counts by its shape, which its work is.
+        let stored = self.works_on_stored();
         let r = match bd {
-            Some(bd) if by_stored => detach_for_stored(py, &[ad, bd], || self.run(ad, Some(bd), s)),
-            Some(bd) => detach_for(py, &[ad, bd], || self.run(ad, Some(bd), s)),
-            None if by_stored => detach_for_stored(py, &[ad], || self.run(ad, None, s)),
-            None => detach_for(py, &[ad], || self.run(ad, None, s)),
+            Some(bd) => detach_by(py, &[ad, bd], stored, || self.run(ad, Some(bd), s)),
+            None => detach_by(py, &[ad], stored, || self.run(ad, None, s)),
         }
         .py_err()?;
         match r {
