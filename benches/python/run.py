@@ -2,7 +2,8 @@
 
     python benches/python/run.py [--mesolve 6 8 10] [--quick]
 
-Prints three tables (medians of repeated timings in the same run, ratios QuTiP / polymat):
+Prints three tables (medians over batches of calls in the same run, QuTiP's and polymat's
+batches alternated; ratios QuTiP / polymat):
 1. the cost of a call: polymat's Python function, the plugin's specialisation called
    directly, and QuTiP's dispatcher reaching it, at n = 2;
 2. QuTiP's data-layer operations on polymat's types against QuTiP's own types, n = 10 … 10⁴;
@@ -33,18 +34,50 @@ from qutip_polymat import PolymatCsr, PolymatDense  # noqa: E402
 pm.set_threads(1)
 
 
-def median_time(fn, min_time=0.2, max_reps=100000):
+def batch_size(fn, target=50e-6):
+    """Calls of `fn` that take about `target` seconds together (at least one): a sub-microsecond
+    call timed alone would be mostly the clock's own cost."""
     fn()
-    times, start = [], time.perf_counter()
-    while (time.perf_counter() - start < min_time or len(times) < 5) and len(times) < max_reps:
+    k = 1
+    while True:
         t0 = time.perf_counter()
+        for _ in range(k):
+            fn()
+        if time.perf_counter() - t0 >= target or k >= 1 << 16:
+            return k
+        k *= 2
+
+
+def batch(fn, k):
+    """Seconds per call over one batch of `k` calls."""
+    t0 = time.perf_counter()
+    for _ in range(k):
         fn()
-        times.append(time.perf_counter() - t0)
+    return (time.perf_counter() - t0) / k
+
+
+def median_time(fn, min_time=0.2):
+    """The median over batches of `fn`'s time per call."""
+    k = batch_size(fn)
+    times, start = [], time.perf_counter()
+    while time.perf_counter() - start < min_time or len(times) < 5:
+        times.append(batch(fn, k))
     return statistics.median(times)
 
 
+def paired_times(fa, fb, min_time=0.2):
+    """Medians of the time per call of `fa` and of `fb`, their batches alternated so both see
+    the same load on a shared machine."""
+    ka, kb = batch_size(fa), batch_size(fb)
+    ta, tb, start = [], [], time.perf_counter()
+    while time.perf_counter() - start < 2 * min_time or len(ta) < 5:
+        ta.append(batch(fa, ka))
+        tb.append(batch(fb, kb))
+    return statistics.median(ta), statistics.median(tb)
+
+
 def per_call(min_time):
-    print("## 1. cost of a call at n = 2 (median, ns)\n")
+    print("## 1. cost of a call at n = 2 (median over batches, ns)\n")
     print("| call | ns |")
     print("|---|---:|")
     a = qutip.rand_herm(2, density=1)
@@ -74,7 +107,7 @@ def random_sparse(n, seed):
 
 
 def operations(sizes, min_time):
-    print("## 2. QuTiP data-layer operations: QuTiP's types against polymat's (median, µs)\n")
+    print("## 2. QuTiP data-layer operations: QuTiP's types against polymat's (median over batches, µs)\n")
     print("| operation | n | QuTiP | polymat | QuTiP / polymat |")
     print("|---|---:|---:|---:|---:|")
     for n in sizes:
@@ -103,8 +136,9 @@ def operations(sizes, min_time):
                     continue
                 if name == "matmul (operator)" and qt == "Dense" and n > 1000:
                     continue
-                tq = median_time(lambda: op(qx, qy, qk), min_time)
-                tp = median_time(lambda: op(px, py, pk), min_time)
+                tq, tp = paired_times(
+                    lambda: op(qx, qy, qk), lambda: op(px, py, pk), min_time
+                )
                 print(f"| {name} ({qt}) | {n} | {tq * 1e6:.1f} | {tp * 1e6:.1f} | {tq / tp:.2f} |")
     print()
 

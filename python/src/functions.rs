@@ -10,11 +10,12 @@ use pyo3::types::PyTuple;
 use pyo3::wrap_pyfunction;
 
 use crate::errors::{IntoPy, PolymatError};
-use crate::matrix::{PyData, detach_for, parse_out, wrap, wrap_all};
+use crate::matrix::{PyData, Work, detach_by, detach_for, parse_out, wrap, wrap_all};
+use crate::scalar::Scalar;
 
 type Obj = PyResult<Py<PyAny>>;
 /// `kron_sum`'s terms: `(coeff, [(site, factor), ...])`.
-type Terms<'py> = Vec<(c64, Vec<(usize, PyRef<'py, PyData>)>)>;
+type Terms<'py> = Vec<(Scalar, Vec<(usize, PyRef<'py, PyData>)>)>;
 
 /// One matrix in, one matrix out, with an output kind.
 macro_rules! unary {
@@ -44,14 +45,24 @@ macro_rules! binary {
     )*};
 }
 
-/// One matrix in, a scalar (or flag) out.
+/// A call's [`Work`]: every entry of the shape unless given.
+macro_rules! work {
+    () => {
+        Work::Shape
+    };
+    ($work:expr) => {
+        $work
+    };
+}
+
+/// One matrix in, a scalar (or flag) out; the work is every entry unless `[Work::…]` says.
 macro_rules! reduce {
-    ($($(#[$doc:meta])* $name:ident -> $t:ty => $f:path;)*) => {$(
+    ($($(#[$doc:meta])* $name:ident -> $t:ty $([$work:expr])? => $f:path;)*) => {$(
         $(#[$doc])*
         #[pyfunction]
         fn $name(py: Python<'_>, a: PyRef<'_, PyData>) -> PyResult<$t> {
             let a = &a.inner;
-            detach_for(py, &[a], || $f(a)).py_err()
+            detach_by(py, &[a], work!($($work)?), || $f(a)).py_err()
         }
     )*};
 }
@@ -100,7 +111,7 @@ binary! {
 
 reduce! {
     /// The trace (square matrices).
-    trace -> c64 => polymat::trace;
+    trace -> c64 [Work::Diagonal] => polymat::trace;
     /// The trace of the operator whose column stacking is this ket.
     trace_oper_ket -> c64 => polymat::trace_oper_ket;
     /// The mean of the nonzero entries.
@@ -121,35 +132,35 @@ reduce! {
 
 /// `a + scale·b`.
 #[pyfunction]
-#[pyo3(signature = (a, b, scale=c64::new(1.0, 0.0), out=None))]
+#[pyo3(signature = (a, b, scale=Scalar::ONE, out=None))]
 fn add(
     py: Python<'_>,
     a: PyRef<'_, PyData>,
     b: PyRef<'_, PyData>,
-    scale: c64,
+    scale: Scalar,
     out: Option<&str>,
 ) -> Obj {
     let out = parse_out(out)?;
     let (a, b) = (&a.inner, &b.inner);
     wrap(
         py,
-        detach_for(py, &[a, b], || polymat::add_scaled(a, b, scale, out)).py_err()?,
+        detach_for(py, &[a, b], || polymat::add_scaled(a, b, scale.0, out)).py_err()?,
     )
 }
 
 /// `scale · a · b`.
 #[pyfunction]
-#[pyo3(signature = (a, b, scale=c64::new(1.0, 0.0), out=None))]
+#[pyo3(signature = (a, b, scale=Scalar::ONE, out=None))]
 fn matmul(
     py: Python<'_>,
     a: PyRef<'_, PyData>,
     b: PyRef<'_, PyData>,
-    scale: c64,
+    scale: Scalar,
     out: Option<&str>,
 ) -> Obj {
     let out = parse_out(out)?;
     let (a, b) = (&a.inner, &b.inner);
-    let r = detach_for(py, &[a, b], || matmul_scaled(a, b, scale, out)).py_err()?;
+    let r = detach_for(py, &[a, b], || matmul_scaled(a, b, scale.0, out)).py_err()?;
     wrap(py, r)
 }
 
@@ -166,12 +177,12 @@ pub(crate) fn matmul_scaled(a: &Data, b: &Data, scale: c64, out: Out) -> polymat
 /// `s · a`.
 #[pyfunction]
 #[pyo3(signature = (a, scalar, out=None))]
-fn mul(py: Python<'_>, a: PyRef<'_, PyData>, scalar: c64, out: Option<&str>) -> Obj {
+fn mul(py: Python<'_>, a: PyRef<'_, PyData>, scalar: Scalar, out: Option<&str>) -> Obj {
     let out = parse_out(out)?;
     let a = &a.inner;
     wrap(
         py,
-        detach_for(py, &[a], || polymat::mul(a, scalar, out)).py_err()?,
+        detach_for(py, &[a], || polymat::mul(a, scalar.0, out)).py_err()?,
     )
 }
 
@@ -338,7 +349,7 @@ fn identity(py: Python<'_>, n: usize, out: Option<&str>) -> Obj {
 #[pyo3(signature = (diagonals, offsets, shape, out=None))]
 fn diag(
     py: Python<'_>,
-    diagonals: Vec<Vec<c64>>,
+    diagonals: Vec<Vec<Scalar>>,
     offsets: Vec<isize>,
     shape: (usize, usize),
     out: Option<&str>,
@@ -346,44 +357,49 @@ fn diag(
     let out = parse_out(out)?;
     wrap(
         py,
-        py.detach(|| polymat::diag(diagonals, offsets, shape, out))
-            .py_err()?,
+        py.detach(|| {
+            let diagonals = diagonals
+                .into_iter()
+                .map(|d| d.into_iter().map(|s| s.0).collect());
+            polymat::diag(diagonals.collect(), offsets, shape, out)
+        })
+        .py_err()?,
     )
 }
 
 /// A matrix with one nonzero entry.
 #[pyfunction]
-#[pyo3(signature = (shape, position, value=c64::new(1.0, 0.0), out=None))]
+#[pyo3(signature = (shape, position, value=Scalar::ONE, out=None))]
 fn one_element(
     py: Python<'_>,
     shape: (usize, usize),
     position: (usize, usize),
-    value: c64,
+    value: Scalar,
     out: Option<&str>,
 ) -> Obj {
     let out = parse_out(out)?;
     wrap(
         py,
-        py.detach(|| polymat::one_element(shape, position, value, out))
+        py.detach(|| polymat::one_element(shape, position, value.0, out))
             .py_err()?,
     )
 }
 
 /// `exp(t·a)·v` without forming `exp(t·a)` (Krylov; `a` may be a lazy kind).
 #[pyfunction]
-#[pyo3(signature = (a, v, t=c64::new(1.0, 0.0), out=None))]
+#[pyo3(signature = (a, v, t=Scalar::ONE, out=None))]
 fn expm_multiply(
     py: Python<'_>,
     a: PyRef<'_, PyData>,
     v: PyRef<'_, PyData>,
-    t: c64,
+    t: Scalar,
     out: Option<&str>,
 ) -> Obj {
     let out = parse_out(out)?;
     let (a, v) = (&a.inner, &v.inner);
     wrap(
         py,
-        py.detach(|| polymat::expm_multiply(a, v, t, out))
+        py.detach(|| polymat::expm_multiply(a, v, t.0, out))
             .py_err()?,
     )
 }
@@ -429,7 +445,7 @@ fn eigs<'py>(
     vecs: bool,
     sort: &str,
     count: Option<usize>,
-    sigma: Option<c64>,
+    sigma: Option<Scalar>,
     tol: f64,
     maxiter: usize,
 ) -> PyResult<(Vec<c64>, Py<PyAny>)> {
@@ -447,7 +463,7 @@ fn eigs<'py>(
         .vectors(vecs)
         .order(order)
         .count(count)
-        .sigma(sigma);
+        .sigma(sigma.map(|s| s.0));
     if tol > 0.0 {
         o = o.tol(tol);
     }
@@ -521,7 +537,7 @@ fn steadystate(py: Python<'_>, l: PyRef<'_, PyData>, tol: f64, maxiter: usize) -
 fn kron_sum(py: Python<'_>, dims: Vec<usize>, terms: Terms<'_>) -> Obj {
     let mut k = KronSum::new(&dims).py_err()?;
     for (c, fs) in terms {
-        k.push_term(c, fs.into_iter().map(|(s, f)| (s, f.inner.clone())))
+        k.push_term(c.0, fs.into_iter().map(|(s, f)| (s, f.inner.clone())))
             .py_err()?;
     }
     wrap(py, Data::from(k))

@@ -2,7 +2,8 @@
 //! operations as functions. The Python package `polymat` re-exports all of it; `qutip_polymat`
 //! builds QuTiP's data-layer plugin on top.
 //!
-//! Layers: [`errors`] (polymat's errors as Python exceptions) ← [`matrix`] (the classes and
+//! Layers: [`errors`] (polymat's errors as Python exceptions) and [`scalar`] (complex
+//! arguments from Python numbers) ← [`matrix`] (the classes and
 //! their numpy/scipy interop) ← [`functions`] (the operations) and [`qutip`] (the QuTiP
 //! plugin's native specialisations) ← this module (registration).
 //! Every kernel call releases the GIL.
@@ -11,6 +12,7 @@ mod errors;
 mod functions;
 mod matrix;
 mod qutip;
+mod scalar;
 
 use pyo3::prelude::*;
 

@@ -17,6 +17,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 
 use crate::errors::{IntoPy, PolymatError};
+use crate::scalar::Scalar;
 
 /// A matrix of any kind: the base class of `Dense`, `Csr`, `Dia`, `KronSum` and `SuperOp`.
 #[pyclass(subclass, frozen, module = "polymat", name = "Data")]
@@ -68,30 +69,52 @@ pub(crate) fn wrap(py: Python<'_>, data: polymat::Data) -> PyResult<Py<PyAny>> {
 /// kernels of such small inputs.
 pub(crate) const KEEP_GIL_BELOW: usize = 1 << 12;
 
-/// Runs `f`, releasing the GIL unless every input is small (lazy kinds count as large).
+/// What a call's work is proportional to, for [`detach_by`]'s choice.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Work {
+    /// Every entry of the shape (products, Dense results, anything not below).
+    Shape,
+    /// A Csr's stored entries (entrywise maps, sparse sums into a sparse result); any other
+    /// kind by its shape.
+    Stored,
+    /// The main diagonal of a stored kind (`trace`); a lazy kind by its shape.
+    Diagonal,
+}
+
+impl Work {
+    /// The entries `d` brings to the call.
+    fn entries(self, d: &polymat::Data) -> usize {
+        let (m, n) = d.shape();
+        let stored_kind = matches!(d.kind(), Kind::DENSE | Kind::CSR | Kind::DIA);
+        match (self, d.as_csr()) {
+            (Work::Stored, Some(c)) => c.nnz(),
+            (Work::Diagonal, _) if stored_kind => m.min(n),
+            _ => m.saturating_mul(n),
+        }
+    }
+}
+
+/// Runs `f`, releasing the GIL unless every input is small by its shape (lazy kinds count by
+/// their shape).
 pub(crate) fn detach_for<T, F>(py: Python<'_>, inputs: &[&polymat::Data], f: F) -> T
 where
     T: Send,
     F: FnOnce() -> T + Send,
 {
-    detach_by(py, inputs, false, f)
+    detach_by(py, inputs, Work::Shape, f)
 }
 
-/// [`detach_for`], with `stored`: a Csr input judged by the entries it stores rather than by its
-/// shape, for calls whose work is those entries (entrywise maps, sparse sums). A 100 × 100 Csr
-/// with 5 entries a row then keeps the GIL, where by its shape it would release it: a release
-/// and retake cost 50–65 ns a call (`polymat.trace` of a 64 × 64 Dense 192–211 ns, of a 63 × 63
-/// one, which keeps it, 143–145 ns; Intel Xeon, Python 3.11), a tenth of a small Csr's trace.
-pub(crate) fn detach_by<T, F>(py: Python<'_>, inputs: &[&polymat::Data], stored: bool, f: F) -> T
+/// [`detach_for`], with the inputs measured by `work`: a 100 × 100 Csr with 5 entries a row
+/// keeps the GIL for an entrywise map, and a 100 × 100 Dense for its trace, where by their
+/// shapes they would release it. A release and retake cost 50–65 ns a call (`polymat.trace` of
+/// a 64 × 64 Dense 192–211 ns when it released, 143–145 ns for a 63 × 63 one, which kept it;
+/// Intel Xeon, Python 3.11): a tenth of a small Csr's trace.
+pub(crate) fn detach_by<T, F>(py: Python<'_>, inputs: &[&polymat::Data], work: Work, f: F) -> T
 where
     T: Send,
     F: FnOnce() -> T + Send,
 {
-    let entries = |d: &polymat::Data| match d.as_csr() {
-        Some(c) if stored => c.nnz(),
-        _ => d.shape().0.saturating_mul(d.shape().1),
-    };
-    if inputs.iter().any(|d| entries(d) >= KEEP_GIL_BELOW) {
+    if inputs.iter().any(|d| work.entries(d) >= KEEP_GIL_BELOW) {
         py.detach(f)
     } else {
         f()
@@ -321,7 +344,7 @@ impl PyData {
     }
 
     fn __mul__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let Ok(s) = other.extract::<c64>() else {
+        let Ok(Scalar(s)) = other.extract::<Scalar>() else {
             return Ok(py.NotImplemented());
         };
         let a = &self.inner;
@@ -333,7 +356,7 @@ impl PyData {
     }
 
     fn __truediv__(&self, py: Python<'_>, other: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
-        let Ok(s) = other.extract::<c64>() else {
+        let Ok(Scalar(s)) = other.extract::<Scalar>() else {
             return Ok(py.NotImplemented());
         };
         let a = &self.inner;

@@ -11,13 +11,15 @@
 
 use polymat::{Data, Out, c64};
 use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple, PyType};
 use pyo3::{IntoPyObjectExt, intern};
 
 use crate::errors::IntoPy;
 use crate::functions::matmul_scaled;
-use crate::matrix::{PyData, detach_by, parse_out, wrap};
+use crate::matrix::{PyData, Work, detach_by, parse_out, wrap};
+use crate::scalar::Scalar;
 
 /// The operations `QSpec` runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -77,13 +79,91 @@ pub(crate) struct QSpec {
     name: String,
 }
 
-/// What building a result of a QuTiP class takes, looked up once.
+/// What building a result of a QuTiP class takes, looked up once: the class's constructor
+/// (`tp_new`, Cython's for `Data`, which the Python subclasses inherit) and `Data`'s
+/// initialiser (`tp_init`, which sets the read-only `shape`), called through their slots.
+/// Through `cls.__new__(cls)` and `Data.__init__(obj, shape)` the same two cost ~165 ns more a
+/// result (a tuple, a bound method and argument checks each), more than QuTiP's own `adjoint`
+/// of a 2 × 2 matrix takes.
 struct OutClass {
     cls: Py<PyType>,
-    /// The class's `__new__` (`Data`'s constructor).
-    new: Py<PyAny>,
-    /// `qutip.core.data.Data.__init__`, which sets the (read-only) `shape`.
-    init: Py<PyAny>,
+    new: ffi::newfunc,
+    init: ffi::initproc,
+}
+
+impl OutClass {
+    fn new(py: Python<'_>, cls: Py<PyType>) -> PyResult<OutClass> {
+        let data = py
+            .import("qutip.core.data.base")?
+            .getattr("Data")?
+            .cast_into::<PyType>()?;
+        // `Data`'s initialiser is run on instances of `cls`: it must be a `Data`.
+        if !cls.bind(py).is_subclass(&data)? {
+            return Err(PyTypeError::new_err(format!(
+                "QSpec: {} is not a qutip.core.data.Data",
+                cls.bind(py).name()?
+            )));
+        }
+        // SAFETY: both are live type objects (`data` is held above, `cls` by the caller);
+        // `PyType_GetSlot` reads static types' slots too from Python 3.10, the oldest the
+        // package supports (`requires-python`).
+        let (new, init) = unsafe {
+            (
+                ffi::PyType_GetSlot(cls.as_ptr().cast(), ffi::Py_tp_new),
+                ffi::PyType_GetSlot(data.as_type_ptr(), ffi::Py_tp_init),
+            )
+        };
+        if new.is_null() || init.is_null() {
+            return Err(PyErr::take(py).unwrap_or_else(|| {
+                PyTypeError::new_err("QSpec: the result class has no constructor")
+            }));
+        }
+        // SAFETY: the slots `Py_tp_new` and `Py_tp_init` hold functions of these types.
+        let (new, init) = unsafe {
+            (
+                std::mem::transmute::<*mut std::ffi::c_void, ffi::newfunc>(new),
+                std::mem::transmute::<*mut std::ffi::c_void, ffi::initproc>(init),
+            )
+        };
+        Ok(OutClass { cls, new, init })
+    }
+
+    /// An instance of the class holding `inner`, of shape `shape`, without the class's own
+    /// `__init__` (which would check and convert its argument again).
+    fn build(
+        &self,
+        py: Python<'_>,
+        inner: Py<PyAny>,
+        shape: (usize, usize),
+    ) -> PyResult<Py<PyAny>> {
+        let cls = self.cls.bind(py);
+        let empty = PyTuple::empty(py);
+        // SAFETY: `new` is `cls`'s own `tp_new`, called as `cls.__new__(cls)` calls it: with
+        // `cls`, an empty argument tuple and no keywords; it returns a new reference or null
+        // with an exception set.
+        let obj = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                (self.new)(cls.as_ptr().cast(), empty.as_ptr(), std::ptr::null_mut()),
+            )?
+        };
+        // A `__new__` may return another type's object; `Data`'s initialiser needs a `Data`'s
+        // layout, which an exact instance of `cls` (checked a `Data` subclass) has.
+        if !obj.get_type().is(cls) {
+            return Err(PyTypeError::new_err(format!(
+                "QSpec: {}.__new__ returned another type",
+                cls.name()?
+            )));
+        }
+        let args = PyTuple::new(py, [shape])?;
+        // SAFETY: `obj` is an instance of a `Data` subclass (above), `init` is `Data`'s
+        // `tp_init`, `args` a tuple; it returns -1 with an exception set on failure.
+        if unsafe { (self.init)(obj.as_ptr(), args.as_ptr(), std::ptr::null_mut()) } < 0 {
+            return Err(PyErr::fetch(py));
+        }
+        obj.setattr(intern!(py, "_pm"), inner)?;
+        Ok(obj.unbind())
+    }
 }
 
 /// A scalar argument given by position `i` (after the data) or by name.
@@ -96,32 +176,30 @@ fn scalar(
 ) -> PyResult<c64> {
     // Checked first: `get_item` past the end builds an IndexError, more than the call costs.
     if i < args.len() {
-        return args.get_item(i)?.extract::<c64>();
+        return Ok(args.get_item(i)?.extract::<Scalar>()?.0);
     }
     if let Some(k) = kwargs
         && let Some(v) = k.get_item(name)?
     {
-        return v.extract::<c64>();
+        return Ok(v.extract::<Scalar>()?.0);
     }
     default.ok_or_else(|| PyTypeError::new_err(format!("missing argument {name:?}")))
 }
 
 impl QSpec {
-    /// Whether the call's work on Csr inputs is their stored entries: entrywise maps, the
-    /// trace and sums, into a result that is not Dense (a Dense result is m·n entries written
-    /// whatever the inputs store).
-    fn works_on_stored(&self) -> bool {
-        matches!(
-            self.op,
-            Op::Adjoint
-                | Op::Transpose
-                | Op::Conj
-                | Op::Neg
-                | Op::Mul
-                | Op::Trace
-                | Op::Add
-                | Op::Sub
-        ) && matches!(self.out, Out::Auto | Out::Csr)
+    /// What the call's work is proportional to: a Csr's stored entries for entrywise maps and
+    /// sums into a result that is not Dense (a Dense result is m·n entries written whatever
+    /// the inputs store), the diagonal for `trace`, the shape otherwise.
+    fn work(&self) -> Work {
+        match self.op {
+            Op::Trace => Work::Diagonal,
+            Op::Adjoint | Op::Transpose | Op::Conj | Op::Neg | Op::Mul | Op::Add | Op::Sub
+                if matches!(self.out, Out::Auto | Out::Csr) =>
+            {
+                Work::Stored
+            }
+            _ => Work::Shape,
+        }
     }
 
     fn run(&self, a: &Data, b: Option<&Data>, s: c64) -> polymat::Result<Result<Data, c64>> {
@@ -160,18 +238,7 @@ impl QSpec {
         out_cls: Option<Py<PyType>>,
         name: String,
     ) -> PyResult<QSpec> {
-        let out_cls = match out_cls {
-            Some(cls) => {
-                let init = py
-                    .import("qutip.core.data.base")?
-                    .getattr("Data")?
-                    .getattr("__init__")?
-                    .unbind();
-                let new = cls.bind(py).getattr("__new__")?.unbind();
-                Some(OutClass { cls, new, init })
-            }
-            None => None,
-        };
+        let out_cls = out_cls.map(|cls| OutClass::new(py, cls)).transpose()?;
         Ok(QSpec {
             op: Op::parse(op)?,
             out: parse_out(out_kind)?,
@@ -213,11 +280,10 @@ impl QSpec {
             _ => c64::new(0.0, 0.0),
         };
         let (ad, bd) = (&a.get().inner, b.as_ref().map(|b| &b.get().inner));
-        // A Dense input still counts by its shape, which its work is.
-        let stored = self.works_on_stored();
+        let work = self.work();
         let r = match bd {
-            Some(bd) => detach_by(py, &[ad, bd], stored, || self.run(ad, Some(bd), s)),
-            None => detach_by(py, &[ad], stored, || self.run(ad, None, s)),
+            Some(bd) => detach_by(py, &[ad, bd], work, || self.run(ad, Some(bd), s)),
+            None => detach_by(py, &[ad], work, || self.run(ad, None, s)),
         }
         .py_err()?;
         match r {
@@ -225,15 +291,10 @@ impl QSpec {
             Ok(data) => {
                 let shape = data.shape();
                 let inner = wrap(py, data)?;
-                let Some(OutClass { cls, new, init }) = &self.out_cls else {
-                    return Ok(inner);
-                };
-                // The QuTiP object without the subclass's __init__: Data's constructor
-                // (tp_new) and Data.__init__ (the read-only shape), then the polymat object.
-                let obj = new.bind(py).call1((cls.bind(py),))?;
-                init.bind(py).call1((&obj, shape))?;
-                obj.setattr(intern!(py, "_pm"), inner)?;
-                Ok(obj.unbind())
+                match &self.out_cls {
+                    Some(out) => out.build(py, inner, shape),
+                    None => Ok(inner),
+                }
             }
         }
     }

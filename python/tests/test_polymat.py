@@ -73,6 +73,37 @@ def test_errors_are_value_errors_with_polymat_message():
         pm.Csr((2, 2), np.array([0, 1]), np.array([0]), np.array([1j]))
 
 
+@pytest.mark.parametrize(
+    "scalar, value",
+    [(2.5, 2.5), (-3, -3), (True, 1), (1 - 3j, 1 - 3j), (np.float64(0.5), 0.5),
+     (np.complex128(2j), 2j), (np.int64(4), 4), (np.float32(0.25), 0.25)],
+)
+def test_scalars_of_every_number_type(scalar, value):
+    a = pm.dense(rand((3, 3)))
+    want = value * a.to_array()
+    got = [pm.mul(a, scalar), a * scalar, pm.add(a, a, scale=scalar) - a,
+           pm.matmul(a, pm.identity(3), scale=scalar)]
+    if not isinstance(scalar, np.generic):  # numpy's own scalars turn `a` into an array first
+        got.append(scalar * a)
+    for g in got:
+        np.testing.assert_allclose(g.to_array(), want, atol=1e-12)
+
+
+def test_scalars_that_are_not_numbers_are_refused():
+    a = pm.dense(rand((2, 2)))
+    with pytest.raises(OverflowError):
+        pm.mul(a, 10**400)
+    with pytest.raises(TypeError):
+        pm.mul(a, "2")
+    assert a.__mul__("2") is NotImplemented
+
+    class Complexish:
+        def __complex__(self):
+            return 1 + 1j
+
+    np.testing.assert_allclose(pm.mul(a, Complexish()).to_array(), (1 + 1j) * a.to_array())
+
+
 def test_too_large_is_a_memory_error_class():
     assert issubclass(pm.TooLargeError, pm.PolymatError)
     with pytest.raises(pm.TooLargeError):
@@ -243,3 +274,33 @@ def test_row_major_dense_reports_its_layout_and_entries():
     assert pm.dense(a).fortran and not t.fortran
     np.testing.assert_array_equal(t.to_array(), a.T)
     np.testing.assert_allclose(pm.matmul(t, pm.dense(a)).to_array(), a.T @ a, atol=1e-12)
+
+
+def test_native_specialisations_build_their_result_class():
+    from polymat._polymat import QSpec
+    from qutip.core.data import Data
+
+    a = qutip_polymat.PolymatDense(rand((3, 3)))
+    adj = QSpec("adjoint", "dense", qutip_polymat.PolymatDense, "adjoint_dense")
+    got = adj(a)
+    assert type(got) is qutip_polymat.PolymatDense and got.shape == (3, 3)
+    np.testing.assert_allclose(got.to_array(), a.to_array().conj().T)
+    assert got.copy().shape == (3, 3) and isinstance(got, Data)
+    scaled = QSpec("mul", "dense", qutip_polymat.PolymatDense, "mul_dense")(a, 0.5)
+    np.testing.assert_allclose(scaled.to_array(), 0.5 * a.to_array())
+    assert abs(QSpec("trace", None, None, "trace_dense")(a) - np.trace(a.to_array())) < 1e-12
+    with pytest.raises(TypeError, match="not a qutip.core.data.Data"):
+        QSpec("adjoint", "dense", dict, "adjoint_dense")
+
+    other = qutip_polymat.PolymatCsr(rand((3, 3)))
+
+    class Elsewhere(qutip_polymat.PolymatDense):
+        __slots__ = ()
+
+        def __new__(cls, *args):
+            return other
+
+    with pytest.raises(TypeError, match="returned another type"):
+        QSpec("adjoint", "dense", Elsewhere, "adjoint_dense")(a)
+    with pytest.raises(TypeError, match="data arguments are needed"):
+        adj()
