@@ -3,10 +3,10 @@
 //! builds QuTiP's data-layer plugin on top.
 //!
 //! Layers: [`errors`] (polymat's errors as Python exceptions) and [`scalar`] (complex
-//! arguments from Python numbers) ← [`matrix`] (the classes and
-//! their numpy/scipy interop) ← [`functions`] (the operations) and [`qutip`] (the QuTiP
-//! plugin's native specialisations) ← this module (registration).
-//! Every kernel call releases the GIL.
+//! arguments from Python numbers) ← [`matrix`] (the classes, their numpy/scipy interop, the
+//! GIL rule) ← [`functions`] (the operations) and [`qutip`] (the QuTiP plugin's native
+//! specialisations) ← this module (registration).
+//! Every kernel call releases the GIL unless its work is small (`matrix::detach_by`).
 
 mod errors;
 mod functions;
